@@ -1,0 +1,47 @@
+"""loom-otel core: vendor-neutral reasoning capture (model, context, configuration, store, journal).
+
+Instrumentation packages (``loom_otel.instrumentation.*``) hold only each SDK's mapping and wrap list;
+every rule lives here once.
+"""
+
+from __future__ import annotations
+
+from loom_otel.core._config import ReasoningConfig, Runtime, configure
+from loom_otel.core._context import ExecutionScope, execution, step
+from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
+from loom_otel.core._store import (
+    Envelope,
+    FileReasoningStore,
+    MemoryReasoningStore,
+    ReasoningStore,
+    store_from_uri,
+)
+from loom_otel.core._untrusted import Untrusted
+from loom_otel.core.exceptions import (
+    LoomOtelError,
+    LoomOtelWarning,
+    ReasoningCaptureError,
+    ReasoningConfigError,
+)
+
+__all__ = [
+    "Envelope",
+    "ExecutionScope",
+    "FileReasoningStore",
+    "LoomOtelError",
+    "LoomOtelWarning",
+    "MemoryReasoningStore",
+    "Reasoning",
+    "ReasoningCaptureError",
+    "ReasoningConfig",
+    "ReasoningConfigError",
+    "ReasoningKind",
+    "ReasoningPart",
+    "ReasoningStore",
+    "Runtime",
+    "Untrusted",
+    "configure",
+    "execution",
+    "step",
+    "store_from_uri",
+]

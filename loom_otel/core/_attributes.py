@@ -1,0 +1,56 @@
+"""Event names and attribute keys: the one schema shared by span events, journal records and readers."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Events on the model-call span.
+EVENT_CAPTURED: Final = "loom.reasoning.captured"
+EVENT_DROPPED: Final = "loom.reasoning.dropped"
+EVENT_RESTORED: Final = "loom.reasoning.restored"
+EVENT_VENDOR_DROPPED: Final = "loom.reasoning.vendor_dropped"
+EVENT_CHECKPOINT: Final = "loom.audit.checkpoint"
+
+# Journal record types.
+RECORD_CAPTURE: Final = "capture"
+RECORD_CHECKPOINT: Final = "checkpoint"
+
+# Capture fields (event and record).
+EXECUTION_ID: Final = "loom.execution.id"
+STEP_ID: Final = "loom.step.id"
+ATTEMPT: Final = "loom.attempt"
+TENANT: Final = "loom.tenant"
+PART_KIND: Final = "loom.reasoning.part.kind"
+PART_REF: Final = "loom.reasoning.part.ref"
+PART_DIGEST: Final = "loom.reasoning.part.digest"
+PART_SIZE: Final = "loom.reasoning.part.size"
+PART_OMITTED: Final = "loom.reasoning.part.omitted"
+
+# Chain fields (event only; the record holds them as top-level keys).
+AUDIT_ORIGIN: Final = "loom.audit.origin"
+AUDIT_SEQ: Final = "loom.audit.seq"
+AUDIT_PREV: Final = "loom.audit.prev"
+AUDIT_HASH: Final = "loom.audit.hash"
+AUDIT_TYPE: Final = "loom.audit.type"
+
+# Continuation event fields.
+DROP_REASON: Final = "loom.reasoning.drop.reason"
+DROP_COUNT: Final = "loom.reasoning.drop.count"
+DROP_POSITIONS: Final = "loom.reasoning.drop.positions"
+
+# GenAI semantic conventions (development status) used on the model-call span.
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+ERROR_TYPE: Final = "error.type"

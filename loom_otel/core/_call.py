@@ -1,0 +1,143 @@
+"""One model call as the wrappers see it: the GenAI span, capture on success, status on failure.
+
+Vendor packages describe a request (``RequestInfo``) and a response (``ResponseInfo`` plus the
+``Reasoning`` items in vendor order); everything else happens here, once for every vendor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._capture import Capture, capture
+from loom_otel.core._config import Runtime
+from loom_otel.core._journal import AttributeValue
+from loom_otel.core._model import Reasoning
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the span says at start (GenAI conventions), from the request the SDK will send."""
+
+    provider: str
+    operation: str
+    model: str
+    stream: bool = False
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+    def span_attributes(self) -> dict[str, AttributeValue]:
+        return {
+            attr.GEN_AI_OPERATION_NAME: self.operation,
+            attr.GEN_AI_PROVIDER_NAME: self.provider,
+            attr.GEN_AI_REQUEST_MODEL: self.model,
+            attr.GEN_AI_REQUEST_STREAM: self.stream,
+            **self.attributes,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseInfo:
+    """What the span says at the end: response id, model, finish reasons, usage."""
+
+    model: str | None = None
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+
+class ReasoningHandler:
+    """Shared by every wrapper of one instrumentor: the tracer and the process runtime."""
+
+    def __init__(self, tracer_provider: TracerProvider | None, runtime: Runtime, name: str, version: str) -> None:
+        self.runtime = runtime
+        self.tracer = trace.get_tracer(name, version, tracer_provider)
+        self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
+
+    def call(self, request: RequestInfo) -> ModelCall:
+        """A call whose span starts now (the request is about to be sent)."""
+        return ModelCall(self, request)
+
+
+class ModelCall:
+    """The span of one model call and what ends it. Every ending is idempotent."""
+
+    __slots__ = ("_ended", "handler", "request", "span")
+
+    def __init__(self, handler: ReasoningHandler, request: RequestInfo) -> None:
+        self.handler = handler
+        self.request = request
+        self.span: Span = handler.tracer.start_span(
+            f"{request.operation} {request.model}",
+            kind=SpanKind.CLIENT,
+            attributes=request.span_attributes(),
+        )
+        self._ended = False
+
+    def activate(self) -> Any:
+        """Make the span current while the SDK sends (its own spans and HTTP spans nest under it)."""
+        return trace.use_span(self.span, end_on_exit=False)
+
+    def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None:
+        self.span.add_event(name, dict(attributes))
+
+    def complete(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
+        """Record the response and capture its reasoning; raises ``ReasoningCaptureError`` (fail-closed)."""
+        if self._ended:
+            return None
+        self._ended = True
+        span = self.span
+        try:
+            if response.attributes:
+                span.set_attributes(dict(response.attributes))
+            if response.model:
+                span.set_attribute(attr.GEN_AI_RESPONSE_MODEL, response.model)
+            result = capture(
+                self.handler.runtime,
+                span,
+                reasonings,
+                provider=self.request.provider,
+                request_model=self.request.model,
+                response_model=response.model,
+            )
+        except BaseException as exc:
+            span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            span.end()
+            raise
+        span.end()
+        return result
+
+    def fail(self, exc: BaseException) -> None:
+        """The vendor or the transport failed: status error, nothing captured."""
+        if self._ended:
+            return
+        self._ended = True
+        self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
+        self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+        self.span.end()
+
+    def abandon(self, reason: str) -> None:
+        """A stream dropped without an end: close the span, capture nothing."""
+        if self._ended:
+            return
+        self._ended = True
+        self.span.set_attribute("loom.stream.outcome", reason)
+        self.span.end()
+
+    def deliver(self, deltas: Sequence[tuple[int, str]]) -> None:
+        """Streamed reasoning deltas (block index, text): to the live view when one is configured."""
+        sink = self.handler.live_sink
+        if sink is not None:
+            sink(self, deltas)
+
+    @property
+    def ended(self) -> bool:
+        return self._ended

@@ -1,0 +1,126 @@
+"""The capture pipeline (DESIGN "Capture"): store each readable text sealed, append the journal record
+(fail-closed), then add the reference-only span event. One event and one record per model call."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opentelemetry.trace import Span, format_span_id, format_trace_id
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._config import Runtime
+from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._journal import AttributeValue
+from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
+from loom_otel.core._store import Envelope
+from loom_otel.core.exceptions import ReasoningCaptureError
+
+__all__ = ["Capture", "CallIdentity", "capture", "identify"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallIdentity:
+    """Whose capture this is: explicit scopes, else the trace id and the model-call span id."""
+
+    execution_id: str
+    step_id: str
+    tenant: str | None
+    principal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """What one model call recorded."""
+
+    identity: CallIdentity
+    attempt: int
+    parts: tuple[ReasoningPart, ...]
+    attributes: dict[str, AttributeValue]
+
+
+def identify(span: Span) -> CallIdentity:
+    context = span.get_span_context()
+    scope = current_execution()
+    if scope is not None:
+        execution_id, tenant, principal = scope.execution_id, scope.tenant, scope.principal
+    else:
+        execution_id = format_trace_id(context.trace_id) if context.is_valid else uuid.uuid4().hex
+        tenant = principal = None
+    step_id = current_step() or (format_span_id(context.span_id) if context.is_valid else uuid.uuid4().hex[:16])
+    return CallIdentity(execution_id, step_id, tenant, principal)
+
+
+def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> ReasoningPart:
+    text = reasoning.text
+    if reasoning.kind is ReasoningKind.REDACTED or not text:
+        return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature)
+    if not runtime.keeps_text or runtime.store is None:
+        return ReasoningPart(
+            reasoning.kind, reasoning.provider, reasoning.signature, size=len(text.encode()), omitted=True
+        )
+    envelope = Envelope.seal(text, execution_id=identity.execution_id, tenant=identity.tenant)
+    try:
+        ref = runtime.store.put(envelope)
+    except Exception as exc:
+        raise ReasoningCaptureError(
+            f"reasoning store {type(runtime.store).__name__} failed to keep a {reasoning.kind} block "
+            f"({type(exc).__name__}); the model call fails closed"
+        ) from exc
+    return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature, ref, envelope.digest, envelope.size)
+
+
+def capture(
+    runtime: Runtime,
+    span: Span,
+    reasonings: Sequence[Reasoning],
+    *,
+    provider: str,
+    request_model: str,
+    response_model: str | None,
+) -> Capture | None:
+    """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
+
+    Raises ``ReasoningCaptureError`` when the store or the journal cannot keep what is configured;
+    then no event claims the parts.
+    """
+    if not reasonings or not runtime.enabled:
+        return None
+    identity = identify(span)
+    parts = tuple(_part(runtime, identity, r) for r in reasonings)
+    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id)
+    attributes: dict[str, AttributeValue] = {
+        attr.EXECUTION_ID: identity.execution_id,
+        attr.STEP_ID: identity.step_id,
+        attr.ATTEMPT: attempt,
+        attr.GEN_AI_PROVIDER_NAME: provider,
+        attr.GEN_AI_REQUEST_MODEL: request_model,
+        attr.GEN_AI_RESPONSE_MODEL: response_model or request_model,
+        attr.PART_KIND: [p.kind.value for p in parts],
+        attr.PART_REF: [p.text_ref or "" for p in parts],
+        attr.PART_DIGEST: [p.digest or "" for p in parts],
+        attr.PART_SIZE: [p.size for p in parts],
+        attr.PART_OMITTED: [p.omitted for p in parts],
+    }
+    if identity.tenant is not None:
+        attributes[attr.TENANT] = identity.tenant
+    try:
+        entry = runtime.journal.append(attr.RECORD_CAPTURE, attributes)
+    except Exception as exc:
+        raise ReasoningCaptureError(
+            f"audit journal {str(runtime.journal_dir)!r} could not be written ({type(exc).__name__}); "
+            "the model call fails closed"
+        ) from exc
+    span.add_event(
+        attr.EVENT_CAPTURED,
+        {
+            **attributes,
+            attr.AUDIT_ORIGIN: entry.origin,
+            attr.AUDIT_SEQ: entry.seq,
+            attr.AUDIT_PREV: entry.prev,
+            attr.AUDIT_HASH: entry.hash,
+        },
+        timestamp=entry.time,
+    )
+    return Capture(identity, attempt, parts, attributes)

@@ -1,0 +1,76 @@
+"""Execution and step scopes (contextvars, so threads and asyncio tasks each see their own)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+__all__ = ["ExecutionScope", "current_execution", "current_step", "execution", "next_attempt", "step"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionScope:
+    """Who a capture belongs to. ``principal`` asked; ``owner`` administers (both may read it back)."""
+
+    execution_id: str
+    tenant: str | None = None
+    principal: str | None = None
+    owner: str | None = None
+
+
+_EXECUTION: ContextVar[ExecutionScope | None] = ContextVar("loom_otel_execution", default=None)
+_STEP: ContextVar[str | None] = ContextVar("loom_otel_step", default=None)
+
+
+@contextlib.contextmanager
+def execution(
+    execution_id: str, *, tenant: str | None = None, principal: str | None = None, owner: str | None = None
+) -> Iterator[ExecutionScope]:
+    """Model calls inside this block are captured for ``execution_id`` (sealed to it and ``tenant``).
+
+    Without one, the execution id is the current trace id (32 hex characters).
+    """
+    if not execution_id:
+        raise ValueError("execution_id must be a non-empty string")
+    scope = ExecutionScope(execution_id, tenant, principal, owner)
+    token = _EXECUTION.set(scope)
+    try:
+        yield scope
+    finally:
+        _EXECUTION.reset(token)
+
+
+@contextlib.contextmanager
+def step(step_id: str) -> Iterator[str]:
+    """Names the step of the model calls inside this block; without one, the model-call span id."""
+    if not step_id:
+        raise ValueError("step_id must be a non-empty string")
+    token = _STEP.set(step_id)
+    try:
+        yield step_id
+    finally:
+        _STEP.reset(token)
+
+
+def current_execution() -> ExecutionScope | None:
+    return _EXECUTION.get()
+
+
+def current_step() -> str | None:
+    return _STEP.get()
+
+
+_attempts: dict[tuple[str | None, str, str], int] = {}
+_attempts_lock = threading.Lock()
+
+
+def next_attempt(tenant: str | None, execution_id: str, step_id: str) -> int:
+    """1 for the first capture of (tenant, execution, step) in this process, then 2, 3, ..."""
+    key = (tenant, execution_id, step_id)
+    with _attempts_lock:
+        attempt = _attempts.get(key, 0) + 1
+        _attempts[key] = attempt
+    return attempt

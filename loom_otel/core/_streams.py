@@ -1,0 +1,174 @@
+"""Stream capture shared by every vendor: a mixin with the three hooks, and the sync and async wrapt
+proxies built on it. Vendor packages supply only a ``StreamAccumulator`` for their chunk shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Protocol
+
+import wrapt
+
+from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._callbacks import logger
+from loom_otel.core._model import Reasoning
+
+__all__ = ["AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncStreamProxy"]
+
+
+class StreamAccumulator(Protocol):
+    """Rebuilds the vendor's reasoning from its stream chunks, in vendor order."""
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        """Take one chunk; return the readable reasoning deltas it carried as (block index, text)."""
+        ...
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        """The reasoning blocks and response facts received so far."""
+        ...
+
+
+class StreamCaptureMixin:
+    """State lives in ``_self_*`` attributes (a plain attribute on a proxy writes through)."""
+
+    _self_call: ModelCall
+    _self_accumulator: StreamAccumulator
+
+    def _process_chunk(self, chunk: Any) -> None:
+        deltas = self._self_accumulator.feed(chunk)
+        if deltas:
+            self._self_call.deliver(deltas)
+
+    def _on_stream_end(self) -> None:
+        """The vendor finished: capture fail-closed (the error surfaces where iteration ends)."""
+        if not self._self_call.ended:
+            reasonings, response = self._self_accumulator.result()
+            self._self_call.complete(reasonings, response)
+
+    def _on_stream_error(self, exc: BaseException) -> None:
+        self._self_call.fail(exc)
+
+    def _on_stream_close(self) -> None:
+        """Closed before the end: keep what the application already received; never raise from close."""
+        call = self._self_call
+        if call.ended:
+            return
+        call.span.set_attribute("loom.stream.outcome", "closed_early")
+        try:
+            reasonings, response = self._self_accumulator.result()
+            call.complete(reasonings, response)
+        except Exception as exc:
+            logger.error("loom-otel: capture of an early-closed stream failed (%s)", type(exc).__name__)
+
+
+class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
+    """Wraps a sync stream (iterator, context manager, ``close()``) and forwards everything else."""
+
+    def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
+        super().__init__(wrapped)
+        self._self_call = call
+        self._self_accumulator = accumulator
+
+    def __iter__(self) -> SyncStreamProxy:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            chunk = self.__wrapped__.__next__()
+        except StopIteration:
+            self._on_stream_end()
+            raise
+        except BaseException as exc:
+            self._on_stream_error(exc)
+            raise
+        self._process_chunk(chunk)
+        return chunk
+
+    def __enter__(self) -> SyncStreamProxy:
+        enter = getattr(self.__wrapped__, "__enter__", None)
+        if enter is not None:
+            enter()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            exit_ = getattr(self.__wrapped__, "__exit__", None)
+            if exit_ is not None:
+                exit_(exc_type, exc, tb)
+            else:
+                self.__wrapped__.close()
+        finally:
+            self._on_stream_close()
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._on_stream_close()
+
+    def __del__(self) -> None:
+        call = getattr(self, "_self_call", None)
+        if call is not None and not call.ended:
+            call.abandon("abandoned")
+
+
+class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
+    """The async twin: ``__anext__``, ``__aenter__``/``__aexit__`` and an awaitable ``close()``."""
+
+    def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
+        super().__init__(wrapped)
+        self._self_call = call
+        self._self_accumulator = accumulator
+
+    def __aiter__(self) -> AsyncStreamProxy:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await self.__wrapped__.__anext__()
+        except StopAsyncIteration:
+            self._on_stream_end()
+            raise
+        except BaseException as exc:
+            self._on_stream_error(exc)
+            raise
+        self._process_chunk(chunk)
+        return chunk
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        enter = getattr(self.__wrapped__, "__aenter__", None)
+        if enter is not None:
+            await enter()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            exit_ = getattr(self.__wrapped__, "__aexit__", None)
+            if exit_ is not None:
+                await exit_(exc_type, exc, tb)
+            else:
+                await self.close_wrapped()
+        finally:
+            self._on_stream_close()
+
+    async def close_wrapped(self) -> None:
+        closer = getattr(self.__wrapped__, "aclose", None) or self.__wrapped__.close
+        await closer()
+
+    async def close(self) -> None:
+        try:
+            await self.close_wrapped()
+        finally:
+            self._on_stream_close()
+
+    async def aclose(self) -> None:
+        await self.close()
+
+    def __del__(self) -> None:
+        call = getattr(self, "_self_call", None)
+        if call is not None and not call.ended:
+            call.abandon("abandoned")

@@ -1,0 +1,57 @@
+"""``LOOM_OTEL_*`` environment variables, read at ``instrument()`` or construction time, never at import.
+
+Precedence everywhere: an explicit argument, then the environment, then the default. A malformed value
+warns once (``LoomOtelWarning`` naming the variable) and the default is used. The standard
+``OTEL_EXPORTER_OTLP_*`` variables keep their OpenTelemetry meaning for the chained exporter's inner
+exporter; loom-otel defines no ``OTEL_*`` names of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+LOOM_OTEL_REASONING: Final = "LOOM_OTEL_REASONING"
+"""``false`` is the silent opt-out of everything loom-otel does (no capture, no warning). Default: on."""
+
+LOOM_OTEL_REASONING_STORE: Final = "LOOM_OTEL_REASONING_STORE"
+"""Where readable reasoning is kept: ``file:///dir``, ``memory:``, ``s3://bucket/prefix`` or any fsspec
+URL. Default: none (reasoning is not kept; one boot warning per instrumented SDK)."""
+
+LOOM_OTEL_REASONING_CAPTURE: Final = "LOOM_OTEL_REASONING_CAPTURE"
+"""Keep readable text in the store (``true``/``false``). Default: on iff a store is set."""
+
+LOOM_OTEL_REASONING_TRANSCRIPT: Final = "LOOM_OTEL_REASONING_TRANSCRIPT"
+"""``keep``: the application receives the vendor response as is. ``redact``: readable reasoning is
+removed before the application sees it and put back from the store on the way out. Default: ``keep``."""
+
+LOOM_OTEL_REASONING_LIVE: Final = "LOOM_OTEL_REASONING_LIVE"
+"""Deliver streamed reasoning deltas to the configured sink (``true``/``false``). Default: off."""
+
+LOOM_OTEL_AUDIT_JOURNAL: Final = "LOOM_OTEL_AUDIT_JOURNAL"
+"""Directory of the local hash-chained audit journal. Default: ``<store dir>/journal`` for a file store,
+else ``./.loom/journal``."""
+
+LOOM_OTEL_JOURNAL_DURABILITY: Final = "LOOM_OTEL_JOURNAL_DURABILITY"
+"""When journal appends reach the disk: ``always`` (fsync per record), ``batch`` (group commit every
+few milliseconds; a capture returns after its record is synced), ``os`` (left to the OS). Default:
+``batch``."""
+
+LOOM_OTEL_STORE_FSYNC: Final = "LOOM_OTEL_STORE_FSYNC"
+"""``false`` skips the fsync of file-store blobs (the rename stays atomic; a power loss may lose the
+newest blobs). Only for benchmarks and throw-away runs. Default: ``true``."""
+
+LOOM_OTEL_CHECKPOINT_KEY: Final = "LOOM_OTEL_CHECKPOINT_KEY"
+"""Path of an Ed25519 private key (PEM, ``loom-otel keygen``) that signs journal checkpoints.
+Default: unsigned checkpoints, with one warning."""
+
+LOOM_OTEL_REQUIRE_CONTINUATION: Final = "LOOM_OTEL_REQUIRE_CONTINUATION"
+"""``true``: a configuration that cannot carry reasoning forward raises ``ReasoningConfigError``
+instead of warning. Default: off."""
+
+LOOM_OTEL_CHAIN_INNER: Final = "LOOM_OTEL_CHAIN_INNER"
+"""Exporter the chained exporter forwards to: ``otlp_proto_http``, ``otlp_proto_grpc``, ``console``,
+``none``. Default: ``otlp_proto_http``."""
+
+LOOM_OTEL_DIGEST: Final = "LOOM_OTEL_DIGEST"
+"""Digest of readable text in events and records: ``sha256`` (plain) or ``hmac-sha256`` (keyed per
+execution; the key is erased with the execution). Default: ``sha256``."""
