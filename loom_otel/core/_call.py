@@ -34,6 +34,8 @@ class RequestInfo:
     model: str
     stream: bool = False
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    hints: Mapping[str, object] = field(default_factory=dict)
+    """Vendor-private facts the vendor mapping needs again for the response (never exported)."""
 
     def span_attributes(self) -> dict[str, AttributeValue]:
         return {

@@ -1,0 +1,72 @@
+"""OpenTelemetry instrumentation for the Anthropic SDK that keeps model reasoning as audit evidence.
+
+Usage::
+
+    from loom_otel.core import ReasoningConfig
+    from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+
+    AnthropicInstrumentor().instrument(config=ReasoningConfig(store="file:///var/lib/app/reasoning"))
+
+Without ``config`` everything comes from the ``LOOM_OTEL_*`` environment (``opentelemetry-instrument``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Final
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from loom_otel.core._call import ReasoningHandler
+from loom_otel.core._config import runtime_for
+from loom_otel.instrumentation.anthropic._wrappers import (
+    async_messages_create,
+    async_messages_stream,
+    messages_create,
+    messages_stream,
+)
+from loom_otel.instrumentation.anthropic.package import _instruments
+from loom_otel.instrumentation.anthropic.version import __version__
+
+__all__ = ["AnthropicInstrumentor"]
+
+_FIRST_PARTY: Final = "anthropic.resources.messages.messages"
+_BETA: Final = "anthropic.resources.beta.messages.messages"
+# ``import anthropic`` copies these beta functions onto the Vertex and Bedrock classes.
+_VERTEX_BETA: Final = "anthropic.lib.vertex._beta_messages"
+_BEDROCK_BETA: Final = "anthropic.lib.bedrock._beta_messages"
+
+_WRAPS: Final = tuple(
+    (module, f"{cls}.{method}", factory)
+    for module in (_FIRST_PARTY, _BETA, _VERTEX_BETA, _BEDROCK_BETA)
+    for cls, method, factory in (
+        ("Messages", "create", messages_create),
+        ("Messages", "parse", messages_create),
+        ("Messages", "stream", messages_stream),
+        ("AsyncMessages", "create", async_messages_create),
+        ("AsyncMessages", "parse", async_messages_create),
+        ("AsyncMessages", "stream", async_messages_stream),
+    )
+)
+
+
+class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Captures thinking and redacted_thinking blocks of every Messages call (sync, async, streamed,
+    ``messages.stream()``, ``parse``, beta, Vertex and Bedrock beta copies)."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return _instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        runtime = runtime_for(kwargs.get("config"))
+        runtime.boot_warning("anthropic")
+        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, __name__, __version__)
+        for module, name, factory in _WRAPS:
+            wrap_function_wrapper(module, name, factory(handler))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for module, name, _ in _WRAPS:
+            cls, method = name.split(".")
+            unwrap(f"{module}.{cls}", method)

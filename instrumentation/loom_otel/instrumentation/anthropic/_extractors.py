@@ -1,0 +1,167 @@
+"""Anthropic Messages <-> loom-otel: pure functions over request kwargs, messages and stream events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loom_otel.core import Reasoning, ReasoningKind
+from loom_otel.core import _attributes as attr
+from loom_otel.core._call import RequestInfo, ResponseInfo
+from loom_otel.core._journal import AttributeValue
+
+__all__ = ["StreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
+
+_PROVIDERS = {"AnthropicVertex": "gcp.vertex_ai", "AsyncAnthropicVertex": "gcp.vertex_ai"}
+_BEDROCK = "aws.bedrock"
+
+
+def provider_of(instance: Any) -> str:
+    """``anthropic``; ``gcp.vertex_ai`` / ``aws.bedrock`` for those clients (GenAI conventions)."""
+    name = type(getattr(instance, "_client", None)).__name__
+    if "Bedrock" in name:
+        return _BEDROCK
+    return _PROVIDERS.get(name, "anthropic")
+
+
+def _thinking_kind(kwargs: Mapping[str, Any]) -> ReasoningKind:
+    """Readable thinking is a ``summary`` when the request asked ``display: "summarized"``."""
+    thinking = kwargs.get("thinking")
+    if isinstance(thinking, Mapping) and thinking.get("display") == "summarized":
+        return ReasoningKind.SUMMARY
+    return ReasoningKind.TEXT
+
+
+def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+    attributes: dict[str, AttributeValue] = {}
+    max_tokens = kwargs.get("max_tokens")
+    if isinstance(max_tokens, int):
+        attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    base_url = getattr(getattr(instance, "_client", None), "base_url", None)
+    host = getattr(base_url, "host", None)
+    if host:
+        attributes[attr.SERVER_ADDRESS] = str(host)
+        port = getattr(base_url, "port", None) or (443 if getattr(base_url, "scheme", "") == "https" else 80)
+        attributes[attr.SERVER_PORT] = int(port)
+    model = kwargs.get("model")
+    return RequestInfo(
+        provider=provider_of(instance),
+        operation="chat",
+        model=model if isinstance(model, str) else str(model or ""),
+        stream=stream,
+        attributes=attributes,
+        hints={"thinking_kind": _thinking_kind(kwargs)},
+    )
+
+
+def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasoning | None:
+    block_type = getattr(block, "type", None)
+    if block_type == "thinking":
+        return Reasoning(kind, provider, text=block.thinking or "", signature=block.signature or None)
+    if block_type == "redacted_thinking":
+        return Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.data)
+    return None
+
+
+def reasonings_of(message: Any, request: RequestInfo) -> list[Reasoning]:
+    """The message's thinking and redacted_thinking blocks, in vendor order (interleaved included)."""
+    kind = request.hints.get("thinking_kind", ReasoningKind.TEXT)
+    assert isinstance(kind, ReasoningKind)
+    found = (_block_reasoning(b, request.provider, kind) for b in getattr(message, "content", None) or ())
+    return [r for r in found if r is not None]
+
+
+def _usage_attributes(usage: Any, into: dict[str, AttributeValue]) -> None:
+    if usage is None:
+        return
+    for key, name in (
+        (attr.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
+        (attr.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
+        (attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cache_read_input_tokens"),
+    ):
+        value = getattr(usage, name, None)
+        if isinstance(value, int):
+            into[key] = value
+    details = getattr(usage, "output_tokens_details", None)
+    thinking_tokens = getattr(details, "thinking_tokens", None)
+    if isinstance(thinking_tokens, int):
+        into[attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thinking_tokens
+
+
+def response_info(message: Any) -> ResponseInfo:
+    attributes: dict[str, AttributeValue] = {}
+    if getattr(message, "id", None):
+        attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
+    stop_reason = getattr(message, "stop_reason", None)
+    if stop_reason:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [str(stop_reason)]
+    _usage_attributes(getattr(message, "usage", None), attributes)
+    model = getattr(message, "model", None)
+    return ResponseInfo(model=str(model) if model else None, attributes=attributes)
+
+
+class _Block:
+    __slots__ = ("data", "signature", "texts", "type")
+
+    def __init__(self, block_type: str, text: str, signature: str, data: str) -> None:
+        self.type = block_type
+        self.texts = [text] if text else []
+        self.signature = signature
+        self.data = data
+
+
+class StreamAccumulator:
+    """Rebuilds thinking blocks from raw ``Messages`` stream events (``create(stream=True)`` and the
+    ``messages.stream()`` helper alike): ``thinking_delta`` appends, ``signature_delta`` replaces."""
+
+    def __init__(self, request: RequestInfo) -> None:
+        self._request = request
+        self._blocks: dict[int, _Block] = {}
+        self._message: Any = None
+        self._stop_reason: str | None = None
+        self._usage: Any = None
+
+    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
+        event_type = getattr(event, "type", None)
+        if event_type == "content_block_delta":
+            delta = event.delta
+            block = self._blocks.get(event.index)
+            if block is None:
+                return ()
+            if delta.type == "thinking_delta":
+                block.texts.append(delta.thinking)
+                return ((event.index, delta.thinking),)
+            if delta.type == "signature_delta":
+                block.signature = delta.signature
+        elif event_type == "content_block_start":
+            block = event.content_block
+            if block.type == "thinking":
+                self._blocks[event.index] = _Block("thinking", block.thinking or "", block.signature or "", "")
+                if block.thinking:
+                    return ((event.index, block.thinking),)
+            elif block.type == "redacted_thinking":
+                self._blocks[event.index] = _Block("redacted_thinking", "", "", block.data)
+        elif event_type == "message_start":
+            self._message = event.message
+            self._usage = getattr(event.message, "usage", None)
+        elif event_type == "message_delta":
+            self._stop_reason = getattr(event.delta, "stop_reason", None) or self._stop_reason
+            self._usage = getattr(event, "usage", None) or self._usage
+        return ()
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        provider = self._request.provider
+        kind = self._request.hints.get("thinking_kind", ReasoningKind.TEXT)
+        assert isinstance(kind, ReasoningKind)
+        reasonings = [
+            Reasoning(kind, provider, text="".join(b.texts), signature=b.signature or None)
+            if b.type == "thinking"
+            else Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=b.data)
+            for _, b in sorted(self._blocks.items())
+        ]
+        info = response_info(self._message) if self._message is not None else ResponseInfo()
+        attributes = dict(info.attributes)
+        if self._stop_reason:
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [self._stop_reason]
+        _usage_attributes(self._usage, attributes)
+        return reasonings, ResponseInfo(model=info.model, attributes=attributes)

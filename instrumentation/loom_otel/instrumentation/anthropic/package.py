@@ -1,0 +1,1 @@
+_instruments = ("anthropic >= 2.14",)

@@ -1,0 +1,1 @@
+"""The ``loom-otel`` command."""

@@ -1,0 +1,76 @@
+"""Public test helpers: in-memory telemetry, an instrument-then-restore context, the vendor simulator.
+
+``from loom_otel.testing import simulator`` gives the built-in vendor simulator (Anthropic, Gemini,
+OpenAI-compatible), in-process as an ``httpx2`` transport or as an HTTP server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from loom_otel.core._config import ReasoningConfig, reset_runtime
+
+__all__ = ["Telemetry", "instrumented", "reasoning_events"]
+
+
+@dataclass(slots=True)
+class Telemetry:
+    """An SDK tracer provider whose finished spans are kept in memory."""
+
+    provider: TracerProvider
+    exporter: InMemorySpanExporter
+
+    @classmethod
+    def in_memory(cls) -> Telemetry:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        return cls(provider, exporter)
+
+    @property
+    def spans(self) -> tuple[ReadableSpan, ...]:
+        return tuple(self.exporter.get_finished_spans())
+
+
+def reasoning_events(spans: Sequence[ReadableSpan], name: str = "loom.reasoning.captured") -> list[dict[str, Any]]:
+    """The attributes of every event called ``name``, in span order."""
+    return [dict(event.attributes or {}) for span in spans for event in span.events if event.name == name]
+
+
+@contextlib.contextmanager
+def instrumented(
+    *instrumentors: BaseInstrumentor,
+    config: ReasoningConfig | None = None,
+    telemetry: Telemetry | None = None,
+    environ: dict[str, str] | None = None,
+) -> Iterator[Telemetry]:
+    """Instrument with an in-memory tracer provider, yield it, then uninstrument and restore the
+    environment (``environ`` entries are set for the duration; ``None`` values are removed)."""
+    telemetry = telemetry or Telemetry.in_memory()
+    saved = dict(os.environ)
+    if environ:
+        for key, value in environ.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    reset_runtime()
+    try:
+        for instrumentor in instrumentors:
+            instrumentor.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True)
+        yield telemetry
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+        os.environ.clear()
+        os.environ.update(saved)
+        reset_runtime()
