@@ -10,6 +10,7 @@ import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
@@ -19,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from loom_otel.core._config import ReasoningConfig, reset_runtime
 
-__all__ = ["Telemetry", "instrumented", "reasoning_events"]
+__all__ = ["Telemetry", "find_leaks", "instrumented", "reasoning_events"]
 
 
 @dataclass(slots=True)
@@ -74,3 +75,30 @@ def instrumented(
         os.environ.clear()
         os.environ.update(saved)
         reset_runtime()
+
+
+def find_leaks(
+    secrets: Sequence[str | bytes],
+    *,
+    spans: Sequence[ReadableSpan] = (),
+    directories: Sequence[str | os.PathLike[str]] = (),
+    texts: Sequence[str] = (),
+) -> list[str]:
+    """Where any of ``secrets`` (canary strings, signatures) appears: exported spans (as OTLP-ish JSON),
+    every file below ``directories`` (journals, checkpoints), and free ``texts`` (logs, exception
+    messages, CLI output). An empty list means no leak."""
+    needles = [s.encode() if isinstance(s, str) else s for s in secrets if s]
+    found: list[str] = []
+
+    def scan(where: str, data: bytes) -> None:
+        found.extend(f"{where}: {needle[:12]!r}..." for needle in needles if needle in data)
+
+    for span in spans:
+        scan(f"span {span.name}", span.to_json().encode())
+    for directory in directories:
+        for path in sorted(Path(directory).rglob("*")):
+            if path.is_file():
+                scan(str(path), path.read_bytes())
+    for index, text in enumerate(texts):
+        scan(f"text[{index}]", text.encode())
+    return found

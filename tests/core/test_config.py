@@ -1,0 +1,107 @@
+"""Configuration: argument > environment > default; bad values warn and fall back; bad set-ups fail early."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from loom_otel.core import (
+    FileReasoningStore,
+    LoomOtelWarning,
+    MemoryReasoningStore,
+    ReasoningConfig,
+    ReasoningConfigError,
+    Runtime,
+    configure,
+)
+from loom_otel.core._config import current_runtime
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.testing import instrumented
+
+
+def test_defaults_without_environment(tmp_path):
+    runtime = Runtime.resolve(environ={})
+    assert runtime.enabled and runtime.store is None and not runtime.capture
+    assert runtime.transcript == "keep" and not runtime.live and runtime.journal_durability == "batch"
+    assert runtime.journal_dir == tmp_path / ".loom" / "journal"
+
+
+def test_environment_builds_a_file_store_and_journal_beside_it(tmp_path):
+    runtime = Runtime.resolve(environ={"LOOM_OTEL_REASONING_STORE": f"file://{tmp_path}/store"})
+    assert isinstance(runtime.store, FileReasoningStore) and runtime.capture
+    assert runtime.journal_dir == tmp_path / "store" / "journal"
+    assert not (tmp_path / "store" / "journal").exists()  # opened on first capture, not at configuration
+
+
+def test_argument_beats_environment(tmp_path):
+    store = MemoryReasoningStore()
+    runtime = Runtime.resolve(
+        ReasoningConfig(store=store, capture=False),
+        environ={"LOOM_OTEL_REASONING_STORE": "memory:", "LOOM_OTEL_REASONING_CAPTURE": "true"},
+    )
+    assert runtime.store is store and runtime.capture is False
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("LOOM_OTEL_REASONING", "maybe"),
+        ("LOOM_OTEL_REASONING_CAPTURE", "2"),
+        ("LOOM_OTEL_REASONING_TRANSCRIPT", "hide"),
+        ("LOOM_OTEL_REASONING_LIVE", "sometimes"),
+        ("LOOM_OTEL_JOURNAL_DURABILITY", "never"),
+        ("LOOM_OTEL_REQUIRE_CONTINUATION", "please"),
+    ],
+)
+def test_a_malformed_value_warns_naming_the_variable_and_uses_the_default(name, value):
+    with pytest.warns(LoomOtelWarning, match=name) as caught:
+        runtime = Runtime.resolve(environ={name: value})
+    assert len([w for w in caught if name in str(w.message)]) == 1
+    defaults = Runtime.resolve(environ={})
+    assert (runtime.enabled, runtime.transcript, runtime.live, runtime.journal_durability) == (
+        defaults.enabled,
+        defaults.transcript,
+        defaults.live,
+        defaults.journal_durability,
+    )
+
+
+def test_an_unusable_store_directory_is_a_config_error_naming_the_path(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ReasoningConfigError, match=str(blocker / "store")):
+        Runtime.resolve(environ={"LOOM_OTEL_REASONING_STORE": f"file://{blocker}/store"})
+
+
+def test_redact_without_a_store_is_refused():
+    with pytest.raises(ReasoningConfigError, match="redact"):
+        Runtime.resolve(ReasoningConfig(transcript="redact"), environ={})
+
+
+def test_require_continuation_turns_the_missing_store_into_an_error():
+    with pytest.raises(ReasoningConfigError, match="LOOM_OTEL_REQUIRE_CONTINUATION"):
+        Runtime.resolve(environ={"LOOM_OTEL_REQUIRE_CONTINUATION": "true"})
+
+
+def test_boot_warning_once_per_provider_and_silenced_by_opt_out(tmp_path):
+    with pytest.warns(LoomOtelWarning, match="anthropic can return model reasoning") as caught:
+        with instrumented(AnthropicInstrumentor()):
+            pass
+    assert len([w for w in caught if "anthropic" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with instrumented(AnthropicInstrumentor(), environ={"LOOM_OTEL_REASONING": "false"}):
+            pass
+
+
+def test_store_uri_forms(tmp_path):
+    assert isinstance(Runtime.resolve(environ={"LOOM_OTEL_REASONING_STORE": "memory:"}).store, MemoryReasoningStore)
+    assert isinstance(Runtime.resolve(environ={"LOOM_OTEL_REASONING_STORE": str(tmp_path)}).store, FileReasoningStore)
+    with pytest.raises(ReasoningConfigError):
+        Runtime.resolve(environ={"LOOM_OTEL_REASONING_STORE": "file://remote-host/x"})
+
+
+def test_configure_sets_the_process_default():
+    runtime = configure(store="memory:")
+    assert current_runtime() is runtime and runtime.keeps_text
