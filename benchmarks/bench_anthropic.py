@@ -1,0 +1,107 @@
+"""Capture overhead at the Anthropic seam: the bare SDK call vs the instrumented call, in one run.
+
+    python benchmarks/bench_anthropic.py [--calls 200] [--rounds 3]
+
+Both sides call the real ``anthropic`` SDK over the in-process simulator transport with 8 KiB of
+thinking (streams: 50 thinking deltas). Rounds interleave bare and instrumented batches so drift on
+the machine hits both. Figures are medians per call.
+
+- ``instrumented``: capture on, file store, journal; durability left to the OS (``store_fsync=False``,
+  ``journal_durability="os"``, i.e. LOOM_OTEL_STORE_FSYNC=false and LOOM_OTEL_JOURNAL_DURABILITY=os):
+  the work loom-otel adds to the call path.
+- ``instrumented+fsync``: the defaults (blob fsync + directory fsync, journal group commit), reported
+  separately because it measures the disk, not the library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+from loom_otel.core import ReasoningConfig
+from loom_otel.core._config import reset_runtime
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.testing.simulator import Simulator
+
+REQUEST: dict[str, Any] = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 16000,
+    "thinking": {"type": "enabled", "budget_tokens": 8192},
+    "messages": [{"role": "user", "content": "Plan the trip."}],
+}
+
+
+class _Discard(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _timed(fn: Callable[[], Any], calls: int) -> list[float]:
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    sim = Simulator(thinking_size=8192, stream_chunks=50, strict=False)
+    client = sim.anthropic_client()
+
+    def create() -> Any:
+        return client.messages.create(**REQUEST)
+
+    def stream() -> Any:
+        with client.messages.create(stream=True, **REQUEST) as events:
+            for _ in events:
+                pass
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(_Discard()))
+    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    variants = {
+        "instrumented": ReasoningConfig(store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os",
+                                        journal=root / "nofsync-journal"),
+        "instrumented+fsync": ReasoningConfig(store=f"file://{root}/fsync", journal=root / "fsync-journal"),
+    }
+    results: dict[tuple[str, str], list[float]] = {}
+    for fn in (create, stream):  # warm up imports, pools and caches
+        _timed(fn, 20)
+    for _ in range(args.rounds):
+        for name, fn in (("create", create), ("stream", stream)):
+            results.setdefault(("bare", name), []).extend(_timed(fn, args.calls))
+            for variant, config in variants.items():
+                reset_runtime()
+                instrumentor = AnthropicInstrumentor()
+                instrumentor.instrument(tracer_provider=provider, config=config)
+                try:
+                    results.setdefault((variant, name), []).extend(_timed(fn, args.calls))
+                finally:
+                    instrumentor.uninstrument()
+    provider.shutdown()
+    print(f"anthropic {__import__('anthropic').__version__}, 8 KiB thinking, {args.calls} calls x {args.rounds} rounds")
+    print(f"{'call':8} {'variant':20} {'median us':>10} {'ratio':>6}")
+    for name in ("create", "stream"):
+        bare = statistics.median(results[("bare", name)])
+        print(f"{name:8} {'bare':20} {bare * 1e6:10.0f} {1.0:6.3f}")
+        for variant in variants:
+            median = statistics.median(results[(variant, name)])
+            print(f"{name:8} {variant:20} {median * 1e6:10.0f} {median / bare:6.3f}")
+
+
+if __name__ == "__main__":
+    main()
