@@ -2,8 +2,9 @@
 
     python benchmarks/bench_anthropic.py [--calls 200] [--rounds 3]
 
-Both sides call the real ``anthropic`` SDK over the in-process simulator transport with 8 KiB of
-thinking (streams: 50 thinking deltas). Rounds interleave bare and instrumented batches so drift on
+Both sides call the real ``anthropic`` SDK over an in-process ``httpx2.MockTransport`` that replays
+one response recorded from the built-in simulator (8 KiB of thinking; streams: 50 thinking deltas), so
+the bare figure is the SDK's own cost, not the simulator's. Rounds interleave bare and instrumented batches so drift on
 the machine hits both. Figures are medians per call.
 
 - ``instrumented``: capture on, file store, journal; durability left to the OS (``store_fsync=False``,
@@ -23,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anthropic
+import httpx2
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -44,6 +47,22 @@ class _Discard(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+def recorded_transport() -> httpx2.MockTransport:
+    """Record one JSON and one SSE answer from the simulator, then replay them byte for byte."""
+    sim = Simulator(thinking_size=8192, stream_chunks=50, strict=False)
+    recorder = sim.anthropic_client()
+    json_body = recorder.messages.with_raw_response.create(**REQUEST).http_response.content
+    with recorder.messages.with_streaming_response.create(stream=True, **REQUEST) as raw:
+        sse_body = b"".join(raw.iter_bytes())
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if b'"stream":true' in request.content:
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=sse_body)
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=json_body)
+
+    return httpx2.MockTransport(handler)
+
+
 def _timed(fn: Callable[[], Any], calls: int) -> list[float]:
     out = []
     for _ in range(calls):
@@ -59,8 +78,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    sim = Simulator(thinking_size=8192, stream_chunks=50, strict=False)
-    client = sim.anthropic_client()
+    client = anthropic.Anthropic(
+        api_key="bench", base_url="https://api.anthropic.bench", max_retries=0, open_telemetry=False,
+        http_client=httpx2.Client(transport=recorded_transport()),
+    )
 
     def create() -> Any:
         return client.messages.create(**REQUEST)
@@ -74,8 +95,9 @@ def main() -> None:
     provider.add_span_processor(BatchSpanProcessor(_Discard()))
     root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
     variants = {
-        "instrumented": ReasoningConfig(store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os",
-                                        journal=root / "nofsync-journal"),
+        "instrumented": ReasoningConfig(
+            store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os", journal=root / "nofsync-journal"
+        ),
         "instrumented+fsync": ReasoningConfig(store=f"file://{root}/fsync", journal=root / "fsync-journal"),
     }
     results: dict[tuple[str, str], list[float]] = {}

@@ -2,4 +2,32 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from loom_otel.audit._bounded import BoundedReading, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
+from loom_otel.audit._erase import ErasureResult, erase_execution
+from loom_otel.audit._read import (
+    AttemptReading,
+    PartReading,
+    PartStatus,
+    ReasoningReading,
+    StepReading,
+    read_reasoning,
+)
+from loom_otel.audit._verify import OriginReport, VerifyReport, verify
+
+__all__ = [
+    "AttemptReading",
+    "BoundedReading",
+    "ErasureResult",
+    "OriginReport",
+    "PartReading",
+    "PartStatus",
+    "ReasoningLimits",
+    "ReasoningQuery",
+    "ReasoningReading",
+    "StepReading",
+    "VerifyReport",
+    "erase_execution",
+    "read_reasoning",
+    "read_reasoning_bounded",
+    "verify",
+]

@@ -12,8 +12,14 @@ __all__ = ["main"]
 
 # Each module defines ``register(subparsers)``; the parser it adds sets ``func(args) -> int``.
 COMMANDS: Final = (
+    "loom_otel.cli._audit",
     "loom_otel.cli._demo",
+    "loom_otel.cli._erase",
+    "loom_otel.cli._forward",
+    "loom_otel.cli._keygen",
     "loom_otel.cli._simulate",
+    "loom_otel.cli._tail",
+    "loom_otel.cli._verify",
 )
 
 

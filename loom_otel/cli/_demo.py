@@ -36,8 +36,12 @@ def _anthropic_loop(sim: Any) -> int:
     """A two-turn tool loop; the assistant turn goes back unchanged, as agent frameworks do."""
     client = sim.anthropic_client()
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Should I pack an umbrella for Lyon tomorrow?"}]
-    request = {"model": "claude-sonnet-4-6", "max_tokens": 4096, "tools": TOOLS,
-               "thinking": {"type": "enabled", "budget_tokens": 2048}}
+    request = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 4096,
+        "tools": TOOLS,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+    }
     turns = 0
     while True:
         with client.messages.stream(messages=messages, **request) as stream:
@@ -47,8 +51,14 @@ def _anthropic_loop(sim: Any) -> int:
             return turns
         messages.append({"role": "assistant", "content": message.to_param()["content"]})
         call = next(b for b in message.content if b.type == "tool_use")
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": call.id, "content": "Rain, 12 C, 80% chance after 3 pm."}]})
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call.id, "content": "Rain, 12 C, 80% chance after 3 pm."}
+                ],
+            }
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         instrumentor.uninstrument()
     provider.shutdown()
-    print(f"\nanthropic: {turns} model calls through the real SDK (messages.stream), tool loop accepted by the "
-          f"strict simulator")
+    print(
+        f"\nanthropic: {turns} model calls through the real SDK (messages.stream), tool loop accepted by the "
+        f"strict simulator"
+    )
 
     from loom_otel.core import FileReasoningStore
 
@@ -91,13 +103,26 @@ def run(args: argparse.Namespace) -> int:
         attributes = cast("dict[str, Any]", record["attributes"])
         execution_id = attributes["loom.execution.id"]
         for kind, ref, digest, size in zip(
-            attributes["loom.reasoning.part.kind"], attributes["loom.reasoning.part.ref"],
-            attributes["loom.reasoning.part.digest"], attributes["loom.reasoning.part.size"], strict=True,
+            attributes["loom.reasoning.part.kind"],
+            attributes["loom.reasoning.part.ref"],
+            attributes["loom.reasoning.part.digest"],
+            attributes["loom.reasoning.part.size"],
+            strict=True,
         ):
             stored = store.get(ref, tenant=attributes.get("loom.tenant"), execution_id=execution_id) if ref else None
             status = "redacted" if kind == "redacted" else ("ok" if stored is not None else "not kept")
-            rows.append((record["seq"], attributes["gen_ai.provider.name"], attributes["loom.step.id"], kind,
-                         status, (ref[:20] + "...") if ref else "-", digest[:12] or "-", size))
+            rows.append(
+                (
+                    record["seq"],
+                    attributes["gen_ai.provider.name"],
+                    attributes["loom.step.id"],
+                    kind,
+                    status,
+                    (ref[:20] + "...") if ref else "-",
+                    digest[:12] or "-",
+                    size,
+                )
+            )
     print()
     print(render_table(("seq", "provider", "step", "kind", "status", "ref", "digest", "size"), rows))
     events = sum(1 for s in spans.get_finished_spans() for e in s.events if e.name == "loom.reasoning.captured")

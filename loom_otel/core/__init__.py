@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
+from loom_otel.core._live import ReasoningDelta
+from loom_otel.core._live_hub import LiveReasoningHub
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store import (
     Envelope,
@@ -28,6 +30,7 @@ __all__ = [
     "Envelope",
     "ExecutionScope",
     "FileReasoningStore",
+    "LiveReasoningHub",
     "LoomOtelError",
     "LoomOtelWarning",
     "MemoryReasoningStore",
@@ -35,6 +38,7 @@ __all__ = [
     "ReasoningCaptureError",
     "ReasoningConfig",
     "ReasoningConfigError",
+    "ReasoningDelta",
     "ReasoningKind",
     "ReasoningPart",
     "ReasoningStore",

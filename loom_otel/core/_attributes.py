@@ -37,6 +37,9 @@ AUDIT_TYPE: Final = "loom.audit.type"
 DROP_REASON: Final = "loom.reasoning.drop.reason"
 DROP_COUNT: Final = "loom.reasoning.drop.count"
 DROP_POSITIONS: Final = "loom.reasoning.drop.positions"
+RESTORE_KIND: Final = "loom.reasoning.restore.kind"
+RESTORE_COUNT: Final = "loom.reasoning.restore.count"
+RESTORE_POSITIONS: Final = "loom.reasoning.restore.positions"
 
 # GenAI semantic conventions (development status) used on the model-call span.
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"

@@ -14,9 +14,11 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._callbacks import shielded
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._journal import AttributeValue
+from loom_otel.core._live import LiveChannel
 from loom_otel.core._model import Reasoning
 
 if TYPE_CHECKING:
@@ -62,6 +64,12 @@ class ReasoningHandler:
         self.runtime = runtime
         self.tracer = trace.get_tracer(name, version, tracer_provider)
         self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
+        self.continuation: Any = None
+        """The vendor's continuation adapter (set by the instrumentor; ``None``: requests pass unchanged)."""
+        self.live_end: Callable[[ModelCall, str, Capture | None], None] | None = None
+        if runtime.live and runtime.enabled:
+            channel = LiveChannel(runtime)
+            self.live_sink, self.live_end = channel.deliver, channel.end
 
     def call(self, request: RequestInfo) -> ModelCall:
         """A call whose span starts now (the request is about to be sent)."""
@@ -71,7 +79,7 @@ class ReasoningHandler:
 class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
-    __slots__ = ("_ended", "handler", "request", "span")
+    __slots__ = ("_ended", "after_capture", "handler", "live", "request", "span")
 
     def __init__(self, handler: ReasoningHandler, request: RequestInfo) -> None:
         self.handler = handler
@@ -82,6 +90,10 @@ class ModelCall:
             attributes=request.span_attributes(),
         )
         self._ended = False
+        self.live: object = None
+        """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
+        self.after_capture: Callable[[Capture | None], None] | None = None
+        """Run once the response's reasoning is captured (the continuation layer records bindings)."""
 
     def activate(self) -> Any:
         """Make the span current while the SDK sends (its own spans and HTTP spans nest under it)."""
@@ -113,8 +125,12 @@ class ModelCall:
             span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
             span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
             span.end()
+            self._live_end("failed", None)
             raise
         span.end()
+        if self.after_capture is not None:
+            shielded("recording reasoning bindings", self.after_capture, result)
+        self._live_end("completed", result)
         return result
 
     def fail(self, exc: BaseException) -> None:
@@ -125,6 +141,7 @@ class ModelCall:
         self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
         self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
         self.span.end()
+        self._live_end("failed", None)
 
     def abandon(self, reason: str) -> None:
         """A stream dropped without an end: close the span, capture nothing."""
@@ -133,6 +150,13 @@ class ModelCall:
         self._ended = True
         self.span.set_attribute("loom.stream.outcome", reason)
         self.span.end()
+        self._live_end(reason, None)
+
+    def _live_end(self, outcome: str, result: Capture | None) -> None:
+        """Tell the live view the call ended (clears its catch-up buffer; never raises)."""
+        end = self.handler.live_end
+        if end is not None:
+            end(self, outcome, result)
 
     def deliver(self, deltas: Sequence[tuple[int, str]]) -> None:
         """Streamed reasoning deltas (block index, text): to the live view when one is configured."""

@@ -14,7 +14,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store import Envelope
+from loom_otel.core._store import DigestKeyStore, Envelope
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "CallIdentity", "capture", "identify"]
@@ -52,6 +52,15 @@ def identify(span: Span) -> CallIdentity:
     return CallIdentity(execution_id, step_id, tenant, principal)
 
 
+def _digest_key(runtime: Runtime, identity: CallIdentity) -> bytes | None:
+    """``hmac-sha256`` mode: the execution's digest key, kept in (and erased with) its store scope."""
+    if runtime.digest != "hmac-sha256":
+        return None
+    if not isinstance(runtime.store, DigestKeyStore):
+        raise TypeError(f"{type(runtime.store).__name__} cannot keep digest keys (LOOM_OTEL_DIGEST=hmac-sha256)")
+    return runtime.store.digest_key(identity.tenant, identity.execution_id, create=True)
+
+
 def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> ReasoningPart:
     text = reasoning.text
     if reasoning.kind is ReasoningKind.REDACTED or not text:
@@ -60,8 +69,9 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
         return ReasoningPart(
             reasoning.kind, reasoning.provider, reasoning.signature, size=len(text.encode()), omitted=True
         )
-    envelope = Envelope.seal(text, execution_id=identity.execution_id, tenant=identity.tenant)
     try:
+        key = _digest_key(runtime, identity)
+        envelope = Envelope.seal(text, execution_id=identity.execution_id, tenant=identity.tenant, key=key)
         ref = runtime.store.put(envelope)
     except Exception as exc:
         raise ReasoningCaptureError(

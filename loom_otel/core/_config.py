@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._journal import Durability, Journal, open_journal
-from loom_otel.core._store import FileReasoningStore, ReasoningStore, store_from_uri
+from loom_otel.core._store import DigestKeyStore, FileReasoningStore, ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
 
 if TYPE_CHECKING:
@@ -158,6 +158,11 @@ class Runtime:
             "batch",
         )
         digest = _pick(config.digest, _env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
+        if enabled and digest == "hmac-sha256" and store is not None and not isinstance(store, DigestKeyStore):
+            raise ReasoningConfigError(
+                f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
+                f"{type(store).__name__} does not"
+            )
         journal_setting = _pick(config.journal, environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None)
         journal: Journal | None = None
         if isinstance(journal_setting, Journal):

@@ -1,29 +1,61 @@
 """The local audit journal: append-only JSON lines, one hash chain per writer process (``origin``).
 
-Layout: ``<directory>/<origin>/<segment:08d>.jsonl``. Each line is the canonical JSON of one record::
+Layout: ``<directory>/<origin>/<segment:08d>.jsonl``; a segment is closed (synced) and the next one
+started after ``segment_records`` records or ``segment_bytes`` bytes. Each line is one record: its
+``hash`` first, then the canonical JSON (sorted keys, no spaces) of the rest::
 
-    {"v": 1, "origin": ..., "seq": n, "prev": <hash of n-1>, "time": <unix ns>, "type": "capture",
-     "attributes": {...}, "hash": SHA-256(prev || canonical(record without "hash"))}
+    {"hash": SHA-256(prev || canonical(record without "hash")), "attributes": {...}, "origin": ...,
+     "prev": <hash of n-1>, "seq": n, "time": <unix ns>, "type": "capture", "v": 1}
+
+Readers parse the line as JSON; ``record_body`` gives the canonical bytes the hash covers.
 
 The record's ``attributes`` are exactly the span event's attributes minus the chain fields, so a
-record can be rebuilt from an exported event and its hash checked.
+record can be rebuilt from an exported event and its hash checked (``_records``).
+
+Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before the next is written;
+``batch`` is a group commit: ``append`` returns only once its record is synced, but appends arriving
+while a sync is in flight share the next one (the first waiter syncs for everyone, so a lone append
+costs one ``fdatasync`` and N concurrent appends cost about two); ``os`` leaves it to the OS.
+
+Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
+line; the writer that hit a short write truncates it away and moves to a new segment, and a dead
+process's torn line stays where it is, to be reported by ``verify`` and by the forwarder (never
+silently dropped, never appended to: the next process starts its own origin). While a writer is
+alive it holds an exclusive ``flock`` on its origin directory, which is how readers tell a live chain
+from a dead one. Thread-safe; asyncio code may call ``append`` directly (it never awaits). Fork-safe:
+a child process starts its own origin (``os.register_at_fork``).
+
+Checkpoints (``_checkpoint``) are appended every ``checkpoint_every`` records, every
+``checkpoint_interval`` seconds while records keep coming, and at ``close()`` (and so at exit).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
 import json
+import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+import weakref
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from loom_otel.core import _attributes as attr
+from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
+from loom_otel.core._checkpoint import Signer, checkpoint_attributes
+from loom_otel.core._records import RECORD_VERSION, AttributeValue
+from loom_otel.core.exceptions import LoomOtelWarning
 
 __all__ = [
+    "AttributeValue",
     "Durability",
     "Journal",
     "JournalEntry",
@@ -33,10 +65,22 @@ __all__ = [
 ]
 
 Durability = Literal["always", "batch", "os"]
-AttributeValue = str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
+DURABILITIES: Final = ("always", "batch", "os")
 
-RECORD_VERSION: Final = 1
 SEGMENT_RECORDS: Final = 100_000
+SEGMENT_BYTES: Final = 64 << 20
+CHECKPOINT_EVERY: Final = 1000
+CHECKPOINT_INTERVAL: Final = 30.0
+
+_logger = logging.getLogger(__name__)
+_sync = getattr(os, "fdatasync", os.fsync)
+
+
+class _FromEnvironment:
+    """Sentinel: read ``LOOM_OTEL_CHECKPOINT_KEY`` at construction."""
+
+
+FROM_ENVIRONMENT: Final = _FromEnvironment()
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,95 +103,354 @@ def _new_origin() -> str:
     return f"{os.uname().nodename[:24]}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
-class Journal:
-    """One writer's chain in ``directory``. Thread-safe; every append is written before it returns."""
+_warned_unsigned = False
 
-    def __init__(self, directory: str | os.PathLike[str], *, durability: Durability = "batch") -> None:
+
+def _load_signer(setting: str | None) -> Signer | None:
+    """The checkpoint signer, or ``None`` with one ``LoomOtelWarning`` per process."""
+    global _warned_unsigned
+    if setting:
+        try:
+            return Signer.from_file(Path(setting).expanduser())
+        except (OSError, ValueError, TypeError) as exc:
+            why = f"cannot be loaded ({type(exc).__name__})"
+    else:
+        why = "is not set"
+    if not _warned_unsigned:
+        _warned_unsigned = True
+        warnings.warn(
+            f"{env.LOOM_OTEL_CHECKPOINT_KEY} {why}: audit journal checkpoints are unsigned "
+            "(create a key with `loom-otel keygen PATH`)",
+            LoomOtelWarning,
+            stacklevel=5,
+        )
+    return None
+
+
+class Journal:
+    """One writer's chain in ``directory``. Thread-safe; each append is written (and, unless
+    ``durability="os"``, synced) before it returns; ``OSError`` when it cannot be (callers fail closed).
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "batch",
+        checkpoint_key: str | os.PathLike[str] | _FromEnvironment | None = FROM_ENVIRONMENT,
+        checkpoint_every: int = CHECKPOINT_EVERY,
+        checkpoint_interval: float = CHECKPOINT_INTERVAL,
+        segment_records: int = SEGMENT_RECORDS,
+        segment_bytes: int = SEGMENT_BYTES,
+    ) -> None:
+        if durability not in DURABILITIES:
+            raise ValueError(f"durability must be one of {', '.join(DURABILITIES)}, got {durability!r}")
         self.directory = Path(directory).expanduser().absolute()
         self.durability: Durability = durability
-        self._lock = threading.Lock()
-        self._fd = -1
+        if isinstance(checkpoint_key, _FromEnvironment):
+            checkpoint_key = os.environ.get(env.LOOM_OTEL_CHECKPOINT_KEY) or None
+        self._key_setting = None if checkpoint_key is None else os.fspath(checkpoint_key)
+        self._signer: Signer | None = None
+        self._signer_loaded = False
+        self._every = max(1, checkpoint_every)
+        self._interval = checkpoint_interval
+        self._segment_records = max(1, segment_records)
+        self._segment_bytes = max(1, segment_bytes)
         self._start_chain()
+        _live.add(self)
 
     def _start_chain(self) -> None:
+        self._lock = threading.Lock()
+        self._synced_cond = threading.Condition(threading.Lock())
+        self._syncing = False
+        self._synced = 0
         self.origin = _new_origin()
+        self._pid = os.getpid()
         self._seq = 0
         self._head = GENESIS
         self._segment = 0
         self._in_segment = 0
+        self._segment_size = 0
         self._fd = -1
-        self._last_sync = 0.0
+        self._dir_fd = -1
+        self._checkpoint_seq = 0
+        self._checkpoint_at = time.monotonic()
+        self._timer: threading.Thread | None = None
+        self._timer_stop = threading.Event()
 
-    def _open_segment(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._segment += 1
-        self._in_segment = 0
-        chain_dir = self.directory / self.origin
-        chain_dir.mkdir(parents=True, exist_ok=True)
-        path = chain_dir / f"{self._segment:08d}.jsonl"
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    # -- writing -------------------------------------------------------------------------------
 
     def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
         """Append one record; raises ``OSError`` when it cannot be written (callers fail closed)."""
         with self._lock:
-            if self._fd < 0 or self._in_segment >= SEGMENT_RECORDS:
-                self._open_segment()
-            seq = self._seq + 1
-            record: dict[str, object] = {
-                "v": RECORD_VERSION,
-                "origin": self.origin,
-                "seq": seq,
-                "prev": self._head,
-                "time": time.time_ns(),
-                "type": type_,
-                "attributes": {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in attributes.items()},
-            }
-            digest = chain_hash(self._head, canonical_json(record))
-            record["hash"] = digest
-            line = canonical_json(record) + b"\n"
+            entry = self._append_locked(type_, attributes, time.time_ns())
+            if self._seq - self._checkpoint_seq >= self._every:
+                self._checkpoint_locked()
+            target = self._seq
+            if self._timer is None and self._interval > 0:
+                self._start_timer()
+        self._await_sync(target)
+        return entry
+
+    def checkpoint(self) -> JournalEntry | None:
+        """Append a checkpoint now if any record is not covered by one; ``None`` otherwise."""
+        with self._lock:
+            if self._seq == self._checkpoint_seq:
+                return None
+            entry = self._checkpoint_locked()
+            target = self._seq
+        self._await_sync(target)
+        return entry
+
+    def _append_locked(self, type_: str, attributes: Mapping[str, AttributeValue], now: int) -> JournalEntry:
+        if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
+            self._open_segment()
+        seq = self._seq + 1
+        record: dict[str, object] = {
+            "v": RECORD_VERSION,
+            "origin": self.origin,
+            "seq": seq,
+            "prev": self._head,
+            "time": now,
+            "type": type_,
+            "attributes": {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in attributes.items()},
+        }
+        body = canonical_json(record)
+        digest = chain_hash(self._head, body)
+        line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+        self._write(line)
+        if self.durability == "always":
+            _sync(self._fd)
+        entry = JournalEntry(self.origin, seq, self._head, digest, now)
+        self._seq, self._head = seq, digest
+        self._in_segment += 1
+        self._segment_size += len(line)
+        return entry
+
+    def _write(self, line: bytes) -> None:
+        try:
             written = os.write(self._fd, line)
             if written != len(line):
                 raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
-            self._sync()
-            self._seq, self._head = seq, digest
-            self._in_segment += 1
-            return JournalEntry(self.origin, seq, str(record["prev"]), digest, int(str(record["time"])))
+        except OSError:
+            # Never leave a torn line in a live segment: cut it off, or abandon the segment.
+            try:
+                os.ftruncate(self._fd, self._segment_size)
+            except OSError:
+                _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
-    def _sync(self) -> None:
-        if self.durability == "always":
-            os.fsync(self._fd)
-        elif self.durability == "batch":
-            now = time.monotonic()
-            if now - self._last_sync >= 0.005:
-                os.fsync(self._fd)
-                self._last_sync = now
+    def _checkpoint_locked(self) -> JournalEntry:
+        if not self._signer_loaded:
+            self._signer, self._signer_loaded = _load_signer(self._key_setting), True
+        now = time.time_ns()
+        attributes = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
+        entry = self._append_locked(attr.RECORD_CHECKPOINT, attributes, now)
+        self._checkpoint_seq, self._checkpoint_at = self._seq, time.monotonic()
+        return entry
+
+    def _open_segment(self) -> None:
+        if self._fd >= 0:
+            self._close_segment()
+        chain_dir = self.directory / self.origin
+        if self._dir_fd < 0:
+            chain_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            dir_fd = os.open(chain_dir, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(dir_fd)
+                raise
+            self._dir_fd = dir_fd
+            if not self._signer_loaded:
+                self._signer, self._signer_loaded = _load_signer(self._key_setting), True
+        self._segment += 1
+        path = chain_dir / f"{self._segment:08d}.jsonl"
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._in_segment = 0
+        self._segment_size = 0
+        if self.durability != "os":
+            os.fsync(self._dir_fd)
+
+    def _close_segment(self) -> None:
+        try:
+            if self.durability != "os":
+                _sync(self._fd)
+                with self._synced_cond:
+                    self._synced = max(self._synced, self._seq)
+                    self._synced_cond.notify_all()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _await_sync(self, target: int) -> None:
+        """``batch``: return once record ``target`` is synced, sharing one sync among concurrent appends."""
+        if self.durability != "batch":
+            return
+        cond = self._synced_cond
+        with cond:
+            while self._synced < target:
+                if not self._syncing:
+                    self._syncing = True
+                    break
+                cond.wait()
+            else:
+                return
+        upto, synced = 0, False
+        try:
+            with self._lock:
+                upto = self._seq
+                fd = os.dup(self._fd) if self._fd >= 0 else -1
+            if fd >= 0:
+                try:
+                    _sync(fd)
+                finally:
+                    os.close(fd)
+            synced = True
+        finally:
+            with cond:
+                self._syncing = False
+                if synced:
+                    self._synced = max(self._synced, upto)
+                cond.notify_all()
+
+    # -- time-based checkpoints ----------------------------------------------------------------
+
+    def _start_timer(self) -> None:
+        self._timer_stop = threading.Event()
+        self._timer = threading.Thread(
+            target=_checkpoint_timer,
+            args=(weakref.ref(self), self._timer_stop, self._interval),
+            name="loom-otel-journal-checkpoint",
+            daemon=True,
+        )
+        self._timer.start()
+
+    def _timed_checkpoint(self) -> None:
+        with self._lock:
+            due = time.monotonic() - self._checkpoint_at >= self._interval
+            if self._fd < 0 or self._seq == self._checkpoint_seq or not due:
+                return
+            self._checkpoint_locked()
+            target = self._seq
+        self._await_sync(target)
+
+    # -- state ---------------------------------------------------------------------------------
 
     @property
     def head(self) -> tuple[int, str]:
         with self._lock:
             return self._seq, self._head
 
+    @property
+    def live(self) -> bool:
+        """Whether this journal currently holds its origin open (it has written and is not closed)."""
+        return self._dir_fd >= 0
+
     def close(self) -> None:
+        """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens)."""
         with self._lock:
-            if self._fd >= 0:
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = -1
+            self._timer_stop.set()
+            self._timer = None
+            try:
+                if self._fd >= 0 and self._seq != self._checkpoint_seq:
+                    self._checkpoint_locked()
+            finally:
+                if self._fd >= 0:
+                    self._close_segment()
+                if self._dir_fd >= 0:
+                    os.close(self._dir_fd)
+                    self._dir_fd = -1
+
+    def _after_fork_in_child(self) -> None:
+        for fd in (self._fd, self._dir_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._start_chain()
 
 
+def _checkpoint_timer(ref: weakref.ref[Journal], stop: threading.Event, interval: float) -> None:
+    tick = max(0.01, interval / 4)
+    while not stop.wait(tick):
+        journal = ref()
+        if journal is None:
+            return
+        try:
+            journal._timed_checkpoint()
+        except OSError as exc:
+            _logger.warning("audit journal: timed checkpoint failed (%s)", type(exc).__name__)
+        del journal
+
+
+_live: weakref.WeakSet[Journal] = weakref.WeakSet()
 _journals: dict[Path, Journal] = {}
 _journals_lock = threading.Lock()
+_forking: list[Journal] = []
 
 
-def open_journal(directory: str | os.PathLike[str], *, durability: Durability = "batch") -> Journal:
-    """The process's one journal for ``directory`` (one chain per writer process)."""
+def open_journal(
+    directory: str | os.PathLike[str],
+    *,
+    durability: Durability = "batch",
+    checkpoint_key: str | os.PathLike[str] | _FromEnvironment | None = FROM_ENVIRONMENT,
+) -> Journal:
+    """The process's one journal for ``directory`` (one chain per writer process). ``checkpoint_key``
+    (a PEM path, ``None`` = unsigned) defaults to ``LOOM_OTEL_CHECKPOINT_KEY``; it is used when the
+    journal is first opened."""
     key = Path(directory).expanduser().absolute()
     with _journals_lock:
         journal = _journals.get(key)
         if journal is None:
-            journal = _journals[key] = Journal(key, durability=durability)
+            journal = _journals[key] = Journal(key, durability=durability, checkpoint_key=checkpoint_key)
         return journal
+
+
+def local_origins(directory: str | os.PathLike[str]) -> frozenset[str]:
+    """Origins this process writes in ``directory`` (live ``Journal`` objects)."""
+    key = Path(directory).expanduser().absolute()
+    return frozenset(j.origin for j in list(_live) if j.directory == key)
+
+
+def local_journals(directory: str | os.PathLike[str]) -> list[Journal]:
+    key = Path(directory).expanduser().absolute()
+    return [j for j in list(_live) if j.directory == key]
+
+
+def _before_fork() -> None:
+    _journals_lock.acquire()
+    _forking[:] = list(_live)
+    for journal in _forking:
+        journal._lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    for journal in _forking:
+        journal._lock.release()
+    _forking.clear()
+    _journals_lock.release()
+
+
+def _after_fork_in_child() -> None:
+    global _journals_lock
+    for journal in _forking:
+        journal._after_fork_in_child()
+    _forking.clear()
+    _journals_lock = threading.Lock()
+
+
+def _close_all() -> None:
+    for journal in list(_live):
+        try:
+            journal.close()
+        except OSError as exc:
+            _logger.warning("audit journal %s: close at exit failed (%s)", journal.origin, type(exc).__name__)
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+atexit.register(_close_all)
 
 
 def iter_records(directory: str | os.PathLike[str]) -> Iterator[dict[str, object]]:

@@ -2,18 +2,33 @@
 
 A blob is sealed to the (tenant, execution) that captured it: its address is derived from the
 envelope, so the same text captured by two executions is two blobs, and ``get`` answers ``None``
-alike for "absent", "erased" and "sealed to another execution or tenant".
+alike for "absent", "erased" and "sealed to another execution or tenant". ``exists`` (an audit-only
+question, never used to serve text) tells an erased blob from one that is present but does not open.
+
+Digests (``LOOM_OTEL_DIGEST``). The default, ``sha256``, is the plain SHA-256 of the UTF-8 text: anyone
+holding a record can check a guessed text against it, forever, even after the blob is erased (a
+short or predictable text, such as a yes/no decision or an account number, can be confirmed by
+guessing). ``hmac-sha256`` keys the digest, and the blob address derived from it, with a random
+per-execution key kept beside the blobs in the execution's scope (``<scope>/.digest-key``) and
+destroyed by ``erase_execution``: after erasure no kept digest or ref can confirm a guess. The cost:
+digests are no longer comparable across executions or with an outside SHA-256, checking one needs
+the store (and the key), and losing the key alone turns every intact blob of that execution into a
+``digest-mismatch``. The size stays in the record either way.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
+import itertools
 import json
 import os
 import re
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
@@ -23,18 +38,40 @@ from loom_otel.core._canonical import canonical_json
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = [
+    "DigestKeyStore",
     "Envelope",
     "FileReasoningStore",
     "MemoryReasoningStore",
     "ReasoningStore",
+    "digest_matches",
+    "keyed_digest",
     "scope_of",
     "store_from_uri",
 ]
 
 _MAGIC: Final = b"LOOMR1\n"
 _REF: Final = re.compile(r"^[0-9a-f]{32}/[0-9a-f]{64}$")
+DIGEST_KEY_NAME: Final = ".digest-key"
+DIGEST_KEY_BYTES: Final = 32
 
 
+def keyed_digest(body: bytes, key: bytes | None) -> str:
+    """The digest a record carries: SHA-256 of ``body``, or HMAC-SHA256 under the execution's key."""
+    if key is None:
+        return hashlib.sha256(body).hexdigest()
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def digest_matches(body: bytes, digest: str, key: Callable[[], bytes | None]) -> bool:
+    """Whether ``body`` is the text ``digest`` was recorded for: plain SHA-256, else HMAC-SHA256 under the
+    execution's key (``key`` is called only when the plain digest does not match)."""
+    if keyed_digest(body, None) == digest:
+        return True
+    secret = key()
+    return secret is not None and keyed_digest(body, secret) == digest
+
+
+@functools.lru_cache(maxsize=4096)
 def scope_of(tenant: str | None, execution_id: str) -> str:
     """The directory-safe name of one (tenant, execution) scope; erasure removes exactly this scope."""
     return hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
@@ -55,9 +92,10 @@ class Envelope:
     body: bytes = field(repr=False)
 
     @classmethod
-    def seal(cls, text: str, *, execution_id: str, tenant: str | None = None) -> Envelope:
+    def seal(cls, text: str, *, execution_id: str, tenant: str | None = None, key: bytes | None = None) -> Envelope:
+        """``key``: the execution's digest key (``hmac-sha256`` mode); digest and address are keyed by it."""
         body = text.encode()
-        digest = hashlib.sha256(body).hexdigest()
+        digest = keyed_digest(body, key)
         scope = scope_of(tenant, execution_id)
         address = hashlib.sha256(canonical_json(["loom-otel/blob/v1", scope, digest])).hexdigest()
         return cls(tenant, execution_id, digest, f"{scope}/{address}", body)
@@ -113,11 +151,25 @@ class ReasoningStore(Protocol):
         ...
 
 
+@runtime_checkable
+class DigestKeyStore(Protocol):
+    """A store that can also keep per-execution digest keys and answer ``exists`` (all built-in ones)."""
+
+    def exists(self, ref: str) -> bool:
+        """Whether a blob is stored at ``ref`` at all, sealed to anyone (audit use only; never serves text)."""
+        ...
+
+    def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
+        """The execution's ``hmac-sha256`` key (made once when ``create``); ``None`` when absent or erased."""
+        ...
+
+
 class MemoryReasoningStore:
     """A process-local store (``memory:``), for tests and throw-away runs."""
 
     def __init__(self) -> None:
         self._blobs: dict[str, tuple[str | None, str, bytes]] = {}
+        self._keys: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def put(self, envelope: Envelope) -> str:
@@ -138,12 +190,24 @@ class MemoryReasoningStore:
         with self._lock:
             self._blobs.pop(ref, None)
 
+    def exists(self, ref: str) -> bool:
+        with self._lock:
+            return ref in self._blobs
+
+    def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
+        scope = scope_of(tenant, execution_id)
+        with self._lock:
+            if create:
+                return self._keys.setdefault(scope, os.urandom(DIGEST_KEY_BYTES))
+            return self._keys.get(scope)
+
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
         prefix = scope_of(tenant, execution_id) + "/"
         with self._lock:
             doomed = [ref for ref in self._blobs if ref.startswith(prefix)]
             for ref in doomed:
                 del self._blobs[ref]
+            self._keys.pop(prefix[:-1], None)
         return len(doomed)
 
     def __len__(self) -> int:
@@ -164,6 +228,9 @@ class FileReasoningStore:
         self.root = Path(root).expanduser().absolute()
         self.fsync = fsync
         self._blobs = self.root / "blobs"
+        self._blobs_dir = str(self._blobs)
+        self._known_dirs: set[str] = set()
+        self._tmp_names = itertools.count()
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
@@ -176,30 +243,45 @@ class FileReasoningStore:
             ) from None
 
     def put(self, envelope: Envelope) -> str:
-        path = self._blobs / envelope.ref
-        if path.exists():
-            return envelope.ref
-        directory = path.parent
-        created = not directory.exists()
-        directory.mkdir(exist_ok=True)
-        tmp = directory / f".tmp-{uuid.uuid4().hex}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        """Create the blob under its final name (``O_EXCL``: a racing writer of the same content loses
+        harmlessly). A blob whose size is not the sealed size (a torn write before a crash) is
+        rewritten through a temporary file and an atomic rename."""
+        path = f"{self._blobs_dir}/{envelope.ref}"
+        header = envelope.header()
+        expected = len(_MAGIC) + len(header) + envelope.size
         try:
-            os.write(fd, _MAGIC)
-            os.write(fd, envelope.header())
-            view = memoryview(envelope.body)
-            while view:
-                view = view[os.write(fd, view) :]
+            if os.stat(path).st_size == expected:
+                return envelope.ref
+            target = f"{path}.tmp-{os.getpid()}-{next(self._tmp_names)}"  # torn: replace it atomically
+        except FileNotFoundError:
+            target = path
+        directory = path[: path.rindex("/")]
+        created = directory not in self._known_dirs and not os.path.isdir(directory)
+        if created:
+            os.makedirs(directory, exist_ok=True)
+        self._known_dirs.add(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        try:
+            fd = os.open(target, flags, 0o600)
+        except FileExistsError:
+            return envelope.ref  # another writer is creating the same content-addressed blob
+        except FileNotFoundError:  # the scope was erased (here or by another process) since it was cached
+            os.makedirs(directory, exist_ok=True)
+            created = True
+            fd = os.open(target, flags, 0o600)
+        try:
+            _write_all(fd, (_MAGIC, header, envelope.body))
             if self.fsync:
                 os.fsync(fd)
         except BaseException:
             os.close(fd)
-            tmp.unlink(missing_ok=True)
+            os.unlink(target)
             raise
         os.close(fd)
-        os.replace(tmp, path)
+        if target != path:
+            os.replace(target, path)
         if self.fsync:
-            _fsync_dir(directory)
+            _fsync_dir(Path(directory))
             if created:
                 _fsync_dir(self._blobs)
         return envelope.ref
@@ -217,8 +299,37 @@ class FileReasoningStore:
         if _REF.match(ref):
             (self._blobs / ref).unlink(missing_ok=True)
 
+    def exists(self, ref: str) -> bool:
+        return _REF.match(ref) is not None and (self._blobs / ref).is_file()
+
+    def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
+        directory = self._blobs / scope_of(tenant, execution_id)
+        path = directory / DIGEST_KEY_NAME
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            if not create:
+                return None
+        directory.mkdir(exist_ok=True)
+        tmp = directory / f".tmp-{uuid.uuid4().hex}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, os.urandom(DIGEST_KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # create-if-absent: a concurrent writer's key wins, and both use it
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(directory)
+        return path.read_bytes()
+
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
         directory = self._blobs / scope_of(tenant, execution_id)
+        self._known_dirs.discard(str(directory))
         if not directory.exists():
             return 0
         count = sum(1 for p in directory.iterdir() if not p.name.startswith("."))
@@ -227,6 +338,16 @@ class FileReasoningStore:
 
     def __repr__(self) -> str:
         return f"FileReasoningStore({str(self.root)!r})"
+
+
+def _write_all(fd: int, chunks: tuple[bytes, ...]) -> None:
+    """One ``writev`` for header and body (no concatenated copy); loops only on a short write."""
+    total = sum(len(c) for c in chunks)
+    written = os.writev(fd, chunks)
+    if written < total:
+        rest = memoryview(b"".join(chunks))[written:]
+        while rest:
+            rest = rest[os.write(fd, rest) :]
 
 
 def _fsync_dir(directory: Path) -> None:

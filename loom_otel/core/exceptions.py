@@ -8,6 +8,11 @@
 - ``ReasoningCaptureError(LoomOtelError)``: raised out of a model call only by the fail-closed capture
   path, when evidence that was configured to be kept (a store blob, a journal record) could not be
   written. The response is not handed to the application.
+- ``ReasoningContinuationError(LoomOtelError)``: raised out of a model call, before anything is
+  sent, when the reasoning store failed (raised, timed out) while readable reasoning was being put back
+  into a request (``transcript="redact"``, or a stripped tool round). The caller retries; loom-otel never
+  continues with less than the store would have given. A definitive "not found" is not an error: the
+  block is dropped (DESIGN "Continuation").
 - ``LoomOtelWarning(UserWarning)``: a configuration that works but keeps less than it could (no store,
   a malformed ``LOOM_OTEL_*`` value that fell back to its default).
 
@@ -16,7 +21,13 @@ No message of any of these ever contains reasoning text, a signature or redacted
 
 from __future__ import annotations
 
-__all__ = ["LoomOtelError", "LoomOtelWarning", "ReasoningCaptureError", "ReasoningConfigError"]
+__all__ = [
+    "LoomOtelError",
+    "LoomOtelWarning",
+    "ReasoningCaptureError",
+    "ReasoningConfigError",
+    "ReasoningContinuationError",
+]
 
 
 class LoomOtelError(Exception):
@@ -29,6 +40,10 @@ class ReasoningConfigError(LoomOtelError, ValueError):
 
 class ReasoningCaptureError(LoomOtelError):
     """Evidence configured to be kept could not be written; the model call fails closed."""
+
+
+class ReasoningContinuationError(LoomOtelError):
+    """The store failed while reasoning was being put back into a request; nothing was sent."""
 
 
 class LoomOtelWarning(UserWarning):

@@ -59,13 +59,39 @@ def test_a_copied_blob_does_not_open_for_another_execution(tmp_path):
 
 def test_ten_megabytes_of_reasoning_cost_at_most_one_extra_copy(tmp_path):
     text = "r" * (10 * 1024 * 1024)
-    runtime = Runtime.resolve(ReasoningConfig(store=FileReasoningStore(tmp_path / "s", fsync=False), journal=tmp_path / "j"))
+    runtime = Runtime.resolve(
+        ReasoningConfig(store=FileReasoningStore(tmp_path / "s", fsync=False), journal=tmp_path / "j")
+    )
     span = TracerProvider().get_tracer("t").start_span("chat")
     tracemalloc.start()
     baseline = tracemalloc.get_traced_memory()[0]
-    result = capture(runtime, span, [Reasoning(ReasoningKind.TEXT, "anthropic", text=text)], provider="anthropic",
-                     request_model="m", response_model="m")
+    result = capture(
+        runtime,
+        span,
+        [Reasoning(ReasoningKind.TEXT, "anthropic", text=text)],
+        provider="anthropic",
+        request_model="m",
+        response_model="m",
+    )
     peak = tracemalloc.get_traced_memory()[1] - baseline
     tracemalloc.stop()
     assert result is not None and result.parts[0].size == len(text)
     assert peak < 1.25 * len(text), f"peak {peak} bytes for a {len(text)}-byte text"
+
+
+def test_capture_after_an_erasure_by_another_store_instance(tmp_path):
+    writer = FileReasoningStore(tmp_path / "s")
+    writer.put(Envelope.seal("first", execution_id="e"))
+    assert FileReasoningStore(tmp_path / "s").erase_execution(None, "e") == 1
+    ref = writer.put(Envelope.seal("second", execution_id="e"))
+    assert writer.get(ref, tenant=None, execution_id="e") == b"second"
+
+
+def test_a_torn_blob_is_rewritten_on_the_next_put(tmp_path):
+    store = FileReasoningStore(tmp_path / "s")
+    envelope = Envelope.seal("complete text", execution_id="e")
+    ref = store.put(envelope)
+    path = tmp_path / "s" / "blobs" / ref
+    path.write_bytes(path.read_bytes()[:-4])  # a crash mid-write
+    assert store.put(envelope) == ref
+    assert store.get(ref, tenant=None, execution_id="e") == b"complete text"

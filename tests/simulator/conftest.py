@@ -22,31 +22,29 @@ class Target:
     sim: Simulator
     server: SimulatorServer | None = None
 
-    def anthropic(self, **kw: Any) -> anthropic.Anthropic:
+    def anthropic_client(self, **kw: Any) -> anthropic.Anthropic:
         if self.server is None:
             return self.sim.anthropic_client(**kw)
-        return anthropic.Anthropic(
-            api_key="x", base_url=self.server.url, max_retries=0, open_telemetry=False, **kw
-        )
+        return anthropic.Anthropic(api_key="x", base_url=self.server.url, max_retries=0, open_telemetry=False, **kw)
 
-    def async_anthropic(self, **kw: Any) -> anthropic.AsyncAnthropic:
+    def async_anthropic_client(self, **kw: Any) -> anthropic.AsyncAnthropic:
         if self.server is None:
             return self.sim.async_anthropic_client(**kw)
         return anthropic.AsyncAnthropic(
             api_key="x", base_url=self.server.url, max_retries=0, open_telemetry=False, **kw
         )
 
-    def genai(self) -> genai.Client:
+    def genai_client(self) -> genai.Client:
         if self.server is None:
             return self.sim.genai_client()
         return genai.Client(api_key="x", http_options=types.HttpOptions(base_url=self.server.url))
 
-    def openai(self) -> openai.OpenAI:
+    def openai_client(self) -> openai.OpenAI:
         if self.server is None:
             return self.sim.openai_client()
         return openai.OpenAI(api_key="x", base_url=f"{self.server.url}/v1", max_retries=0)
 
-    def async_openai(self) -> openai.AsyncOpenAI:
+    def async_openai_client(self) -> openai.AsyncOpenAI:
         if self.server is None:
             return self.sim.async_openai_client()
         return openai.AsyncOpenAI(api_key="x", base_url=f"{self.server.url}/v1", max_retries=0)

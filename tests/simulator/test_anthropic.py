@@ -41,7 +41,7 @@ def call(target: Target, mode: str, **params: Any) -> Message:
     params = {"model": MODEL, "max_tokens": 4096, **params}
     if mode.startswith("async"):
         return asyncio.run(_acall(target, mode, params))
-    client = target.anthropic()
+    client = target.anthropic_client()
     if mode == "sync":
         return client.messages.create(**params)
     if mode == "stream":
@@ -56,7 +56,7 @@ def call(target: Target, mode: str, **params: Any) -> Message:
 
 
 async def _acall(target: Target, mode: str, params: dict[str, Any]) -> Message:
-    async with target.async_anthropic() as client:
+    async with target.async_anthropic_client() as client:
         if mode == "async":
             return await client.messages.create(**params)
         if mode == "async_stream":
@@ -160,7 +160,7 @@ def _two_turns(client: anthropic.Anthropic) -> list[Any]:
 
 @pytest.mark.parametrize("mode", ["sync", "async", "helper"])
 def test_editing_an_earlier_user_message_is_rejected(target: Target, mode: str) -> None:
-    history = _two_turns(target.anthropic())
+    history = _two_turns(target.anthropic_client())
     history[0] = {"role": "user", "content": "What's the weather in Paris?"}
     with pytest.raises(anthropic.BadRequestError) as raised:
         call(target, mode, messages=history, tools=[WEATHER], thinking=THINKING)
@@ -222,7 +222,7 @@ def test_drop_block_drops_the_invalid_block_and_every_later_one(sim: Simulator) 
         max_tokens=4096,
         messages=history,
         tools=[WEATHER],
-        thinking=thinking,  # type: ignore[arg-type]
+        thinking=thinking,
         extra_headers=BINDING_BETA,
     )
     assert [(t.type, t.path, t.reason) for t in message.input_transformations or []] == [
@@ -241,13 +241,18 @@ def test_drop_block_reports_model_binding_mismatch(sim: Simulator) -> None:
         max_tokens=4096,
         messages=history,
         tools=[WEATHER],
-        thinking=thinking,  # type: ignore[arg-type]
+        thinking=thinking,
         extra_headers=BINDING_BETA,
     ) as stream:
         message = stream.get_final_message()
     assert {t.reason for t in message.input_transformations or []} == {"model_binding_mismatch"}
     unchanged = client.beta.messages.create(
-        model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking, extra_headers=BINDING_BETA  # type: ignore[arg-type]
+        model=MODEL,
+        max_tokens=4096,
+        messages=history,
+        tools=[WEATHER],
+        thinking=thinking,
+        extra_headers=BINDING_BETA,
     )
     assert unchanged.input_transformations == []
 
@@ -269,7 +274,7 @@ def test_non_strict_and_thread_continue_accept_anything(sim: Simulator) -> None:
         model=MODEL,
         max_tokens=4096,
         messages=history,
-        thinking=THINKING,  # type: ignore[arg-type]
+        thinking=THINKING,
         extra_body={"thread": {"type": "continue", "previous_message_id": "msg_x"}},
         extra_headers={"anthropic-beta": "message-threads-2026-08-12"},
     )
@@ -281,7 +286,7 @@ def test_display_omitted_returns_empty_thinking_with_a_signature(sim: Simulator)
     client = sim.anthropic_client()
     thinking = {**THINKING, "display": "omitted"}
     history: list[Any] = [{"role": "user", "content": "hi"}]
-    first = client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)  # type: ignore[arg-type]
+    first = client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)
     block = first.content[0]
     assert block.type == "thinking"
     assert block.thinking == ""
@@ -289,10 +294,10 @@ def test_display_omitted_returns_empty_thinking_with_a_signature(sim: Simulator)
     assert first.usage.output_tokens_details is not None
     assert first.usage.output_tokens_details.thinking_tokens > 0
     history += [as_dict(first), tool_results(first)]
-    client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)  # type: ignore[arg-type]
+    client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)
     history[1]["content"][0]["thinking"] = CANARY  # rehydrating an omitted block is a modification
     with pytest.raises(anthropic.BadRequestError):
-        client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)  # type: ignore[arg-type]
+        client.messages.create(model=MODEL, max_tokens=4096, messages=history, tools=[WEATHER], thinking=thinking)
 
 
 @pytest.mark.parametrize("mode", ["sync", "stream", "helper"])
@@ -348,7 +353,7 @@ def test_thinking_size_and_stream_chunks() -> None:
     )
     deltas = [e for e in events if e.type == "content_block_delta" and e.delta.type == "thinking_delta"]
     assert len(deltas) == 50
-    text = "".join(e.delta.thinking for e in deltas)  # type: ignore[union-attr]
+    text = "".join(e.delta.thinking for e in deltas)
     assert len(text.encode()) == 8192
     signatures = [e for e in events if e.type == "content_block_delta" and e.delta.type == "signature_delta"]
     assert len(signatures) == 1
@@ -365,7 +370,7 @@ def test_deterministic_across_simulators_and_secret_bound() -> None:
     two = Simulator().anthropic_client().messages.create(**params)
     other = Simulator(secret=b"other").anthropic_client().messages.create(**params)
     assert one.model_dump() == two.model_dump()
-    assert one.content[0].signature != other.content[0].signature  # type: ignore[union-attr]
+    assert one.content[0].signature != other.content[0].signature
 
 
 def test_structured_output_parse_and_count_tokens(sim: Simulator) -> None:

@@ -38,7 +38,7 @@ def config(*declarations: types.FunctionDeclaration, thoughts: bool = True) -> t
 
 def generate(target: Any, mode: str, contents: Any, cfg: types.GenerateContentConfig) -> list[types.Part]:
     """The model's parts in order (streamed chunks concatenated)."""
-    client = target.genai()
+    client = target.genai_client()
     if mode == "sync":
         response = client.models.generate_content(model=MODEL, contents=contents, config=cfg)
         return list(response.candidates[0].content.parts)
@@ -126,9 +126,7 @@ def test_missing_signature_is_rejected(sim: Simulator) -> None:
         client.models.generate_content(model=MODEL, contents=contents, config=config(WEATHER))
     assert raised.value.code == 400
     assert raised.value.status == "INVALID_ARGUMENT"
-    assert "Function call `get_weather` in the `1.` content block is missing a `thought_signature`" in str(
-        raised.value
-    )
+    assert "Function call `get_weather` in the `1.` content block is missing a `thought_signature`" in str(raised.value)
 
 
 def test_signature_moved_to_the_second_parallel_call_is_rejected(sim: Simulator) -> None:
@@ -169,7 +167,7 @@ def test_only_the_current_turn_is_checked_and_model_is_not_bound(sim: Simulator)
 
 
 def test_chat_send_message_and_stream_keep_signatures(target: Any) -> None:
-    client = target.genai()
+    client = target.genai_client()
     chat = client.chats.create(model=MODEL, config=config(WEATHER))
     first = chat.send_message("Weather in Lyon?")
     assert first.function_calls and first.function_calls[0].name == "get_weather"
@@ -199,7 +197,7 @@ def get_weather(location: str) -> str:
 
 def test_automatic_function_calling(target: Any) -> None:
     cfg = types.GenerateContentConfig(tools=[get_weather], thinking_config=THOUGHTS)
-    client = target.genai()
+    client = target.genai_client()
     chat = client.chats.create(model=MODEL, config=cfg)
     response = chat.send_message("Weather in Lyon?")
     assert response.text == "Based on the tool results, here is the answer to: Weather in Lyon?"

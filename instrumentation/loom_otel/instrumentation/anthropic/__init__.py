@@ -21,6 +21,7 @@ from wrapt import wrap_function_wrapper
 
 from loom_otel.core._call import ReasoningHandler
 from loom_otel.core._config import runtime_for
+from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,
     async_messages_stream,
@@ -63,6 +64,8 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning("anthropic")
         handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, __name__, __version__)
+        if runtime.enabled:
+            handler.continuation = AnthropicContinuation(runtime)
         for module, name, factory in _WRAPS:
             wrap_function_wrapper(module, name, factory(handler))
 

@@ -16,9 +16,13 @@ import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._call import ModelCall, ReasoningHandler
+from loom_otel.core._guard import check_anthropic_request
 from loom_otel.core._streams import AsyncStreamProxy, SyncStreamProxy
+from loom_otel.core._streams import StreamAccumulator as Accumulator
+from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
 from loom_otel.instrumentation.anthropic._extractors import (
     StreamAccumulator,
+    provider_of,
     reasonings_of,
     request_info,
     response_info,
@@ -40,31 +44,51 @@ def _is_raw(result: Any) -> bool:
     return isinstance(result, BaseAPIResponse)
 
 
-def _complete(call: ModelCall, message: Any) -> None:
+def _complete(call: ModelCall, message: Any, outgoing: Outgoing | None) -> None:
+    """Capture, record the bindings of what was produced, then (redact mode) blank readable thinking."""
+    if outgoing is not None:
+        outgoing.finish(call, message)
     call.complete(reasonings_of(message, call.request), response_info(message))
+    if outgoing is not None:
+        outgoing.scrub(message)
 
 
-def _sync_result(call: ModelCall, result: Any) -> Any:
+def _accumulator(call: ModelCall, outgoing: Outgoing | None) -> Accumulator:
+    inner = StreamAccumulator(call.request)
+    return inner if outgoing is None else outgoing.accumulator(call, inner)
+
+
+def _prepare(handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
+    """Refuse untrusted text in instruction positions, then run the continuation pass on the request the
+    SDK is about to serialize (``None``: no continuation configured)."""
+    check_anthropic_request(kwargs)
+    continuation = handler.continuation
+    if not isinstance(continuation, AnthropicContinuation):
+        return None
+    return continuation.prepare(provider_of(instance), kwargs)
+
+
+def _sync_result(call: ModelCall, result: Any, outgoing: Outgoing | None) -> Any:
     if _is_raw(result):
         if call.request.stream:
-            return _RawResponseProxy(result, call)
-        _complete(call, result.parse())
+            return _RawResponseProxy(result, call, outgoing)
+        _complete(call, result.parse(), outgoing)
         return result
     if call.request.stream:
-        return SyncStreamProxy(result, call, StreamAccumulator(call.request))
-    _complete(call, result)
+        return SyncStreamProxy(result, call, _accumulator(call, outgoing))
+    _complete(call, result, outgoing)
     return result
 
 
-async def _async_result(call: ModelCall, result: Any) -> Any:
+async def _async_result(call: ModelCall, result: Any, outgoing: Outgoing | None) -> Any:
     if _is_raw(result):
         if call.request.stream:
-            return _AsyncRawResponseProxy(result, call)
-        _complete(call, await result.parse())
+            return _AsyncRawResponseProxy(result, call, outgoing)
+        _complete(call, await result.parse(), outgoing)
         return result
     if call.request.stream:
-        return AsyncStreamProxy(result, call, StreamAccumulator(call.request))
-    _complete(call, result)
+        return AsyncStreamProxy(result, call, _accumulator(call, outgoing))
+    _complete(call, result, outgoing)
     return result
 
 
@@ -74,12 +98,16 @@ def messages_create(handler: ReasoningHandler) -> Wrapper:
             return wrapped(*args, **kwargs)
         call = handler.call(request_info(instance, kwargs, stream=bool(kwargs.get("stream"))))
         try:
+            outgoing = _prepare(handler, instance, kwargs)
+            if outgoing is not None:
+                outgoing.emit(call)
+                kwargs = outgoing.kwargs
             with call.activate():
                 result = wrapped(*args, **kwargs)
         except BaseException as exc:
             call.fail(exc)
             raise
-        return _sync_result(call, result)
+        return _sync_result(call, result, outgoing)
 
     return traced_method
 
@@ -92,12 +120,17 @@ def async_messages_create(handler: ReasoningHandler) -> Wrapper:
         async def send() -> Any:
             call = handler.call(request_info(instance, kwargs, stream=bool(kwargs.get("stream"))))
             try:
+                outgoing = _prepare(handler, instance, kwargs)
+                sent = kwargs
+                if outgoing is not None:
+                    outgoing.emit(call)
+                    sent = outgoing.kwargs
                 with call.activate():
-                    result = await wrapped(*args, **kwargs)
+                    result = await wrapped(*args, **sent)
             except BaseException as exc:
                 call.fail(exc)
                 raise
-            return await _async_result(call, result)
+            return await _async_result(call, result, outgoing)
 
         return send()
 
@@ -106,20 +139,23 @@ def async_messages_create(handler: ReasoningHandler) -> Wrapper:
 
 def messages_stream(handler: ReasoningHandler) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        manager = wrapped(*args, **kwargs)
         if not _active(handler):
-            return manager
-        return _StreamManagerProxy(manager, handler, instance, kwargs)
+            return wrapped(*args, **kwargs)
+        # The helper binds the request body now: the pass runs here, its events when the span starts.
+        outgoing = _prepare(handler, instance, kwargs)
+        manager = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
+        return _StreamManagerProxy(manager, handler, instance, kwargs, outgoing)
 
     return traced_method
 
 
 def async_messages_stream(handler: ReasoningHandler) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        manager = wrapped(*args, **kwargs)
         if not _active(handler):
-            return manager
-        return _AsyncStreamManagerProxy(manager, handler, instance, kwargs)
+            return wrapped(*args, **kwargs)
+        outgoing = _prepare(handler, instance, kwargs)
+        manager = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
+        return _AsyncStreamManagerProxy(manager, handler, instance, kwargs, outgoing)
 
     return traced_method
 
@@ -128,19 +164,31 @@ class _ManagerMixin:
     _self_handler: ReasoningHandler
     _self_instance: Any
     _self_kwargs: dict[str, Any]
+    _self_outgoing: Outgoing | None
 
     def _start(self) -> ModelCall:
-        return self._self_handler.call(request_info(self._self_instance, self._self_kwargs, stream=True))
+        call = self._self_handler.call(request_info(self._self_instance, self._self_kwargs, stream=True))
+        if self._self_outgoing is not None:
+            self._self_outgoing.emit(call)
+        return call
 
 
 class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
     """``MessageStreamManager``: nothing is sent, and nothing recorded, until ``__enter__``."""
 
-    def __init__(self, manager: Any, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        manager: Any,
+        handler: ReasoningHandler,
+        instance: Any,
+        kwargs: dict[str, Any],
+        outgoing: Outgoing | None = None,
+    ) -> None:
         super().__init__(manager)
         self._self_handler = handler
         self._self_instance = instance
         self._self_kwargs = kwargs
+        self._self_outgoing = outgoing
 
     def __enter__(self) -> Any:
         call = self._start()
@@ -150,7 +198,7 @@ class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
         except BaseException as exc:
             call.fail(exc)
             raise
-        stream._raw_stream = SyncStreamProxy(stream._raw_stream, call, StreamAccumulator(call.request))
+        stream._raw_stream = SyncStreamProxy(stream._raw_stream, call, _accumulator(call, self._self_outgoing))
         return stream
 
     def __exit__(
@@ -162,11 +210,19 @@ class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
 class _AsyncStreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
     """``AsyncMessageStreamManager``: the request is sent in ``__aenter__``."""
 
-    def __init__(self, manager: Any, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        manager: Any,
+        handler: ReasoningHandler,
+        instance: Any,
+        kwargs: dict[str, Any],
+        outgoing: Outgoing | None = None,
+    ) -> None:
         super().__init__(manager)
         self._self_handler = handler
         self._self_instance = instance
         self._self_kwargs = kwargs
+        self._self_outgoing = outgoing
 
     async def __aenter__(self) -> Any:
         call = self._start()
@@ -176,7 +232,7 @@ class _AsyncStreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
         except BaseException as exc:
             call.fail(exc)
             raise
-        stream._raw_stream = AsyncStreamProxy(stream._raw_stream, call, StreamAccumulator(call.request))
+        stream._raw_stream = AsyncStreamProxy(stream._raw_stream, call, _accumulator(call, self._self_outgoing))
         return stream
 
     async def __aexit__(
@@ -188,24 +244,26 @@ class _AsyncStreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
 class _RawResponseProxy(wrapt.BaseObjectProxy[Any]):
     """A raw streaming response: the stream the application parses out of it is captured."""
 
-    def __init__(self, response: Any, call: ModelCall) -> None:
+    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None = None) -> None:
         super().__init__(response)
         self._self_call = call
+        self._self_outgoing = outgoing
 
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         parsed = self.__wrapped__.parse(*args, **kwargs)
         if isinstance(parsed, SyncStreamProxy) or not hasattr(parsed, "__next__"):
             return parsed
-        return SyncStreamProxy(parsed, self._self_call, StreamAccumulator(self._self_call.request))
+        return SyncStreamProxy(parsed, self._self_call, _accumulator(self._self_call, self._self_outgoing))
 
 
 class _AsyncRawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    def __init__(self, response: Any, call: ModelCall) -> None:
+    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None = None) -> None:
         super().__init__(response)
         self._self_call = call
+        self._self_outgoing = outgoing
 
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         parsed = await self.__wrapped__.parse(*args, **kwargs)
         if isinstance(parsed, AsyncStreamProxy) or not hasattr(parsed, "__anext__"):
             return parsed
-        return AsyncStreamProxy(parsed, self._self_call, StreamAccumulator(self._self_call.request))
+        return AsyncStreamProxy(parsed, self._self_call, _accumulator(self._self_call, self._self_outgoing))

@@ -1,0 +1,345 @@
+"""``ChainedSpanExporter``: the span pipeline for speed, the journal for completeness."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._journal import Journal, local_journals, local_origins
+from loom_otel.core._journal_reader import list_origins, origin_is_live
+from loom_otel.exporters.chain._inner import inner_from_environment
+from loom_otel.exporters.chain._outbox import Outbox
+from loom_otel.exporters.chain._spans import RecordSpans
+
+__all__ = ["ChainedSpanExporter"]
+
+_logger = logging.getLogger(__name__)
+
+RESEND_AFTER: Final = 30.0
+SWEEP_INTERVAL: Final = 1.0
+MIN_BACKOFF: Final = 0.25
+MAX_BACKOFF: Final = 30.0
+BATCH: Final = 512
+
+
+class ChainedSpanExporter(SpanExporter):
+    """Forwards every span to ``inner`` and delivers every audit-journal record at least once.
+
+    What the span pipeline loses (``OTEL-NOTES`` section 1): the ``BatchSpanProcessor`` evicts the
+    oldest span when its queue is full and discards a batch whose export failed; OTLP exporters give
+    up after ``OTEL_EXPORTER_OTLP_TIMEOUT``; whatever is queued when the process dies is gone; and a
+    collector may drop, duplicate or reorder what it was given.
+
+    How the journal makes up for it: every capture was appended to the hash-chained journal (synced)
+    before its span event existed. This exporter notes which records (``loom.audit.origin/seq`` on
+    span events) the inner exporter acknowledged and keeps a durable per-origin outbox cursor
+    (``_outbox``). A background sweeper re-reads the unacknowledged part of the chain and sends each
+    record that is owed as a ``loom.audit.record`` span carrying the same event (same attributes,
+    same chain fields, same timestamp): at once for records of failed exports and for records no span
+    carries (checkpoints), after ``resend_after`` seconds for the others (their span was evicted, or
+    is still open: then the resend is an identical duplicate). Failed sends are retried with
+    exponential backoff (``MIN_BACKOFF`` .. ``max_backoff``), without a deadline. Chains of dead
+    processes in the same journal directory (no writer holds their lock) are delivered from their
+    saved cursor, so a crashed process's leftovers reach the downstream through the next process
+    or ``loom-otel forward``. ``force_flush`` and ``shutdown`` deliver everything owed within their
+    timeout; what remains stays in the outbox for the next process. Duplicates are possible (at least
+    once), and ``verify`` accepts identical ones.
+
+    Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
+    and the journal directory of the process's loom-otel configuration. Never raises: failures are
+    logged (never with record content) and reported as ``SpanExportResult.FAILURE``.
+    """
+
+    def __init__(
+        self,
+        inner: SpanExporter | None = None,
+        *,
+        journal: Journal | str | os.PathLike[str] | None = None,
+        resend_after: float = RESEND_AFTER,
+        sweep_interval: float = SWEEP_INTERVAL,
+        max_backoff: float = MAX_BACKOFF,
+        batch_size: int = BATCH,
+        forward_dead: bool = True,
+    ) -> None:
+        self._inner = inner if inner is not None else inner_from_environment()
+        self._directory = _journal_directory(journal)
+        self._grace_ns = int(resend_after * 1e9)
+        self._interval = sweep_interval
+        self._max_backoff = max_backoff
+        self._batch = max(1, batch_size)
+        self._forward_dead = forward_dead
+        self._spans = RecordSpans()
+        self._init_runtime_state()
+        reinit = weakref.WeakMethod(self._after_fork_in_child)
+        os.register_at_fork(after_in_child=lambda: _call(reinit))
+
+    def _init_runtime_state(self) -> None:
+        self._lock = threading.Lock()  # chain state: outboxes
+        self._sweep_lock = threading.Lock()  # one sweep at a time (sweeper thread, flush, shutdown)
+        self._export_lock = threading.Lock()  # one call into the inner exporter at a time
+        self._outboxes: dict[str, Outbox] = {}
+        self._done: set[str] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._backoff = 0.0
+        self._shutdown = False
+
+    @property
+    def inner(self) -> SpanExporter:
+        return self._inner
+
+    @property
+    def directory(self) -> Path | None:
+        """The journal directory whose records this exporter guarantees."""
+        return self._directory
+
+    # -- the span path -------------------------------------------------------------------------
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self._shutdown:
+            return SpanExportResult.FAILURE
+        marks: dict[str, list[int]] = {}
+        try:
+            marks = _chain_marks(spans)
+            if spans:
+                self._spans.use_resource(spans[0].resource)
+            result = self._call_inner(spans)
+        except Exception as exc:
+            _logger.warning("chained exporter: inner export failed (%s)", type(exc).__name__)
+            result = SpanExportResult.FAILURE
+        try:
+            self._acknowledge(marks, result is SpanExportResult.SUCCESS)
+            self._ensure_sweeper()
+        except Exception as exc:
+            _logger.warning("chained exporter: bookkeeping failed (%s)", type(exc).__name__)
+        return result
+
+    def _call_inner(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._export_lock:
+            return self._inner.export(spans)
+
+    def _acknowledge(self, marks: Mapping[str, list[int]], ok: bool) -> None:
+        if not marks or self._directory is None:
+            return
+        with self._lock:
+            for origin, seqs in marks.items():
+                outbox = self._outbox(origin)
+                if ok:
+                    outbox.delivered(seqs)
+                else:
+                    outbox.undelivered(seqs)
+        if not ok:
+            self._wake.set()
+
+    def _outbox(self, origin: str) -> Outbox:
+        outbox = self._outboxes.get(origin)
+        if outbox is None:
+            assert self._directory is not None
+            outbox = self._outboxes[origin] = Outbox(self._directory / origin)
+        return outbox
+
+    # -- the journal path ----------------------------------------------------------------------
+
+    def _ensure_sweeper(self) -> None:
+        if self._thread is None and self._directory is not None and not self._shutdown:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._sweep_loop, name="loom-otel-chain", daemon=True)
+                    self._thread.start()
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                delivered = self._sweep(everything=False)
+            except Exception as exc:
+                _logger.warning("chained exporter: sweep failed (%s)", type(exc).__name__)
+                delivered = False
+            if delivered:
+                self._backoff = 0.0
+                wait = self._interval
+            else:
+                self._backoff = min(self._max_backoff, max(MIN_BACKOFF, self._backoff * 2))
+                wait = self._backoff
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    def _sweep(self, *, everything: bool, deadline: float | None = None) -> bool:
+        """Send what is owed; ``True`` when every send succeeded (``everything``: nothing is left)."""
+        with self._sweep_lock:
+            return self._sweep_locked(everything=everything, deadline=deadline)
+
+    def _sweep_locked(self, *, everything: bool, deadline: float | None) -> bool:
+        directory = self._directory
+        if directory is None:
+            return True
+        own = local_origins(directory)
+        ok = True
+        for origin in list_origins(directory):
+            if origin in self._done:
+                continue
+            mine = origin in own
+            if not mine and (not self._forward_dead or origin_is_live(directory / origin)):
+                continue
+            with self._lock:
+                outbox = self._outbox(origin)
+                if not mine and not outbox.claim():
+                    continue
+            if not self._drain(outbox, everything=everything or not mine, live=mine, deadline=deadline):
+                ok = False
+                break
+            if not mine:
+                with self._lock:  # a dead chain does not grow: drained is done
+                    outbox.save()
+                    outbox.complete = True
+                    outbox.release()
+                    self._done.add(origin)
+        with self._lock:
+            for outbox in self._outboxes.values():
+                outbox.save()
+        return ok
+
+    def _drain(self, outbox: Outbox, *, everything: bool, live: bool, deadline: float | None) -> bool:
+        while True:
+            with self._lock:
+                now = time.time_ns()
+                batch = []
+                for record in outbox.owed(now, self._grace_ns, everything=everything, live=live):
+                    batch.append(record)
+                    if len(batch) >= self._batch:
+                        break
+            if not batch:
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            spans = self._spans.build(batch)
+            try:
+                result = self._call_inner(spans)
+            except Exception as exc:
+                _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
+                result = SpanExportResult.FAILURE
+            seqs = [s for s in (r.get("seq") for r in batch) if isinstance(s, int)]
+            with self._lock:
+                if result is SpanExportResult.SUCCESS:
+                    outbox.delivered(seqs)
+                else:
+                    return False
+            if len(batch) < self._batch:
+                return True
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Deliver every record owed so far (grace ignored), then flush ``inner``."""
+        if self._shutdown:
+            return False
+        deadline = time.monotonic() + timeout_millis / 1000
+        try:
+            delivered = self._deliver_all(deadline)
+            left = max(1, int((deadline - time.monotonic()) * 1000))
+            return bool(self._inner.force_flush(left)) and delivered
+        except Exception as exc:
+            _logger.warning("chained exporter: flush failed (%s)", type(exc).__name__)
+            return False
+
+    def forward(self, timeout_millis: int = 60000) -> bool:
+        """Deliver everything owed now (this process's chains and dead ones), retrying with backoff
+        for up to ``timeout_millis``; ``True`` when nothing is left (``loom-otel forward``)."""
+        try:
+            return self._deliver_all(time.monotonic() + timeout_millis / 1000)
+        except Exception as exc:
+            _logger.warning("chained exporter: forward failed (%s)", type(exc).__name__)
+            return False
+
+    def _deliver_all(self, deadline: float) -> bool:
+        for journal in local_journals(self._directory) if self._directory is not None else ():
+            try:
+                journal.checkpoint()
+            except OSError as exc:
+                _logger.warning("chained exporter: checkpoint failed (%s)", type(exc).__name__)
+        backoff = MIN_BACKOFF
+        while True:
+            if self._sweep(everything=True, deadline=deadline):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(backoff, left))
+            backoff = min(self._max_backoff, backoff * 2)
+
+    def shutdown(self, timeout_millis: int = 30000) -> None:
+        """Checkpoint the process's chains, deliver what is owed within ``timeout_millis``, leave the
+        rest in the outbox (the next process or ``loom-otel forward`` sends it), shut ``inner`` down.
+        Idempotent."""
+        if self._shutdown:
+            return
+        deadline = time.monotonic() + timeout_millis / 1000
+        try:
+            self._stop.set()
+            self._wake.set()
+            thread = self._thread
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if not self._deliver_all(deadline):
+                _logger.warning("chained exporter: shutdown timed out; undelivered records stay in the outbox")
+        except Exception as exc:
+            _logger.warning("chained exporter: shutdown delivery failed (%s)", type(exc).__name__)
+        finally:
+            self._shutdown = True
+            with self._lock:
+                for outbox in self._outboxes.values():
+                    outbox.save()
+                    outbox.release()
+            try:
+                self._inner.shutdown()
+            except Exception as exc:
+                _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+
+    def _after_fork_in_child(self) -> None:
+        for outbox in self._outboxes.values():
+            outbox.release()
+        self._init_runtime_state()
+
+
+def _call(ref: weakref.WeakMethod[Callable[[], None]]) -> None:
+    method = ref()
+    if method is not None:
+        method()
+
+
+def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path | None:
+    if isinstance(journal, Journal):
+        return journal.directory
+    if journal is not None:
+        return Path(journal).expanduser().absolute()
+    try:
+        from loom_otel.core._config import current_runtime
+
+        return current_runtime().journal_dir
+    except Exception as exc:
+        _logger.warning("chained exporter: no journal configuration (%s); forwarding spans only", type(exc).__name__)
+        return None
+
+
+def _chain_marks(spans: Sequence[ReadableSpan]) -> dict[str, list[int]]:
+    """``origin -> [seq]`` of the journal records the spans' events carry."""
+    marks: dict[str, list[int]] = {}
+    for span in spans:
+        for event in span.events:
+            attributes = event.attributes
+            if not attributes:
+                continue
+            origin, seq = attributes.get(attr.AUDIT_ORIGIN), attributes.get(attr.AUDIT_SEQ)
+            if isinstance(origin, str) and isinstance(seq, int) and not isinstance(seq, bool):
+                marks.setdefault(origin, []).append(seq)
+    return marks

@@ -1,0 +1,168 @@
+"""The durable outbox of one chain (origin): what the downstream acknowledged, what is still owed.
+
+State kept per origin:
+
+- ``cursor``: every record with ``seq <= cursor`` was acknowledged by the inner exporter. It is
+  persisted in ``<origin>/.delivered`` (atomic replace) so that the next process, or
+  ``loom-otel forward``, resumes there after a crash: at worst it resends what was acknowledged since
+  the last save (identical duplicates, which ``verify`` accepts).
+- ``above``: acknowledged seqs beyond the cursor (the span pipeline delivers out of order);
+- ``failed``: seqs whose export failed: owed now, with no grace period;
+- ``position``: where in the journal the first record not yet acknowledged starts, so a sweep
+  re-reads only the unacknowledged part of the chain.
+
+A claim (``flock`` on ``<origin>/.forward``) makes sure one forwarder at a time works on a dead origin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Final
+
+from loom_otel.core._journal_reader import Position, read_lines
+
+__all__ = ["Outbox"]
+
+CURSOR_FILE: Final = ".delivered"
+CLAIM_FILE: Final = ".forward"
+
+_logger = logging.getLogger(__name__)
+
+
+class Outbox:
+    """Delivery state of one origin's chain. Not thread-safe: the exporter holds its lock."""
+
+    def __init__(self, origin_dir: Path) -> None:
+        self.dir = origin_dir
+        self.origin = origin_dir.name
+        self.cursor = self._load_cursor()
+        self.above: set[int] = set()
+        self.failed: set[int] = set()
+        self.position = Position()
+        self.complete = False
+        self._saved = self.cursor
+        self._claim_fd = -1
+        self._warned_torn = False
+        self._warned_malformed = False
+
+    # -- acknowledgements ----------------------------------------------------------------------
+
+    def delivered(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self.failed.discard(seq)
+            if seq > self.cursor:
+                self.above.add(seq)
+        while self.cursor + 1 in self.above:
+            self.above.remove(self.cursor + 1)
+            self.cursor += 1
+
+    def undelivered(self, seqs: Iterable[int]) -> None:
+        self.failed.update(s for s in seqs if s > self.cursor and s not in self.above)
+
+    def is_delivered(self, seq: int) -> bool:
+        return seq <= self.cursor or seq in self.above
+
+    # -- reading what is owed ------------------------------------------------------------------
+
+    def owed(self, now_ns: int, grace_ns: int, *, everything: bool, live: bool) -> Iterator[dict[str, object]]:
+        """Records not yet acknowledged that are due: all of them when ``everything``; otherwise
+        those whose export failed and those older than ``grace_ns`` (their span was dropped, or is
+        still open, or they have none, like checkpoints; a resend of a record whose span does arrive
+        is an identical duplicate). A chain is in time order, so the scan stops at the first record
+        not yet due unless failed exports are still owed."""
+        contiguous = True
+        for line in read_lines(self.dir, self.position):
+            if line.torn:
+                if not live and not self._warned_torn:
+                    self._warned_torn = True
+                    _logger.warning(
+                        "audit journal %s ends with a torn line (%d bytes): its writer died mid-write; "
+                        "`loom-otel verify` reports it",
+                        self.origin,
+                        len(line.data),
+                    )
+                return
+            record = _parse(line.data)
+            if record is None:
+                if not self._warned_malformed:
+                    self._warned_malformed = True
+                    _logger.warning("audit journal %s holds a malformed line; it is not forwarded", self.origin)
+                if contiguous:
+                    self.position = line.end
+                continue
+            seq = record["seq"]
+            assert isinstance(seq, int)
+            if self.is_delivered(seq):
+                if contiguous:
+                    self.position = line.end
+                continue
+            contiguous = False
+            time_ns = record.get("time")
+            if everything or seq in self.failed or not isinstance(time_ns, int) or now_ns - time_ns >= grace_ns:
+                yield record
+            elif not self.failed:
+                return
+
+    # -- persistence and claims ----------------------------------------------------------------
+
+    def _load_cursor(self) -> int:
+        try:
+            value = int((self.dir / CURSOR_FILE).read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+        return max(0, value)
+
+    def save(self) -> None:
+        """Persist the cursor if it moved (no fsync: losing it only causes identical duplicates)."""
+        if self.cursor == self._saved:
+            return
+        tmp = self.dir / f"{CURSOR_FILE}.{os.getpid()}.tmp"
+        try:
+            tmp.write_text(str(self.cursor))
+            os.replace(tmp, self.dir / CURSOR_FILE)
+        except OSError as exc:
+            _logger.warning("audit journal %s: cannot save the delivery cursor (%s)", self.origin, type(exc).__name__)
+            return
+        self._saved = self.cursor
+
+    def claim(self) -> bool:
+        """Take the forwarding claim of a dead origin (held until ``release``); ``False`` if taken."""
+        if self._claim_fd >= 0:
+            return True
+        try:
+            fd = os.open(self.dir / CLAIM_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._claim_fd = fd
+        self.cursor = max(self.cursor, self._load_cursor())
+        return True
+
+    def release(self) -> None:
+        if self._claim_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._claim_fd)
+            self._claim_fd = -1
+
+
+def _parse(data: bytes) -> dict[str, object] | None:
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    seq = record.get("seq")
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        return None
+    return record

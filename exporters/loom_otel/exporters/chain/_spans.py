@@ -1,0 +1,83 @@
+"""``loom.audit.record`` spans: how a journal record travels when the span pipeline lost its span.
+
+The spans are made by a private SDK ``TracerProvider`` (always sampled, explicit limits so that no
+``OTEL_*_LIMIT`` truncates a hashed attribute) and collected by the SDK's in-memory exporter: no
+``ReadableSpan`` is assembled by hand. Each span is a root span named ``loom.audit.record`` holding
+``loom.audit.origin/seq/type`` and one event, the very event the record would have had on its
+model-call span (same name, same attributes, same chain fields, timestamp = record time).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.trace import SpanKind
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._records import RECORD_SPAN, event_for_record
+
+__all__ = ["RecordSpans"]
+
+_LIMITS = SpanLimits(
+    max_span_attributes=16,
+    max_events=4,
+    max_event_attributes=128,
+    max_links=0,
+    max_attribute_length=SpanLimits.UNSET,
+)
+
+
+class RecordSpans:
+    """Builds finished ``loom.audit.record`` spans for journal records."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._resource: Resource | None = None
+        self._provider: TracerProvider | None = None
+        self._collector = InMemorySpanExporter()
+
+    def use_resource(self, resource: Resource) -> None:
+        """The resource of the application's spans: resent records go where their spans went."""
+        if self._resource is None:
+            self._resource = resource
+
+    def build(self, records: Sequence[Mapping[str, object]]) -> list[ReadableSpan]:
+        """One finished span per record (malformed records are skipped)."""
+        with self._lock:
+            if self._provider is None:
+                self._provider = TracerProvider(
+                    resource=self._resource or Resource.create(),
+                    sampler=ALWAYS_ON,
+                    span_limits=_LIMITS,
+                    shutdown_on_exit=False,
+                )
+                self._provider.add_span_processor(SimpleSpanProcessor(self._collector))
+            tracer = self._provider.get_tracer("loom_otel.exporters.chain")
+            for record in records:
+                try:
+                    name, attributes, time_ns = event_for_record(record)
+                except (KeyError, ValueError, TypeError):
+                    continue
+                span = tracer.start_span(
+                    RECORD_SPAN,
+                    context=Context(),
+                    kind=SpanKind.INTERNAL,
+                    start_time=time_ns,
+                    attributes={
+                        attr.AUDIT_ORIGIN: attributes[attr.AUDIT_ORIGIN],
+                        attr.AUDIT_SEQ: attributes[attr.AUDIT_SEQ],
+                        attr.AUDIT_TYPE: str(record["type"]),
+                    },
+                )
+                span.add_event(name, attributes, timestamp=time_ns)
+                span.end(end_time=time_ns)
+            spans = list(self._collector.get_finished_spans())
+            self._collector.clear()
+            return spans

@@ -1,0 +1,377 @@
+"""Anthropic Messages <-> the continuation rule: canonical blocks, the outgoing request, responses.
+
+What is canonicalized is what the SDK will send, read the way the API reads it: dicts and SDK pydantic
+objects alike (``Message.to_param()`` hands back pydantic blocks), ``None`` fields, ``cache_control``
+and empty citations ignored, a string content read as one text block. A thinking block is identified by
+its signature (its text is checked separately against the recorded digest), so a block the application
+holds without text (``transcript="redact"``) binds exactly like the one the vendor returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._bindings import RoundBlock, bindings_for
+from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._capture import Capture
+from loom_otel.core._config import Runtime
+from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced
+from loom_otel.core._model import Reasoning
+from loom_otel.core._redact import request_scope
+from loom_otel.core._streams import StreamAccumulator
+
+__all__ = ["AnthropicContinuation", "Outgoing"]
+
+_REASONING: Final = frozenset({"thinking", "redacted_thinking"})
+_IGNORED: Final = frozenset({"cache_control"})
+_CALLS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
+
+
+def _path(i: int, j: int) -> str:
+    return f"messages.{i}.content.{j}"
+
+
+def _get(obj: Any, name: str) -> Any:
+    if type(obj) is dict or isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _norm(value: Any) -> Any:
+    """One reading of a JSON-ish value: ``None``, ``cache_control`` and empty citations left out."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        return {
+            str(k): _norm(v)
+            for k, v in value.items()
+            if v is not None and k not in _IGNORED and not (k == "citations" and not v)
+        }
+    if kind is list or kind is tuple:
+        return [_norm(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return _norm(dump(mode="json", exclude_none=True))
+    return value
+
+
+_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _json(value: Any) -> bytes:
+    return _ENCODE(value).encode()
+
+
+def _plain_value(block: Any) -> Any:
+    norm = _norm(block)
+    if type(norm) is dict:
+        if norm.get("type") == "tool_result" and type(norm.get("content")) is str:
+            norm["content"] = [{"type": "text", "text": norm["content"]}]
+        if norm.get("is_error") is False:
+            del norm["is_error"]
+    return norm
+
+
+def _plain(block: Any) -> bytes:
+    """The canonical bytes of an ordinary (non-reasoning) block as the API reads it."""
+    return _json(_plain_value(block))
+
+
+_KEYS: dict[tuple[str, str], bytes] = {}
+_TEXTS: dict[str, bytes] = {}
+
+
+def _key(kind: str, token: str) -> bytes:
+    """The record key of a signature (memoized: a loop resends the same strings every turn)."""
+    memo = (kind, token)
+    found = _KEYS.get(memo)
+    if found is None:
+        if len(_KEYS) > 65536:
+            _KEYS.clear()
+        found = _KEYS[memo] = hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
+    return found
+
+
+def _canon(kind: str, key: bytes) -> bytes:
+    return b"\x01" + kind.encode() + b"\x00" + key
+
+
+def _reasoning_block(block: Any, kind: str) -> Block | None:
+    token = _get(block, "signature" if kind == "thinking" else "data")
+    if not isinstance(token, str) or not token:
+        return None
+    key = _key(kind, token)
+    text = _get(block, "thinking") if kind == "thinking" else None
+    return Block(key, _canon(kind, key), text if isinstance(text, str) else None)
+
+
+def _content(message: Any) -> list[Any] | str | None:
+    content = _get(message, "content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return list(content)
+    return None
+
+
+def _text_item(text: str) -> bytes:
+    """A string content is one text block (memoized by the immutable string)."""
+    found = _TEXTS.get(text)
+    if found is None:
+        if len(_TEXTS) > 16384:
+            _TEXTS.clear()
+        found = _TEXTS[text] = _json([{"text": text, "type": "text"}])
+    return found
+
+
+def message_view(message: Any) -> MessageView:
+    role = str(_get(message, "role") or "")
+    head = b"M\x00" + role.encode() + b"\x00"
+    content = _content(message)
+    if type(content) is str:
+        return MessageView(head, [_text_item(content)])
+    if role != "assistant" and not any(_get(b, "type") in _REASONING for b in content or ()):
+        # Reasoning and tool rounds live in assistant turns: the rest is one item (one encode).
+        return MessageView(head, [_json([_plain_value(b) for b in content or ()])])
+    items: list[bytes | Block] = []
+    round_key: str | None = None
+    for block in content or ():
+        kind = _get(block, "type")
+        if kind in _REASONING:
+            found = _reasoning_block(block, kind)
+            if found is not None:
+                items.append(found)
+                continue
+        elif kind in _CALLS and round_key is None and role == "assistant":
+            call_id = _get(block, "id")
+            round_key = call_id if isinstance(call_id, str) else None
+        items.append(_plain(block))
+    return MessageView(head, items, round_key)
+
+
+def _digest(value: Any) -> bytes:
+    return hashlib.sha256(_json(value)).digest()
+
+
+def _system(system: Any) -> Any:
+    if isinstance(system, str):
+        return [{"type": "text", "text": system}] if system else None
+    if isinstance(system, list | tuple):
+        return _norm(system) or None
+    return None
+
+
+def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
+    model = kwargs.get("model")
+    tools = kwargs.get("tools")
+    return Header(
+        provider,
+        str(model) if model is not None else None,
+        _digest(_system(kwargs.get("system"))),
+        _digest(_norm(tools) or None if isinstance(tools, list | tuple) else None),
+    )
+
+
+class Outgoing:
+    """One request after the rule: the kwargs to send, the plan, and what the response needs."""
+
+    __slots__ = ("adapter", "kwargs", "plan")
+
+    def __init__(self, adapter: AnthropicContinuation, kwargs: dict[str, Any], plan: Plan) -> None:
+        self.adapter = adapter
+        self.kwargs = kwargs
+        self.plan = plan
+
+    def emit(self, call: ModelCall) -> None:
+        """The decisions as span events (the call's span exists by now)."""
+        self.plan.emit(call, _path)
+
+    def finish(self, call: ModelCall, message: Any) -> None:
+        """Before capture of a complete response: record its bindings once captured; vendor drops."""
+        vendor_dropped(call, _get(message, "input_transformations"))
+        blocks = list(_get(message, "content") or ())
+        call.after_capture = lambda capture: self.adapter.record(self.plan, blocks, capture)
+
+    def accumulator(self, call: ModelCall, inner: StreamAccumulator) -> StreamAccumulator:
+        return _Accumulator(self, call, inner)
+
+    def scrub(self, message: Any) -> None:
+        """``transcript="redact"``: the application gets the response without readable thinking."""
+        if self.adapter.redact:
+            for block in _get(message, "content") or ():
+                if _get(block, "type") == "thinking" and _get(block, "thinking"):
+                    block.thinking = ""
+
+
+def vendor_dropped(call: ModelCall, transformations: Any) -> None:
+    """Beta ``input_transformations`` (``thinking_dropped``) as ``loom.reasoning.vendor_dropped``."""
+    by_reason: dict[str, list[str]] = {}
+    for entry in transformations or ():
+        if _get(entry, "type") == "thinking_dropped":
+            by_reason.setdefault(str(_get(entry, "reason")), []).append(str(_get(entry, "path")))
+    for reason, positions in by_reason.items():
+        call.add_event(
+            attr.EVENT_VENDOR_DROPPED,
+            {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
+        )
+
+
+class AnthropicContinuation:
+    """The continuation layer for one Anthropic instrumentor."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
+        self.rule = Continuation(bindings, runtime.store)
+        self.redact = runtime.transcript == "redact"
+
+    def prepare(self, provider: str, kwargs: dict[str, Any]) -> Outgoing | None:
+        """Apply the rule to a request before the SDK serializes it; ``None``: leave it alone.
+
+        Raises ``ReasoningContinuationError`` when the store fails while text is being put back.
+        """
+        thread = kwargs.get("thread")
+        if isinstance(thread, Mapping) and thread.get("type") == "continue":
+            return None
+        messages = kwargs.get("messages")
+        if not isinstance(messages, Iterable) or isinstance(messages, str | bytes | Mapping):
+            return None
+        if not isinstance(messages, list):
+            messages = list(messages)
+            kwargs = {**kwargs, "messages": messages}
+        plan = self.rule.plan(header_of(provider, kwargs), [message_view(m) for m in messages], request_scope())
+        if plan.changes:
+            kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
+        return Outgoing(self, kwargs, plan)
+
+    def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None) -> None:
+        parts = iter(capture.parts if capture is not None else ())
+        items: list[bytes | Produced] = []
+        calls: list[str] = []
+        for block in blocks:
+            kind = _get(block, "type")
+            if kind in _REASONING:
+                part = next(parts, None)
+                found = _reasoning_block(block, kind)
+                if found is None:
+                    continue
+                text = found.text
+                digest = hashlib.sha256(text.encode()).hexdigest() if text else None
+                token = _get(block, "signature" if kind == "thinking" else "data")
+                ref = part.text_ref if part is not None else None
+                items.append(Produced(found.key, found.canon, kind, str(token), digest, ref))
+                continue
+            if kind in _CALLS and isinstance(_get(block, "id"), str):
+                calls.append(_get(block, "id"))
+            items.append(_plain(block))
+        self.rule.record(plan, _ASSISTANT_HEAD, items, calls)
+
+
+def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
+    """A new message list with the plan applied; messages the plan leaves alone are the same objects
+    (the application's own history is never written to)."""
+    touched = {i for i, _ in plan.drops} | {i for i, _ in plan.texts} | set(plan.restored)
+    out = list(messages)
+    for i in touched:
+        message = messages[i]
+        content = _content(message)
+        if not isinstance(message, Mapping) or not isinstance(content, list):
+            continue
+        if i in plan.restored:
+            content = _restored(content, plan.restored[i])
+        new: list[Any] = []
+        for j, block in enumerate(content):
+            if (i, j) in plan.drops:
+                continue
+            text = plan.texts.get((i, j))
+            if text is None:
+                new.append(block)
+            else:
+                new.append({"type": "thinking", "thinking": text, "signature": _get(block, "signature")})
+        out[i] = {**message, "content": new}
+    return out
+
+
+def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None]]) -> list[Any]:
+    by_position = {position: (block, text) for position, block, text in blocks}
+    rest = iter(content)
+    out: list[Any] = []
+    for position in range(len(content) + len(blocks)):
+        entry = by_position.get(position)
+        if entry is None:
+            out.append(next(rest))
+        elif entry[0].kind == "thinking":
+            out.append({"type": "thinking", "thinking": entry[1] or "", "signature": entry[0].signature})
+        else:
+            out.append({"type": "redacted_thinking", "data": entry[0].signature})
+    return out
+
+
+class _Accumulator:
+    """Wraps the capture accumulator of a stream: keeps every block in order (for bindings), reports
+    vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
+
+    def __init__(self, outgoing: Outgoing, call: ModelCall, inner: StreamAccumulator) -> None:
+        self._outgoing = outgoing
+        self._call = call
+        self._inner = inner
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._json: dict[int, list[str]] = {}
+        call.after_capture = self._record
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        deltas = self._inner.feed(chunk)
+        kind = getattr(chunk, "type", None)
+        if kind == "content_block_delta":
+            self._delta(chunk.index, chunk.delta)
+        elif kind == "content_block_start":
+            block = chunk.content_block
+            self._blocks[chunk.index] = _norm(block)
+            if self._outgoing.adapter.redact and getattr(block, "type", None) == "thinking" and block.thinking:
+                block.thinking = ""
+        elif kind == "message_start":
+            vendor_dropped(self._call, getattr(chunk.message, "input_transformations", None))
+        return deltas
+
+    def _delta(self, index: int, delta: Any) -> None:
+        block = self._blocks.get(index)
+        if block is None:
+            return
+        kind = getattr(delta, "type", None)
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+            if self._outgoing.adapter.redact:
+                delta.thinking = ""
+        elif kind == "signature_delta":
+            block["signature"] = delta.signature
+        elif kind == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+        elif kind == "input_json_delta":
+            self._json.setdefault(index, []).append(delta.partial_json)
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(_norm(delta.citation))
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        return self._inner.result()
+
+    def blocks(self) -> list[dict[str, Any]]:
+        out = []
+        for index in sorted(self._blocks):
+            block = self._blocks[index]
+            pieces = self._json.get(index)
+            if pieces is not None:
+                raw = "".join(pieces)
+                try:
+                    block = {**block, "input": json.loads(raw) if raw else {}}
+                except ValueError:
+                    continue
+            out.append(block)
+        return out
+
+    def _record(self, capture: Capture | None) -> None:
+        self._outgoing.adapter.record(self._outgoing.plan, self.blocks(), capture)

@@ -1,0 +1,315 @@
+"""Gemini ``generateContent`` <-> the continuation rule (``loom_otel.core._continuation``).
+
+The rule is the core's; this module only maps request and response shapes onto its block model
+(``_transcript``) and back. Gemini specifics:
+
+- a block is bound to provider, system instruction, tools and every earlier content, not to the model;
+- a function call's signature is never dropped; a function call of the current turn (after the last
+  user content that is not only function responses) sent without its ``thought_signature`` gets the
+  recorded one back (matched by call id, else name, canonical arguments and rank in its step): only
+  the call that carried it (with parallel calls, the first) gets one;
+- thought runs and text-part signatures whose binding no longer matches are dropped (always valid for
+  Gemini: it validates only the current turn's function-call signatures);
+- ``transcript="redact"``: thought text is blanked in every response and chunk the application gets
+  (chat history keeps those same objects) and put back from the store on the way out, split over
+  the parts it came in.
+
+Requests are planned per HTTP request (each hop of automatic function calling); the bindings of every
+hop's response are recorded once the call's reasoning is captured.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Final
+
+from loom_otel.core._bindings import RoundBlock, bindings_for
+from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._capture import Capture
+from loom_otel.core._config import Runtime
+from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of
+from loom_otel.core._model import Reasoning
+from loom_otel.core._redact import request_scope
+from loom_otel.core._streams import StreamAccumulator
+from loom_otel.instrumentation.google_genai import _transcript as tr
+from loom_otel.instrumentation.google_genai._extractors import resumes
+
+__all__ = ["GeminiContinuation", "GeminiSession"]
+
+_MAX_SIGNATURES: Final = 65536
+
+
+def _candidate_parts(response: Any) -> list[Any]:
+    for candidate in getattr(response, "candidates", None) or ():
+        if (candidate.index or 0) == 0:
+            content = candidate.content
+            return list(getattr(content, "parts", None) or ()) if content is not None else []
+    return []
+
+
+def _blank(contents: Sequence[Any]) -> None:
+    for content in contents:
+        for part in getattr(content, "parts", None) or ():
+            if getattr(part, "thought", False) and part.text:
+                part.text = ""
+
+
+def header_of(provider: str, kwargs: dict[str, Any]) -> Header:
+    config = kwargs.get("config")
+    system = tr.system_value(tr.config_value(config, "system_instruction"))
+    tools = tr.tools_value(tr.config_value(config, "tools"))
+    return Header(provider, None, digest_of(tr.canonical(system)), digest_of(tr.canonical(tools)))
+
+
+class GeminiContinuation:
+    """The continuation layer for one Google GenAI instrumentor."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
+        self.rule = Continuation(bindings, runtime.store)
+        self.redact = runtime.transcript == "redact"
+        self._signatures: dict[str, bytes] = {}
+        """Function-call signatures this process saw produced (memory only, never written)."""
+
+    def session(self, call: ModelCall, provider: str) -> GeminiSession:
+        return GeminiSession(self, call, provider)
+
+    def thread(self, contents: list[tuple[str, list[tr.Part]]]) -> list[tr.Part]:
+        """Give each current-turn function call that lost its signature the recorded one back."""
+        start = 0
+        for c in range(len(contents) - 1, -1, -1):
+            role, parts = contents[c]
+            if role == "user" and any(b'"function_response"' not in p.plain for p in parts):
+                start = c
+                break
+        restored: list[tr.Part] = []
+        rank, previous = 0, ""
+        for role, parts in contents[start + 1 :]:
+            if role != "model":
+                previous = role
+                continue
+            if previous != "model":
+                rank = 0
+            previous = role
+            for part in parts:
+                if part.call is None:
+                    continue
+                if part.signature is None:
+                    found = next(
+                        (s for k in tr.call_keys(part.call, rank) if (s := self._signatures.get(k)) is not None), None
+                    )
+                    if found is not None:
+                        part.signature, part.restored = found, True
+                        restored.append(part)
+                rank += 1
+        return restored
+
+    def remember(self, parts: Sequence[tr.Part]) -> None:
+        rank = 0
+        for part in parts:
+            if part.call is None:
+                continue
+            if part.signature is not None:
+                if len(self._signatures) > _MAX_SIGNATURES:
+                    self._signatures.clear()
+                for key in tr.call_keys(part.call, rank):
+                    self._signatures[key] = part.signature
+            rank += 1
+
+    def record(self, plan: Plan, parts: Sequence[tr.Part], capture: Capture | None) -> None:
+        """Remember the binding of every block of one response to the request ``plan`` saw."""
+        captured = capture.parts if capture is not None else ()
+        items: list[bytes | Produced] = []
+        for step in tr.step_items(parts):
+            item = step.item
+            if isinstance(item, bytes):
+                items.append(item)
+                continue
+            assert step.signature is not None
+            token = base64.b64encode(step.signature).decode()
+            digest: str | None = None
+            ref: str | None = None
+            split: tuple[int, ...] = ()
+            if step.kind == tr.THOUGHT and item.text:
+                digest = hashlib.sha256(item.text.encode()).hexdigest()
+                same = [p for p in captured if p.text_ref and p.digest == digest]
+                signed = [p for p in captured if p.text_ref and p.signature == step.signature]
+                ref = next((p.text_ref for p in (*same, *signed)), None)
+                if len(step.parts) > 1:
+                    split = tuple(len(p.text or "") for p in step.parts)
+            items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))
+        self.rule.record(plan, tr.MODEL_HEAD, items, ())
+        self.remember(parts)
+
+
+class _Hop:
+    __slots__ = ("parts", "plan")
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.parts: list[tr.Part] = []
+
+    def take(self, raws: Sequence[Any]) -> None:
+        base = len(self.parts)
+        self.parts.extend(tr.read_part(raw, (0, base + n)) for n, raw in enumerate(raws))
+
+
+class GeminiSession:
+    """The continuation state of one public call (all its HTTP requests)."""
+
+    def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str) -> None:
+        self.adapter = adapter
+        self.call = call
+        self.provider = provider
+        self.hops: list[_Hop] = []
+        call.after_capture = self._record
+
+    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Apply the rule to one HTTP request before the SDK serializes it; returns the kwargs to send.
+
+        Raises ``ReasoningContinuationError`` when the store fails while text is being put back.
+        """
+        resuming = bool(self.hops) and resumes(kwargs)
+        contents = tr.read_contents(kwargs.get("contents"))
+        if contents is None:
+            plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], request_scope())
+            if not resuming:
+                self.hops.append(_Hop(plan))
+            return kwargs
+        restored = self.adapter.thread(contents)
+        views, layout = tr.views(contents)
+        plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, request_scope())
+        for part in restored:
+            i, j = _position(layout, part)
+            block = layout[i][j].item
+            assert isinstance(block, Block)
+            token = base64.b64encode(part.signature or b"").decode()
+            plan.restored.setdefault(i, []).append((j, RoundBlock(j, tr.SIGNATURE, block.key, block.canon, token), None))
+        if not resuming:
+            self.hops.append(_Hop(plan))
+            plan.emit(self.call, lambda i, j: _path(layout, i, j))
+        if plan.changes:
+            kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan)}
+        return kwargs
+
+    def hop_response(self, response: Any) -> None:
+        if self.hops:
+            self.hops[-1].take(_candidate_parts(response))
+
+    def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
+        return _Tap(self, inner)
+
+    def chunk(self, chunk: Any) -> None:
+        self.hop_response(chunk)
+        self.scrub(chunk)
+
+    def scrub(self, response: Any) -> None:
+        """``transcript="redact"``: the application gets no readable thought text (the chat history and
+        the automatic-function-calling history hold these same objects)."""
+        if not self.adapter.redact:
+            return
+        _blank([c.content for c in getattr(response, "candidates", None) or () if c.content is not None])
+        _blank(getattr(response, "automatic_function_calling_history", None) or ())
+
+    def _record(self, capture: Capture | None) -> None:
+        for hop in self.hops:
+            self.adapter.record(hop.plan, hop.parts, capture)
+
+
+class _Tap:
+    """A stream's accumulator, plus the parts for bindings; blanks thought text AFTER capture saw it."""
+
+    def __init__(self, session: GeminiSession, inner: StreamAccumulator) -> None:
+        self._session = session
+        self._inner = inner
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        deltas = self._inner.feed(chunk)
+        self._session.chunk(chunk)
+        return deltas
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        return self._inner.result()
+
+
+def _position(layout: list[list[tr.StepItem]], part: tr.Part) -> tuple[int, int]:
+    for i, items in enumerate(layout):
+        for j, step in enumerate(items):
+            if step.kind == tr.SIGNATURE and step.parts[0] is part:
+                return i, j
+    raise LookupError("restored signature not in the request")
+
+
+def _path(layout: list[list[tr.StepItem]], i: int, j: int) -> str:
+    c, p = layout[i][j].parts[0].loc if layout[i][j].parts else (0, 0)
+    return f"contents.{c}.parts.{p}"
+
+
+def _split(text: str, sizes: tuple[int, ...], n: int) -> list[str]:
+    if len(sizes) == n and sum(sizes) == len(text):
+        out, at = [], 0
+        for size in sizes:
+            out.append(text[at : at + size])
+            at += size
+        return out
+    return [text] + [""] * (n - 1)
+
+
+def _edits(adapter: GeminiContinuation, layout: list[list[tr.StepItem]], plan: Plan) -> dict[tr.Loc, Any]:
+    """What happens to each touched part: ``None`` (removed), ``("text", str)``, ``("sig", bytes | None)``."""
+    edits: dict[tr.Loc, Any] = {}
+    for (i, j), _ in plan.drops.items():
+        step = layout[i][j]
+        for part in step.parts:
+            if step.kind == tr.THOUGHT or part.empty or part.thought:
+                edits[part.loc] = None
+            elif part.loc not in edits:
+                edits[part.loc] = ("sig", None)
+    for (i, j), text in plan.texts.items():
+        step = layout[i][j]
+        assert isinstance(step.item, Block)
+        record = adapter.rule.bindings.block(step.item.key)
+        pieces = _split(text, record.split if record is not None else (), len(step.parts))
+        for part, piece in zip(step.parts, pieces, strict=True):
+            if part.loc not in edits:
+                edits[part.loc] = ("text", piece)
+    for i, blocks in plan.restored.items():
+        for j, _, _ in blocks:
+            part = layout[i][j].parts[0]
+            edits[part.loc] = ("sig", part.signature)
+    return edits
+
+
+def _edit(raw: Any, edit: tuple[str, Any]) -> Any:
+    field = "text" if edit[0] == "text" else "thought_signature"
+    if isinstance(raw, dict):
+        out = {k: v for k, v in raw.items() if k not in ("thought_signature", "thoughtSignature")}
+        if field == "text":
+            out = {**raw, "text": edit[1]}
+        elif edit[1] is not None:
+            out["thought_signature"] = edit[1]
+        return out
+    return raw.model_copy(update={field: edit[1]})
+
+
+def _rebuild(adapter: GeminiContinuation, contents: Any, layout: list[list[tr.StepItem]], plan: Plan) -> Any:
+    """A new contents list with the plan applied; contents the plan leaves alone are the same objects
+    (the application's own history is never written to)."""
+    edits = _edits(adapter, layout, plan)
+    if not edits:
+        return contents
+    original = list(contents) if isinstance(contents, list | tuple) else [contents]
+    out = list(original)
+    for c in sorted({c for c, _ in edits}):
+        content = original[c]
+        parts = list(content.get("parts") or ()) if isinstance(content, dict) else list(content.parts or ())
+        new = []
+        for p, raw in enumerate(parts):
+            if (c, p) not in edits:
+                new.append(raw)
+            elif (edit := edits[(c, p)]) is not None:
+                new.append(_edit(raw, edit))
+        out[c] = {**content, "parts": new} if isinstance(content, dict) else content.model_copy(update={"parts": new})
+    return out

@@ -1,0 +1,198 @@
+"""Gemini ``generateContent`` <-> loom-otel: pure functions over request kwargs, responses and chunks.
+
+One rule folds the parts of a call, in arrival order, into ``Reasoning`` items, for complete responses
+and stream chunks alike (a complete response is one big chunk), so a streamed call and a complete call
+of the same content give equal parts:
+
+- consecutive ``thought: true`` parts are one ``summary`` (their texts joined with nothing between);
+- a ``thought_signature`` (bytes, on a thought, a function call, a text or an empty trailing text part)
+  signs the latest summary not yet signed; when there is none (thoughts not included, or already signed)
+  it gets its own ``summary`` part with empty text: the model reasoned and showed nothing.
+
+Parts of every candidate are folded separately and listed by candidate index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from loom_otel.core import Reasoning, ReasoningKind
+from loom_otel.core import _attributes as attr
+from loom_otel.core._call import RequestInfo, ResponseInfo
+from loom_otel.core._journal import AttributeValue
+
+__all__ = ["ResponseAccumulator", "provider_of", "request_info"]
+
+_OPERATION: Final = "generate_content"
+_USAGE: Final = (
+    (attr.GEN_AI_USAGE_INPUT_TOKENS, "prompt_token_count"),
+    (attr.GEN_AI_USAGE_OUTPUT_TOKENS, "candidates_token_count"),
+    (attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, "thoughts_token_count"),
+    (attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cached_content_token_count"),
+)
+
+
+def provider_of(instance: Any) -> str:
+    """``gcp.vertex_ai`` when the client talks to Vertex AI, else ``gcp.gemini`` (GenAI conventions)."""
+    return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
+
+
+def _config_value(config: Any, name: str) -> Any:
+    if isinstance(config, Mapping):
+        return config.get(name)
+    return getattr(config, name, None)
+
+
+def _server(instance: Any, into: dict[str, AttributeValue]) -> None:
+    options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
+    base_url = getattr(options, "base_url", None)
+    if not isinstance(base_url, str):
+        return
+    url = urlsplit(base_url)
+    if url.hostname:
+        into[attr.SERVER_ADDRESS] = url.hostname
+        into[attr.SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)
+
+
+def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+    attributes: dict[str, AttributeValue] = {}
+    _server(instance, attributes)
+    max_tokens = _config_value(kwargs.get("config"), "max_output_tokens")
+    if isinstance(max_tokens, int):
+        attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    model = kwargs.get("model")
+    return RequestInfo(
+        provider=provider_of(instance),
+        operation=_OPERATION,
+        model=model if isinstance(model, str) else str(model or ""),
+        stream=stream,
+        attributes=attributes,
+    )
+
+
+def resumes(kwargs: Mapping[str, Any]) -> bool:
+    """The request continues an earlier hop of the same generation (automatic continuation)."""
+    return bool(_config_value(kwargs.get("config"), "continuation_token"))
+
+
+class _Summary:
+    __slots__ = ("candidate", "index", "signature", "texts")
+
+    def __init__(self, candidate: int, index: int) -> None:
+        self.candidate = candidate
+        self.index = index
+        self.texts: list[str] = []
+        self.signature: bytes | None = None
+
+
+class _Fold:
+    """The parts of one candidate, folded by the module rule."""
+
+    __slots__ = ("open", "unsigned")
+
+    def __init__(self) -> None:
+        self.open: _Summary | None = None
+        self.unsigned: _Summary | None = None
+
+
+class ResponseAccumulator:
+    """Rebuilds a call's reasoning from its responses: every hop of a complete call (automatic function
+    calling, automatic continuation), or every chunk of a streamed one. Also a ``StreamAccumulator``."""
+
+    def __init__(self, request: RequestInfo) -> None:
+        self._request = request
+        self._summaries: list[_Summary] = []
+        self._folds: dict[int, _Fold] = {}
+        self._banked: dict[str, int] = {}
+        self._usage: Any = None
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._finish_reasons: list[str] = []
+        self.hops = 0
+
+    def begin_hop(self, resuming: bool) -> None:
+        """A new HTTP request of this call. Usage is summed over requests, except that streamed chunks
+        of a resumed generation already count the hops before it (the SDK merges them)."""
+        self.hops += 1
+        if self._usage is not None and not (resuming and self._request.stream):
+            for _, name in _USAGE:
+                value = getattr(self._usage, name, None)
+                if isinstance(value, int):
+                    self._banked[name] = self._banked.get(name, 0) + value
+            self._usage = None
+
+    def feed(self, response: Any) -> Sequence[tuple[int, str]]:
+        """Take one response or chunk; return the thought text it carried as (part index, text)."""
+        deltas: list[tuple[int, str]] = []
+        finish: list[str] = []
+        for candidate in getattr(response, "candidates", None) or ():
+            number = candidate.index or 0
+            content = candidate.content
+            parts = getattr(content, "parts", None) if content is not None else None
+            if parts:
+                self._fold(number, parts, deltas)
+            if candidate.finish_reason is not None:
+                reason = candidate.finish_reason
+                finish.append(str(getattr(reason, "value", reason)))
+        if finish:
+            self._finish_reasons = finish
+        usage = getattr(response, "usage_metadata", None)
+        if usage is not None:
+            self._usage = usage
+        if getattr(response, "response_id", None):
+            self._response_id = response.response_id
+        if getattr(response, "model_version", None):
+            self._model = response.model_version
+        return deltas
+
+    def _fold(self, number: int, parts: Sequence[Any], deltas: list[tuple[int, str]]) -> None:
+        fold = self._folds.get(number)
+        if fold is None:
+            fold = self._folds[number] = _Fold()
+        for part in parts:
+            if part.thought:
+                summary = fold.open
+                if summary is None:
+                    summary = fold.open = fold.unsigned = self._new(number)
+                if part.text:
+                    summary.texts.append(part.text)
+                    deltas.append((summary.index, part.text))
+            else:
+                fold.open = None
+            if part.thought_signature:
+                self._sign(number, fold, part.thought_signature)
+
+    def _new(self, number: int) -> _Summary:
+        summary = _Summary(number, len(self._summaries))
+        self._summaries.append(summary)
+        return summary
+
+    def _sign(self, number: int, fold: _Fold, signature: bytes) -> None:
+        target = fold.unsigned
+        if target is None or target.signature is not None:
+            target = self._new(number)
+        target.signature = signature
+        fold.unsigned = None
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        provider = self._request.provider
+        ordered = sorted(self._summaries, key=lambda s: (s.candidate, s.index))
+        reasonings = [
+            Reasoning(ReasoningKind.SUMMARY, provider, text="".join(s.texts), signature=s.signature) for s in ordered
+        ]
+        return reasonings, self._response_info()
+
+    def _response_info(self) -> ResponseInfo:
+        attributes: dict[str, AttributeValue] = {}
+        if self._response_id:
+            attributes[attr.GEN_AI_RESPONSE_ID] = self._response_id
+        if self._finish_reasons:
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = list(self._finish_reasons)
+        for key, name in _USAGE:
+            value = getattr(self._usage, name, None) if self._usage is not None else None
+            total = self._banked.get(name, 0) + (value if isinstance(value, int) else 0)
+            if isinstance(value, int) or name in self._banked:
+                attributes[key] = total
+        return ResponseInfo(model=self._model, attributes=attributes)

@@ -1,0 +1,296 @@
+"""Gemini contents read the way the API reads them, as the continuation rule's block model.
+
+Pure functions. Whatever the application holds (SDK objects, dicts in snake_case or camelCase, a
+``thoughtSignature`` as bytes or as standard or URL-safe base64) reads the same, so sending a response
+back unchanged never counts as an edit.
+
+A model *step* is a run of consecutive ``model`` contents (``send_message_stream`` keeps one content
+per chunk); its parts become items in order:
+
+- an ordinary part is its canonical JSON (signature left out);
+- a signature is a ``Block`` keyed by the SHA-256 of the decoded bytes, right after its part; a
+  function call's signature is never droppable, any other (text, empty text, thought) is;
+- a run of consecutive thought parts is one ``Block`` (its text checked against the recorded digest,
+  never hashed into the binding), keyed by the signature that follows it in the step (the one the
+  vendor signs it with) and its rank among the runs that signature follows. A run no signature
+  follows is an ordinary item: nothing vouches for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from loom_otel.core._continuation import Block, MessageView
+
+__all__ = [
+    "MODEL_HEAD",
+    "SIGNATURE",
+    "THOUGHT",
+    "Loc",
+    "Part",
+    "StepItem",
+    "call_keys",
+    "canonical",
+    "config_value",
+    "read_contents",
+    "read_part",
+    "step_items",
+    "system_value",
+    "tools_value",
+    "views",
+]
+
+THOUGHT: Final = "thought"
+SIGNATURE: Final = "signature"
+MODEL_HEAD: Final = b"M\x00model\x00"
+_SIG_KEYS: Final = ("thought_signature", "thoughtSignature")
+_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+Loc = tuple[int, int]
+"""(content index, part index) in the request as the application passed it."""
+
+
+def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes (sorted keys, no white space)."""
+    return _ENCODE(value).encode()
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key).lstrip("_")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return _jsonable(dump(exclude_none=True))
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
+
+
+def decode_signature(value: Any) -> bytes | None:
+    """The signature bytes, however they are spelled (bytes, standard or URL-safe base64)."""
+    if isinstance(value, bytes | bytearray):
+        return bytes(value) or None
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip().replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return value.encode()
+
+
+def _dump_dict(raw: Mapping[str, Any]) -> dict[str, Any]:
+    from google.genai import types
+
+    try:
+        dumped: dict[str, Any] = types.Part.model_validate(dict(raw)).model_dump(exclude_none=True)
+        return dumped
+    except Exception:  # not a shape the SDK validates: read its keys as the API would
+        return {_snake(str(k)): v for k, v in raw.items() if v is not None}
+
+
+@dataclass(slots=True)
+class Part:
+    """One part as the API reads it (the text and signature are kept apart from the rest)."""
+
+    loc: Loc
+    plain: bytes
+    thought: bool
+    text: str | None
+    signature: bytes | None
+    call: Mapping[str, Any] | None
+    empty: bool
+    """An empty text part (a signature carrier): it goes with its signature."""
+    restored: bool = False
+
+
+def read_part(raw: Any, loc: Loc) -> Part:
+    if isinstance(raw, str):
+        return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
+    if isinstance(raw, Mapping):
+        data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
+        signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
+        data = _dump_dict(data)
+    else:
+        dump = getattr(raw, "model_dump", None)
+        data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
+        signature = decode_signature(data.pop("thought_signature", None))
+    thought = bool(data.get("thought"))
+    text = data.get("text")
+    text = text if isinstance(text, str) else None
+    if thought:
+        data.pop("text", None)
+    call = data.get("function_call")
+    empty = text == "" and set(data) <= {"text"}
+    return Part(loc, canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty)
+
+
+def _role_and_parts(content: Any) -> tuple[str, list[Any]] | None:
+    if isinstance(content, Mapping):
+        if "parts" not in content and "role" not in content:
+            return None
+        role, parts = content.get("role"), content.get("parts")
+    elif hasattr(content, "parts") and hasattr(content, "role"):
+        role, parts = content.role, content.parts
+    else:
+        return None
+    return str(role or "user"), list(parts or ())
+
+
+def read_contents(contents: Any) -> list[tuple[str, list[Part]]] | None:
+    """Each content as (role, parts); ``None`` when ``contents`` is not a list of contents (a bare
+    string, parts): such a request holds no earlier model turn, so there is nothing to decide."""
+    if not isinstance(contents, list | tuple):
+        contents = [contents]
+    out: list[tuple[str, list[Part]]] = []
+    for c, content in enumerate(contents):
+        found = _role_and_parts(content)
+        if found is None:
+            return None
+        role, parts = found
+        out.append((role, [read_part(raw, (c, p)) for p, raw in enumerate(parts)]))
+    return out
+
+
+@dataclass(slots=True)
+class StepItem:
+    item: bytes | Block
+    parts: list[Part]
+    kind: str = ""
+    signature: bytes | None = None
+
+
+def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
+    return hashlib.sha256(f"gemini/{kind}\x00{rank}\x00".encode() + signature).digest()
+
+
+def _canon(kind: str, key: bytes) -> bytes:
+    return b"\x01" + kind.encode() + b"\x00" + key
+
+
+def signature_block(part: Part) -> StepItem:
+    assert part.signature is not None
+    key = _key(SIGNATURE, part.signature)
+    block = Block(key, _canon(SIGNATURE, key), None, droppable=part.call is None)
+    return StepItem(block, [part], SIGNATURE, part.signature)
+
+
+def step_items(parts: Sequence[Part]) -> list[StepItem]:
+    """The items of one model step, in order (see the module docstring)."""
+    following: list[bytes | None] = [None] * (len(parts) + 1)
+    for k in range(len(parts) - 1, -1, -1):
+        following[k] = parts[k].signature or following[k + 1]
+    ranks: dict[bytes, int] = {}
+    items: list[StepItem] = []
+    k = 0
+    while k < len(parts):
+        part = parts[k]
+        if not part.thought:
+            items.append(StepItem(part.plain, [part]))
+            if part.signature is not None:
+                items.append(signature_block(part))
+            k += 1
+            continue
+        end = k
+        while end < len(parts) and parts[end].thought:
+            end += 1
+        run = list(parts[k:end])
+        signature = following[k]
+        if signature is None:
+            items.append(StepItem(canonical([p.plain.decode() for p in run]), run))
+        else:
+            rank = ranks.get(signature, 0)
+            ranks[signature] = rank + 1
+            key = _key(THOUGHT, signature, rank)
+            text = "".join(p.text or "" for p in run)
+            items.append(StepItem(Block(key, _canon(THOUGHT, key), text), run, THOUGHT, signature))
+        items.extend(signature_block(p) for p in run if p.signature is not None)
+        k = end
+    return items
+
+
+def views(contents: list[tuple[str, list[Part]]]) -> tuple[list[MessageView], list[list[StepItem]]]:
+    """One view per content, except that consecutive model contents are one step (one view)."""
+    out: list[MessageView] = []
+    layout: list[list[StepItem]] = []
+    c = 0
+    while c < len(contents):
+        role, parts = contents[c]
+        if role != "model":
+            out.append(MessageView(b"M\x00" + role.encode() + b"\x00", [canonical([p.plain.decode() for p in parts])]))
+            layout.append([StepItem(b"", list(parts))])
+            c += 1
+            continue
+        step: list[Part] = []
+        while c < len(contents) and contents[c][0] == "model":
+            step.extend(contents[c][1])
+            c += 1
+        items = step_items(step)
+        out.append(MessageView(MODEL_HEAD, [s.item for s in items]))
+        layout.append(items)
+    return out, layout
+
+
+def call_keys(call: Mapping[str, Any], rank: int) -> list[str]:
+    """How a function call is found again: its id, else its name, canonical arguments and rank in
+    its step."""
+    keys = []
+    call_id = call.get("id")
+    if isinstance(call_id, str) and call_id:
+        keys.append("id\x00" + call_id)
+    args = canonical(_jsonable(call.get("args") or {})).decode()
+    keys.append(f"call\x00{call.get('name')}\x00{args}\x00{rank}")
+    return keys
+
+
+def config_value(config: Any, name: str) -> Any:
+    if isinstance(config, Mapping):
+        value = config.get(name)
+        if value is None:
+            head, *rest = name.split("_")
+            value = config.get(head + "".join(w.title() for w in rest))
+        return value
+    return getattr(config, name, None)
+
+
+def system_value(system: Any) -> Any:
+    """A system instruction (string, part, content, list of parts) as canonical JSON-able parts."""
+    if system is None:
+        return None
+    found = _role_and_parts(system)
+    raws = found[1] if found is not None else system if isinstance(system, list | tuple) else [system]
+    parts = [json.loads(read_part(raw, (0, p)).plain) for p, raw in enumerate(raws)]
+    return parts or None
+
+
+def _tool(tool: Any) -> Any:
+    if callable(tool) and not hasattr(tool, "model_dump"):
+        return {"callable": f"{getattr(tool, '__module__', '')}.{getattr(tool, '__qualname__', '')}"}
+    if isinstance(tool, Mapping):
+        from google.genai import types
+
+        try:
+            return _jsonable(types.Tool.model_validate(dict(tool)))
+        except Exception:  # not a shape the SDK validates: as given
+            return _jsonable(tool)
+    return _jsonable(tool)
+
+
+def tools_value(tools: Any) -> Any:
+    if not isinstance(tools, list | tuple) or not tools:
+        return None
+    return [_tool(t) for t in tools]

@@ -1,0 +1,269 @@
+"""OpenAI-compatible APIs <-> loom-otel: pure functions over request kwargs, responses and stream events.
+
+Chat Completions (DeepSeek, vLLM): the undeclared ``reasoning_content`` field, or ``reasoning`` (vLLM's
+newer name), of each choice's message or streamed delta is one ``text`` part per choice.
+
+Responses API: each ``reasoning`` output item is one part: ``text`` when it carries ``reasoning_text``
+content, else ``summary`` (its summary texts joined by a blank line, ``""`` when none was asked for);
+``encrypted_content`` rides as the part's signature. Streams are rebuilt from the final response event,
+or from the items and deltas received when the stream stops before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from loom_otel.core import Reasoning, ReasoningKind
+from loom_otel.core import _attributes as attr
+from loom_otel.core._call import RequestInfo, ResponseInfo
+from loom_otel.core._journal import AttributeValue
+
+__all__ = ["CHAT", "RESPONSES", "Api", "provider_of"]
+
+_OPERATION: Final = "chat"
+_FIELDS: Final = ("reasoning_content", "reasoning")
+_SUMMARY_SEPARATOR: Final = "\n\n"
+_FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class Accumulator(Protocol):
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]: ...
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    """One OpenAI API as the wrappers see it."""
+
+    request_info: Callable[[Any, Mapping[str, Any], bool], RequestInfo]
+    reasonings_of: Callable[[Any, RequestInfo], list[Reasoning]]
+    response_info: Callable[[Any], ResponseInfo]
+    accumulator: Callable[[RequestInfo], Accumulator]
+
+
+def provider_of(instance: Any) -> str:
+    """``deepseek`` when the base URL's host names it, else ``openai`` (GenAI conventions)."""
+    host = getattr(getattr(getattr(instance, "_client", None), "base_url", None), "host", None)
+    return "deepseek" if host and "deepseek" in str(host).lower() else "openai"
+
+
+def _request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool, max_keys: Sequence[str]) -> RequestInfo:
+    attributes: dict[str, AttributeValue] = {}
+    for key in max_keys:
+        value = kwargs.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = value
+            break
+    base_url = getattr(getattr(instance, "_client", None), "base_url", None)
+    host = getattr(base_url, "host", None)
+    if host:
+        attributes[attr.SERVER_ADDRESS] = str(host)
+        port = getattr(base_url, "port", None) or (443 if getattr(base_url, "scheme", "") == "https" else 80)
+        attributes[attr.SERVER_PORT] = int(port)
+    model = kwargs.get("model")
+    return RequestInfo(
+        provider=provider_of(instance),
+        operation=_OPERATION,
+        model=model if isinstance(model, str) else str(model or ""),
+        stream=stream,
+        attributes=attributes,
+    )
+
+
+def _set_int(into: dict[str, AttributeValue], key: str, value: object) -> None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        into[key] = value
+
+
+def _head(obj: Any, into: dict[str, AttributeValue]) -> str | None:
+    if getattr(obj, "id", None):
+        into[attr.GEN_AI_RESPONSE_ID] = str(obj.id)
+    model = getattr(obj, "model", None)
+    return str(model) if model else None
+
+
+# --- Chat Completions -------------------------------------------------------------------------------
+
+
+def _reasoning_field(obj: Any) -> str | None:
+    """``reasoning_content`` or ``reasoning`` from a message or a delta (undeclared: ``model_extra``)."""
+    extra = getattr(obj, "model_extra", None)
+    if not extra:
+        return None
+    for name in _FIELDS:
+        value = extra.get(name)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def chat_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
+    return _request_info(instance, kwargs, stream, ("max_completion_tokens", "max_tokens"))
+
+
+def chat_reasonings(completion: Any, request: RequestInfo) -> list[Reasoning]:
+    """One ``text`` part per choice whose message carries non-empty reasoning, by choice index."""
+    found: list[tuple[int, str]] = []
+    for choice in getattr(completion, "choices", None) or ():
+        text = _reasoning_field(getattr(choice, "message", None))
+        if text:
+            found.append((choice.index, text))
+    return [Reasoning(ReasoningKind.TEXT, request.provider, text=text) for _, text in sorted(found)]
+
+
+def _chat_usage(usage: Any, into: dict[str, AttributeValue]) -> None:
+    if usage is None:
+        return
+    _set_int(into, attr.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "prompt_tokens", None))
+    _set_int(into, attr.GEN_AI_USAGE_OUTPUT_TOKENS, getattr(usage, "completion_tokens", None))
+    details = getattr(usage, "completion_tokens_details", None)
+    _set_int(into, attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, getattr(details, "reasoning_tokens", None))
+    cached = getattr(usage, "prompt_tokens_details", None)
+    _set_int(into, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
+
+
+def chat_response_info(completion: Any) -> ResponseInfo:
+    attributes: dict[str, AttributeValue] = {}
+    model = _head(completion, attributes)
+    reasons = [str(c.finish_reason) for c in getattr(completion, "choices", None) or () if c.finish_reason]
+    if reasons:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+    _chat_usage(getattr(completion, "usage", None), attributes)
+    return ResponseInfo(model=model, attributes=attributes)
+
+
+class ChatStreamAccumulator:
+    """Rebuilds each choice's reasoning from ``ChatCompletionChunk`` deltas."""
+
+    def __init__(self, request: RequestInfo) -> None:
+        self._request = request
+        self._texts: dict[int, list[str]] = {}
+        self._finish: dict[int, str] = {}
+        self._last: Any = None
+        self._usage: Any = None
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        self._last = chunk
+        if getattr(chunk, "usage", None) is not None:
+            self._usage = chunk.usage
+        deltas: list[tuple[int, str]] = []
+        for choice in getattr(chunk, "choices", None) or ():
+            text = _reasoning_field(choice.delta)
+            if text:
+                self._texts.setdefault(choice.index, []).append(text)
+                deltas.append((choice.index, text))
+            if choice.finish_reason:
+                self._finish[choice.index] = str(choice.finish_reason)
+        return deltas
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        provider = self._request.provider
+        reasonings = [
+            Reasoning(ReasoningKind.TEXT, provider, text="".join(texts)) for _, texts in sorted(self._texts.items())
+        ]
+        attributes: dict[str, AttributeValue] = {}
+        model = _head(self._last, attributes) if self._last is not None else None
+        if self._finish:
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [r for _, r in sorted(self._finish.items())]
+        _chat_usage(self._usage, attributes)
+        return reasonings, ResponseInfo(model=model, attributes=attributes)
+
+
+# --- Responses API ----------------------------------------------------------------------------------
+
+
+def responses_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
+    return _request_info(instance, kwargs, stream, ("max_output_tokens",))
+
+
+def _item_reasoning(item: Any, provider: str) -> Reasoning:
+    content = [c.text for c in getattr(item, "content", None) or () if getattr(c, "text", None) is not None]
+    if content:
+        kind, text = ReasoningKind.TEXT, _SUMMARY_SEPARATOR.join(content)
+    else:
+        summaries = [s.text for s in getattr(item, "summary", None) or ()]
+        kind, text = ReasoningKind.SUMMARY, _SUMMARY_SEPARATOR.join(summaries)
+    return Reasoning(kind, provider, text=text, signature=getattr(item, "encrypted_content", None) or None)
+
+
+def responses_reasonings(response: Any, request: RequestInfo) -> list[Reasoning]:
+    """One part per ``reasoning`` output item, in output order."""
+    return [
+        _item_reasoning(item, request.provider)
+        for item in getattr(response, "output", None) or ()
+        if getattr(item, "type", None) == "reasoning"
+    ]
+
+
+def responses_response_info(response: Any) -> ResponseInfo:
+    attributes: dict[str, AttributeValue] = {}
+    model = _head(response, attributes)
+    status = getattr(response, "status", None)
+    if status:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [str(status)]
+    usage = getattr(response, "usage", None)
+    if usage is not None:
+        _set_int(attributes, attr.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "input_tokens", None))
+        _set_int(attributes, attr.GEN_AI_USAGE_OUTPUT_TOKENS, getattr(usage, "output_tokens", None))
+        details = getattr(usage, "output_tokens_details", None)
+        _set_int(attributes, attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, getattr(details, "reasoning_tokens", None))
+        cached = getattr(usage, "input_tokens_details", None)
+        _set_int(attributes, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
+    return ResponseInfo(model=model, attributes=attributes)
+
+
+class ResponsesStreamAccumulator:
+    """Rebuilds reasoning items from Responses stream events: the final response when it arrives, else
+    the finished items (``response.output_item.done``) and the summary deltas of unfinished ones."""
+
+    def __init__(self, request: RequestInfo) -> None:
+        self._request = request
+        self._final: Any = None
+        self._started: Any = None
+        self._done: dict[int, Any] = {}
+        self._partial: dict[int, dict[int, list[str]]] = {}
+        self._partial_kind: dict[int, ReasoningKind] = {}
+
+    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
+        kind = getattr(event, "type", None)
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            readable = kind == "response.reasoning_text.delta"
+            index = event.content_index if readable else event.summary_index
+            self._partial_kind[event.output_index] = ReasoningKind.TEXT if readable else ReasoningKind.SUMMARY
+            parts = self._partial.setdefault(event.output_index, {})
+            deltas = [(event.output_index, _SUMMARY_SEPARATOR)] if index not in parts and parts else []
+            parts.setdefault(index, []).append(event.delta)
+            deltas.append((event.output_index, event.delta))
+            return deltas
+        if kind == "response.output_item.done" and getattr(event.item, "type", None) == "reasoning":
+            self._done[event.output_index] = event.item
+        elif kind in _FINAL_EVENTS:
+            self._final = event.response
+        elif kind == "response.created":
+            self._started = event.response
+        return ()
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        provider = self._request.provider
+        if self._final is not None:
+            return responses_reasonings(self._final, self._request), responses_response_info(self._final)
+        reasonings: list[Reasoning] = []
+        for index in sorted(self._done.keys() | self._partial.keys()):
+            item = self._done.get(index)
+            if item is not None:
+                reasonings.append(_item_reasoning(item, provider))
+            else:
+                texts = ["".join(t) for _, t in sorted(self._partial[index].items())]
+                kind = self._partial_kind[index]
+                reasonings.append(Reasoning(kind, provider, text=_SUMMARY_SEPARATOR.join(texts)))
+        info = responses_response_info(self._started) if self._started is not None else ResponseInfo()
+        return reasonings, info
+
+
+CHAT: Final = Api(chat_request_info, chat_reasonings, chat_response_info, ChatStreamAccumulator)
+RESPONSES: Final = Api(
+    responses_request_info, responses_reasonings, responses_response_info, ResponsesStreamAccumulator
+)

@@ -1,0 +1,1 @@
+_instruments = ("openai >= 3.57",)

@@ -1,0 +1,230 @@
+"""The capture index: an SQLite file beside a journal (or a collector file) that makes a bounded query
+cost independent of the journal's size.
+
+It holds no reasoning and no digest: per capture record only the selection keys (execution, tenant,
+step, log order) and where the record's line is (file, offset, length). A query selects rows, then
+re-reads and re-parses just those lines, so what it returns always comes from the journal itself; a
+line that no longer says what the index says marks the index stale and it is rebuilt.
+
+Freshness: each indexed file's size, mtime and indexed offset are kept. Appended lines and new
+segments are indexed incrementally on the next query; a file that shrank, vanished or was rewritten
+in place (same size, new mtime) triggers a full rebuild. The index is a cache: deleting it is safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from loom_otel.audit._records import CaptureRecord, journal_segments, parse_collector_line, parse_journal_line
+
+__all__ = ["CaptureIndex", "StaleIndexError", "index_path_for"]
+
+INDEX_VERSION: Final = "1"
+_BATCH: Final = 20_000
+_SCHEMA: Final = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL,
+                   mtime_ns INTEGER NOT NULL, indexed INTEGER NOT NULL);
+CREATE TABLE records(origin TEXT NOT NULL, seq INTEGER NOT NULL, execution_id TEXT NOT NULL, tenant TEXT,
+                     step_id TEXT NOT NULL, time INTEGER NOT NULL, file_id INTEGER NOT NULL,
+                     offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
+"""
+_STEP_INDEX: Final = "CREATE INDEX IF NOT EXISTS by_step ON records(execution_id, tenant, step_id, time, origin, seq)"
+
+
+class StaleIndexError(Exception):
+    """An indexed line no longer says what the index recorded (the journal was rewritten)."""
+
+
+def index_path_for(source: Path) -> Path:
+    """Where the index of ``source`` lives: beside it, ``<source>.loom-index.sqlite``."""
+    source = source.absolute()
+    return source.with_name(source.name + ".loom-index.sqlite")
+
+
+@dataclass(frozen=True, slots=True)
+class _FileState:
+    id: int
+    size: int
+    mtime_ns: int
+    indexed: int
+
+
+class CaptureIndex:
+    """The index of one journal directory or collector file (``refresh`` before ``select``)."""
+
+    def __init__(self, source: str | os.PathLike[str], index_path: str | os.PathLike[str] | None = None) -> None:
+        self.source = Path(source).absolute()
+        self.is_journal = self.source.is_dir()
+        if not self.is_journal and not self.source.is_file():
+            raise FileNotFoundError(f"no journal directory or collector file at {str(self.source)!r}")
+        self.path = Path(index_path) if index_path is not None else index_path_for(self.source)
+        self._db = self._open()
+
+    # -- storage ---------------------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+            db.execute("PRAGMA synchronous=OFF")
+            version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+            if version is not None and version[0] == INDEX_VERSION:
+                return db
+            db.close()
+        except sqlite3.DatabaseError:
+            pass
+        return self._create()
+
+    def _create(self) -> sqlite3.Connection:
+        """A new, empty index, swapped in atomically (a concurrent reader keeps the old one)."""
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.tmp")
+        db = sqlite3.connect(tmp, isolation_level=None)
+        db.executescript(_SCHEMA)
+        db.execute("INSERT INTO meta VALUES('version', ?)", (INDEX_VERSION,))
+        db.close()
+        os.replace(tmp, self.path)
+        db = sqlite3.connect(self.path, isolation_level=None)
+        db.execute("PRAGMA synchronous=OFF")
+        return db
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> CaptureIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- freshness -------------------------------------------------------------------------------
+    def _files(self) -> dict[str, Path]:
+        if not self.is_journal:
+            return {"": self.source}
+        return {str(p.relative_to(self.source)): p for p in journal_segments(self.source)}
+
+    def _known(self) -> dict[str, _FileState]:
+        rows = self._db.execute("SELECT path, id, size, mtime_ns, indexed FROM files").fetchall()
+        return {path: _FileState(fid, size, mtime, indexed) for path, fid, size, mtime, indexed in rows}
+
+    def refresh(self) -> int:
+        """Bring the index up to date with the source; return how many records were added."""
+        files = self._files()
+        known = self._known()
+        stats = {rel: path.stat() for rel, path in files.items()}
+        stale = any(rel not in files for rel in known) or any(
+            st.st_size < known[rel].indexed or (st.st_size == known[rel].size and st.st_mtime_ns != known[rel].mtime_ns)
+            for rel, st in stats.items()
+            if rel in known
+        )
+        if stale:
+            self.rebuild()
+            return self.refresh()
+        todo = [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
+        if not todo:
+            return 0
+        empty = not known
+        added = 0
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for rel in todo:
+                added += self._index_file(rel, files[rel], known.get(rel))
+            if empty:
+                self._db.execute(_STEP_INDEX)  # built once after a bulk load: faster than maintained
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        return added
+
+    def rebuild(self) -> None:
+        self._db.close()
+        self._db = self._create()
+
+    def _index_file(self, rel: str, path: Path, state: _FileState | None) -> int:
+        stat = path.stat()
+        if state is None:
+            file_id = self._db.execute(
+                "INSERT INTO files(path, size, mtime_ns, indexed) VALUES(?, 0, 0, 0)", (rel,)
+            ).lastrowid
+            start = 0
+        else:
+            file_id, start = state.id, state.indexed
+        assert file_id is not None
+        added = 0
+        offset = start
+        rows: list[tuple[object, ...]] = []
+        insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        with path.open("rb") as fh:
+            fh.seek(start)
+            for line in fh:
+                if not line.endswith(b"\n"):
+                    break  # a line still being written: indexed next time
+                length = len(line)
+                for i, r in enumerate(self._parse(line)):
+                    origin = r.origin or f"~{file_id}:{offset}:{i}"
+                    rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, file_id, offset, length))
+                offset += length
+                if len(rows) >= _BATCH:
+                    added += self._db.executemany(insert, rows).rowcount
+                    rows.clear()
+        if rows:
+            added += self._db.executemany(insert, rows).rowcount
+        update = "UPDATE files SET size=?, mtime_ns=?, indexed=? WHERE id=?"
+        self._db.execute(update, (stat.st_size, stat.st_mtime_ns, offset, file_id))
+        return added
+
+    def _parse(self, line: bytes) -> list[CaptureRecord]:
+        if self.is_journal:
+            record = parse_journal_line(line)
+            return [] if record is None else [record]
+        return parse_collector_line(line)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def select(
+        self, execution_id: str, tenant: str | None, step_id: str | None, step_prefix: str | None
+    ) -> Iterator[CaptureRecord]:
+        """The matching capture records in log order, read back from the source lines."""
+        sql = "SELECT file_id, offset, length, origin, seq FROM records WHERE execution_id=? AND tenant IS ?"
+        params: list[object] = [execution_id, tenant]
+        if step_id is not None:
+            sql += " AND step_id=?"
+            params.append(step_id)
+        if step_prefix:
+            sql += " AND step_id>=? AND step_id<?"
+            params += [step_prefix, step_prefix + "\U0010ffff"]
+        sql += " ORDER BY time, origin, seq"
+        files = self._db.execute("SELECT id, path FROM files")
+        paths = {fid: self.source / rel if rel else self.source for fid, rel in files}
+        handles: dict[int, int] = {}
+        try:
+            for file_id, offset, length, origin, seq in self._db.execute(sql, params):
+                fd = handles.get(file_id)
+                if fd is None:
+                    fd = handles[file_id] = os.open(paths[file_id], os.O_RDONLY)
+                line = os.pread(fd, length, offset)
+                record = next((r for r in self._parse(line) if r.seq == seq and (r.origin or origin) == origin), None)
+                if record is None or record.execution_id != execution_id or record.tenant != tenant:
+                    raise StaleIndexError(f"index {str(self.path)!r} no longer matches {str(self.source)!r}")
+                yield record
+        finally:
+            for fd in handles.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def last_of_step(self, execution_id: str, tenant: str | None, step_id: str) -> tuple[str, int] | None:
+        """The (origin, seq) of a step's last capture in log order: the attempt the application received."""
+        row = self._db.execute(
+            "SELECT origin, seq FROM records WHERE execution_id=? AND tenant IS ? AND step_id=?"
+            " ORDER BY time DESC, origin DESC, seq DESC LIMIT 1",
+            (execution_id, tenant, step_id),
+        ).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM records").fetchone()[0])

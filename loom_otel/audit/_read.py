@@ -1,0 +1,231 @@
+"""``read_reasoning``: join capture records to their sealed blobs, check each digest, group by step.
+
+Per part, ``status`` is one of:
+
+- ``ok``: the blob opened for the queried execution and matched the recorded size and digest; the
+  text is returned as ``Untrusted`` (origin ``llm-reasoning:<step>``), never as ``str``;
+- ``redacted``: the vendor withheld the block (opaque data; never text);
+- ``erased``: the blob is gone (``erase_execution``, or a store that cannot say more);
+- ``digest-mismatch``: a blob is there but does not open for the queried execution (copied from
+  another execution or tenant, a damaged seal) or its bytes do not match the recorded size and
+  digest (a flipped byte); its bytes are never returned;
+- ``empty``: the vendor returned no readable text (display omitted);
+- ``not-kept``: readable text existed but capture was off or no store was configured (``omitted``).
+
+Attempts: a step captured more than once (a retry, a rerun after a crash, or several model calls in
+one ``step()``) keeps every attempt; the last one in log order is the value the application received
+(``received=True``), the earlier ones are labelled superseded.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.core._model import ReasoningKind
+from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches, scope_of
+from loom_otel.core._untrusted import Untrusted
+
+__all__ = [
+    "AttemptReading",
+    "PartReading",
+    "PartResolver",
+    "PartStatus",
+    "ReasoningReading",
+    "StepReading",
+    "read_reasoning",
+]
+
+
+class PartStatus(enum.StrEnum):
+    """What the reader could establish about one recorded part."""
+
+    OK = "ok"
+    REDACTED = "redacted"
+    ERASED = "erased"
+    DIGEST_MISMATCH = "digest-mismatch"
+    EMPTY = "empty"
+    NOT_KEPT = "not-kept"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class PartReading:
+    """One reasoning part as read back. ``text`` is set only when ``status`` is ``ok``."""
+
+    step_id: str
+    attempt: int
+    received: bool
+    index: int
+    kind: ReasoningKind
+    status: PartStatus
+    size: int
+    digest: str
+    ref: str
+    text: Untrusted | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptReading:
+    """One capture (one model call) of a step, with its parts in vendor order."""
+
+    step_id: str
+    attempt: int
+    received: bool
+    provider: str
+    request_model: str
+    response_model: str
+    origin: str
+    seq: int
+    time: int
+    parts: tuple[PartReading, ...]
+
+    @property
+    def superseded(self) -> bool:
+        return not self.received
+
+
+@dataclass(frozen=True, slots=True)
+class StepReading:
+    """Every attempt of one step, in log order; the last is the one the application received."""
+
+    step_id: str
+    attempts: tuple[AttemptReading, ...]
+
+    @property
+    def received(self) -> AttemptReading:
+        return self.attempts[-1]
+
+    @property
+    def superseded(self) -> tuple[AttemptReading, ...]:
+        return self.attempts[:-1]
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningReading:
+    """What ``read_reasoning`` found for one execution, steps in order of first capture."""
+
+    execution_id: str
+    tenant: str | None
+    steps: tuple[StepReading, ...]
+
+    @property
+    def parts(self) -> tuple[PartReading, ...]:
+        return tuple(p for s in self.steps for a in s.attempts for p in a.parts)
+
+    def step(self, step_id: str) -> StepReading | None:
+        return next((s for s in self.steps if s.step_id == step_id), None)
+
+    @property
+    def intact(self) -> bool:
+        """No part reads as ``digest-mismatch``."""
+        return all(p.status is not PartStatus.DIGEST_MISMATCH for p in self.parts)
+
+
+class PartResolver:
+    """Reads parts of one (tenant, execution) from the store; the digest key is fetched at most once."""
+
+    __slots__ = ("_execution_id", "_key", "_key_loaded", "_scope", "_store", "_tenant")
+
+    def __init__(self, store: ReasoningStore, tenant: str | None, execution_id: str) -> None:
+        self._store = store
+        self._tenant = tenant
+        self._execution_id = execution_id
+        self._scope = scope_of(tenant, execution_id) + "/"
+        self._key: bytes | None = None
+        self._key_loaded = False
+
+    def _digest_key(self) -> bytes | None:
+        if not self._key_loaded:
+            self._key_loaded = True
+            if isinstance(self._store, DigestKeyStore):
+                self._key = self._store.digest_key(self._tenant, self._execution_id)
+        return self._key
+
+    def _matches(self, body: bytes, digest: str) -> bool:
+        return digest_matches(body, digest, self._digest_key)
+
+    def _absent(self, ref: str) -> PartStatus:
+        if not ref.startswith(self._scope):
+            return PartStatus.DIGEST_MISMATCH  # a ref that is not this execution's can never be its evidence
+        if isinstance(self._store, DigestKeyStore) and self._store.exists(ref):
+            return PartStatus.DIGEST_MISMATCH  # present, but sealed elsewhere or its seal is damaged
+        return PartStatus.ERASED
+
+    def resolve(self, record: CaptureRecord, index: int, *, received: bool) -> PartReading:
+        kind_name, ref = record.kinds[index], record.refs[index]
+        digest, size = record.digests[index], record.sizes[index]
+        try:
+            kind = ReasoningKind(kind_name)
+        except ValueError:
+            kind = ReasoningKind.REDACTED  # an unknown kind is never served as text
+        text: Untrusted | None = None
+        if kind is ReasoningKind.REDACTED:
+            status = PartStatus.REDACTED
+        elif not ref:
+            status = PartStatus.NOT_KEPT if record.omitted[index] and size > 0 else PartStatus.EMPTY
+        else:
+            body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
+            if body is None:
+                status = self._absent(ref)
+            elif len(body) != size or not self._matches(body, digest):
+                status = PartStatus.DIGEST_MISMATCH
+            else:
+                status = PartStatus.OK
+                text = Untrusted(body.decode(errors="replace"), origin=f"llm-reasoning:{record.step_id}")
+        return PartReading(record.step_id, record.attempt, received, index, kind, status, size, digest, ref, text)
+
+
+def _attempt(resolver: PartResolver, record: CaptureRecord, received: bool) -> AttemptReading:
+    parts = tuple(resolver.resolve(record, i, received=received) for i in range(len(record.kinds)))
+    return AttemptReading(
+        record.step_id,
+        record.attempt,
+        received,
+        record.provider,
+        record.request_model,
+        record.response_model,
+        record.origin,
+        record.seq,
+        record.time,
+        parts,
+    )
+
+
+def group_steps(records: Iterable[CaptureRecord]) -> dict[str, list[CaptureRecord]]:
+    """Records by step, each step's records in log order, steps in order of first capture."""
+    ordered = sorted(records, key=lambda r: r.order)
+    steps: dict[str, list[CaptureRecord]] = {}
+    for record in ordered:
+        steps.setdefault(record.step_id, []).append(record)
+    return steps
+
+
+def read_reasoning(
+    source: ReasoningSource,
+    store: ReasoningStore,
+    execution_id: str,
+    step_id: str | None = None,
+    tenant: str | None = None,
+) -> ReasoningReading:
+    """Read back the reasoning one execution captured (optionally one step) from ``source``.
+
+    ``source`` is a journal directory, a collector ``file`` exporter JSON file, or an iterable of SDK
+    spans. Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
+    opened sealed to (``tenant``, ``execution_id``).
+    """
+    selected = (
+        r
+        for r in iter_captures(source)
+        if r.execution_id == execution_id and r.tenant == tenant and (step_id is None or r.step_id == step_id)
+    )
+    resolver = PartResolver(store, tenant, execution_id)
+    steps = tuple(
+        StepReading(sid, tuple(_attempt(resolver, r, i == len(rs) - 1) for i, r in enumerate(rs)))
+        for sid, rs in group_steps(selected).items()
+    )
+    return ReasoningReading(execution_id, tenant, steps)

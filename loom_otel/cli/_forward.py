@@ -1,0 +1,58 @@
+"""``loom-otel forward [JOURNAL]``: deliver what crashed processes left in a journal directory.
+
+Sends every record of a dead chain (no writer holds its lock) that its outbox cursor does not show
+as delivered, through the chained exporter's inner exporter (``--inner`` or
+``LOOM_OTEL_CHAIN_INNER``; the OTLP exporters read ``OTEL_EXPORTER_OTLP_*``), retrying with backoff
+until ``--timeout``. Exit codes: 0 everything delivered, 1 something is still owed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from loom_otel.core import environment_variables as env
+from loom_otel.core._config import current_runtime
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``forward``."""
+    parser = subparsers.add_parser(
+        "forward",
+        help="deliver the audit records crashed processes left behind",
+        description="Resend, from the journal, every record of a dead process's chain that was not "
+        "acknowledged downstream (at least once; duplicates are identical).",
+    )
+    parser.add_argument(
+        "journal", nargs="?", default=None, help=f"journal directory (default: ${env.LOOM_OTEL_AUDIT_JOURNAL})"
+    )
+    parser.add_argument(
+        "--inner",
+        choices=("otlp_proto_http", "otlp_proto_grpc", "console", "none"),
+        default=None,
+        help=f"exporter to send through (default: ${env.LOOM_OTEL_CHAIN_INNER} or otlp_proto_http)",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to keep retrying (default 60)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    from loom_otel.exporters.chain._exporter import ChainedSpanExporter
+    from loom_otel.exporters.chain._inner import inner_from_environment
+
+    directory = args.journal if args.journal is not None else current_runtime().journal_dir
+    exporter = ChainedSpanExporter(inner_from_environment(args.inner), journal=directory)
+    try:
+        delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))
+    finally:
+        exporter.shutdown(timeout_millis=0)
+    if delivered:
+        out.write(f"forwarded: every record of the dead chains in {directory} is delivered\n")
+        return 0
+    print("loom-otel forward: timed out; records are still owed (run it again)", file=err)
+    return 1

@@ -1,0 +1,193 @@
+"""Binding records: for every reasoning block loom-otel saw produced, the digest of what the vendor
+bound it to, keyed by the SHA-256 of its signature (never the signature itself).
+
+Records live in process memory and, durably, in append-only JSON lines beside the audit journal
+(``<journal>.bindings/<writer>.jsonl``) so that a restarted process continues the same execution.
+A file holds digests, refs and model names only: no readable text, no signature. The signatures
+needed to put back a stripped tool round are kept in memory only (this process's own rounds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from loom_otel.core._callbacks import logger
+
+__all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
+
+_VERSION: Final = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRecord:
+    """One produced block: its binding and where its readable text lives (if it was kept)."""
+
+    binding: bytes
+    provider: str
+    model: str | None
+    system: bytes
+    tools: bytes
+    text_digest: str | None
+    """SHA-256 hex of the readable text; ``None`` when there is none (omitted display, redacted)."""
+    ref: str | None
+    split: tuple[int, ...] = ()
+    """Where a block spread over several vendor parts held its text: each part's length in characters
+    (Gemini streams one thought part per chunk); ``()`` for a block that is one part."""
+
+    def to_json(self, key: bytes) -> str:
+        raw: dict[str, object] = {
+            "v": _VERSION,
+            "k": key.hex(),
+            "b": self.binding.hex(),
+            "p": self.provider,
+            "m": self.model,
+            "s": self.system.hex(),
+            "t": self.tools.hex(),
+            "d": self.text_digest,
+            "r": self.ref,
+        }
+        if self.split:
+            raw["x"] = list(self.split)
+        return json.dumps(raw, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> tuple[bytes, BlockRecord] | None:
+        try:
+            raw = json.loads(line)
+            if raw.get("v") != _VERSION:
+                return None
+            record = cls(
+                bytes.fromhex(raw["b"]),
+                str(raw["p"]),
+                raw.get("m"),
+                bytes.fromhex(raw["s"]),
+                bytes.fromhex(raw["t"]),
+                raw.get("d"),
+                raw.get("r"),
+                tuple(int(n) for n in raw.get("x") or ()),
+            )
+            return bytes.fromhex(raw["k"]), record
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundBlock:
+    """A reasoning block of a produced tool round: where it sat, and what is needed to put it back."""
+
+    position: int
+    kind: str
+    key: bytes
+    canon: bytes
+    signature: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """A produced assistant turn that called tools: enough to put its stripped reasoning back."""
+
+    prefix: bytes
+    """The digest of everything before the turn, as it was sent."""
+    rest: bytes
+    """The digest of the turn's other blocks, in order."""
+    blocks: tuple[RoundBlock, ...]
+
+
+class Bindings:
+    """The records of one journal directory, shared by every instrumentor of the process."""
+
+    def __init__(self, directory: Path | None, *, fsync: bool = False) -> None:
+        self.directory = directory
+        self.fsync = fsync
+        self._blocks: dict[bytes, BlockRecord] = {}
+        self._rounds: dict[str, RoundRecord] = {}
+        self._lock = threading.Lock()
+        self._loaded = directory is None
+        self._fd = -1
+
+    def block(self, key: bytes) -> BlockRecord | None:
+        if not self._loaded:
+            self._load()
+        return self._blocks.get(key)
+
+    def round(self, call_id: str) -> RoundRecord | None:
+        return self._rounds.get(call_id)
+
+    def add(self, records: list[tuple[bytes, BlockRecord]], rounds: list[tuple[str, RoundRecord]]) -> None:
+        """Remember produced blocks (and tool rounds, in memory); append the blocks durably."""
+        if not self._loaded:
+            self._load()
+        with self._lock:
+            fresh = [(k, r) for k, r in records if self._blocks.get(k) != r]
+            for key, record in fresh:
+                self._blocks[key] = record
+            for call_id, round_ in rounds:
+                self._rounds[call_id] = round_
+            if fresh and self.directory is not None:
+                self._append("".join(r.to_json(k) + "\n" for k, r in fresh).encode())
+
+    def _append(self, data: bytes) -> None:
+        directory = self.directory
+        assert directory is not None
+        if self._fd < 0:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        if self.fsync:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            directory = self.directory
+            if directory is None or not directory.is_dir():
+                return
+            for path in sorted(directory.glob("*.jsonl")):
+                try:
+                    lines = path.read_text().splitlines()
+                except OSError as exc:
+                    logger.warning("loom-otel: binding file unreadable (%s)", type(exc).__name__)
+                    continue
+                for line in lines:
+                    parsed = BlockRecord.from_json(line)
+                    if parsed is not None:
+                        self._blocks.setdefault(parsed[0], parsed[1])
+
+
+_registry: dict[Path, Bindings] = {}
+_registry_lock = threading.Lock()
+
+
+def bindings_for(journal_dir: Path, *, fsync: bool = False) -> Bindings:
+    """The process's records for one journal directory (kept in ``<journal>.bindings``)."""
+    directory = journal_dir.with_name(journal_dir.name + ".bindings")
+    with _registry_lock:
+        found = _registry.get(directory)
+        if found is None:
+            found = _registry[directory] = Bindings(directory, fsync=fsync)
+        return found
+
+
+def forget_bindings() -> None:
+    """Drop every in-memory record (tests; the durable files stay)."""
+    with _registry_lock:
+        for bindings in _registry.values():
+            bindings.close()
+        _registry.clear()

@@ -1,0 +1,328 @@
+"""The continuation rule (ADR D5, DESIGN "Continuation"), once for every vendor.
+
+A vendor adapter describes the request the SDK is about to send as a ``Header`` (provider, the model
+when the vendor binds to it, digests of system and tools) and a list of ``MessageView`` whose items
+are either the canonical bytes of an ordinary block or a ``Block`` (a reasoning block, keyed by the
+digest of its signature). ``Continuation.plan`` walks the request in transcript order, against the
+request as it will be sent (after the drops already decided), and applies ONE rule: a block whose
+recorded binding does not match is dropped. Readable text the application does not hold is put back
+from the store (sealed to this execution, digest-checked); an unresolvable block is dropped (and, since
+it is gone from the prefix, so is every later block bound to it); a stripped tool round whose prefix is
+unchanged gets its reasoning back. Blocks loom-otel never saw, and tool-call signatures, stay.
+
+The binding of a block is one running SHA-256 over the header, each earlier message (a head naming
+its role, then its items) and the earlier items of its own message: ``plan`` keeps that hash as it
+goes, so the pass is linear in the request, and ``record`` continues the same hash over a response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
+from loom_otel.core._journal import AttributeValue
+from loom_otel.core._redact import Scope, resolve_text
+from loom_otel.core._store import ReasoningStore
+
+if TYPE_CHECKING:
+    from loom_otel.core._call import ModelCall
+
+__all__ = [
+    "Block",
+    "Continuation",
+    "Header",
+    "MessageView",
+    "Plan",
+    "Produced",
+    "digest_of",
+]
+
+_DOMAIN: Final = b"loom-otel/binding/v1\x00"
+_SEP: Final = b"\x1e"
+
+# Drop reasons (``loom.reasoning.drop.reason``).
+PROVIDER_CHANGED: Final = "provider_changed"
+MODEL_CHANGED: Final = "model_changed"
+SYSTEM_CHANGED: Final = "system_changed"
+TOOLS_CHANGED: Final = "tools_changed"
+PREFIX_CHANGED: Final = "prefix_changed"
+FOLLOWS_DROPPED: Final = "follows_dropped"
+UNRESOLVABLE: Final = "unresolvable"
+
+
+def digest_of(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What binds every block of a request besides its messages."""
+
+    provider: str
+    model: str | None
+    system: bytes
+    tools: bytes
+
+    def start(self) -> hashlib._Hash:
+        h = hashlib.sha256(_DOMAIN)
+        h.update(b"\x00".join((self.provider.encode(), (self.model or "").encode(), self.system, self.tools)) + _SEP)
+        return h
+
+
+@dataclass(slots=True)
+class Block:
+    """A reasoning block (or a signature on a part) in an outgoing request."""
+
+    key: bytes
+    canon: bytes
+    text: str | None = None
+    """Readable text as the application passed it; ``None`` where the block has no text field."""
+    droppable: bool = True
+    """``False`` for a tool-call signature: it is never dropped."""
+
+
+Item = bytes | Block
+
+
+@dataclass(slots=True)
+class MessageView:
+    head: bytes
+    items: list[Item]
+    round_key: str | None = None
+    """A tool call id of the turn: the key to put back reasoning the application stripped."""
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """A reasoning block of a response, for ``record``."""
+
+    key: bytes
+    canon: bytes
+    kind: str
+    signature: str
+    text_digest: str | None
+    ref: str | None = None
+    split: tuple[int, ...] = ()
+    """Lengths of the vendor parts the block's text is spread over (see ``BlockRecord.split``)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """What to change in one request, and the prefix hash the response continues."""
+
+    header: Header
+    chain: hashlib._Hash
+    drops: dict[tuple[int, int], str] = field(default_factory=dict)
+    texts: dict[tuple[int, int], str] = field(default_factory=dict)
+    restored: dict[int, list[tuple[int, RoundBlock, str | None]]] = field(default_factory=dict)
+    """message index -> (position in the new content, block, text to send)."""
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.drops or self.texts or self.restored)
+
+    def events(self, path: Callable[[int, int], str]) -> list[tuple[str, dict[str, AttributeValue]]]:
+        """``loom.reasoning.dropped`` per reason (first-seen order) and ``loom.reasoning.restored``."""
+        out: list[tuple[str, dict[str, AttributeValue]]] = []
+        by_reason: dict[str, list[str]] = {}
+        for (i, j), reason in self.drops.items():
+            by_reason.setdefault(reason, []).append(path(i, j))
+        for reason, positions in by_reason.items():
+            out.append(
+                (
+                    attr.EVENT_DROPPED,
+                    {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
+                )
+            )
+        if self.restored:
+            kinds = sorted({b.kind for blocks in self.restored.values() for _, b, _ in blocks})
+            positions = [path(i, p) for i, blocks in self.restored.items() for p, _, _ in blocks]
+            out.append(
+                (
+                    attr.EVENT_RESTORED,
+                    {
+                        attr.RESTORE_KIND: ",".join(kinds),
+                        attr.RESTORE_COUNT: len(positions),
+                        attr.RESTORE_POSITIONS: positions,
+                    },
+                )
+            )
+        return out
+
+    def emit(self, call: ModelCall, path: Callable[[int, int], str]) -> None:
+        for name, attributes in self.events(path):
+            call.add_event(name, attributes)
+
+
+class _TextDigests:
+    """SHA-256 of texts seen again and again (a loop resends the same strings): bounded memo."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        found = self._memo.get(text)
+        if found is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            found = self._memo[text] = hashlib.sha256(text.encode()).hexdigest()
+        return found
+
+
+class Continuation:
+    """The rule, bound to one process's records and store."""
+
+    def __init__(self, bindings: Bindings, store: ReasoningStore | None) -> None:
+        self.bindings = bindings
+        self.store = store
+        self._digest = _TextDigests()
+
+    def plan(self, header: Header, messages: Sequence[MessageView], scope: Scope | None) -> Plan:
+        """Decide drops, texts and restorations for a request; raises ``ReasoningContinuationError``
+        when the store fails while a text is being fetched."""
+        plan = Plan(header, header.start())
+        h = plan.chain
+        shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
+        lookup = self.bindings.block
+        for i, message in enumerate(messages):
+            items = message.items
+            if message.round_key is not None and not any(isinstance(x, Block) for x in items):
+                items = self._restore(plan, i, message, scope) or items
+            h.update(message.head)
+            if shadow is not None:
+                shadow.update(message.head)
+            for j, item in enumerate(items):
+                if isinstance(item, bytes):
+                    h.update(item + _SEP)
+                    if shadow is not None:
+                        shadow.update(item + _SEP)
+                    continue
+                record = lookup(item.key)
+                keep = record is None or not item.droppable
+                if not keep:
+                    assert record is not None
+                    reason = self._check(plan, record=record, h=h, shadow=shadow, block=item, at=(i, j), scope=scope)
+                    if reason is None:
+                        keep = True
+                    else:
+                        plan.drops[(i, j)] = reason
+                        if shadow is None:
+                            shadow = h.copy()
+                if keep:
+                    h.update(item.canon + _SEP)
+                if shadow is not None:
+                    shadow.update(item.canon + _SEP)
+        return plan
+
+    def _check(
+        self,
+        plan: Plan,
+        *,
+        record: BlockRecord,
+        h: hashlib._Hash,
+        shadow: hashlib._Hash | None,
+        block: Block,
+        at: tuple[int, int],
+        scope: Scope | None,
+    ) -> str | None:
+        """``None`` when the block goes out (with its text put back if needed); else the drop reason."""
+        header = plan.header
+        if h.copy().digest() != record.binding:
+            if record.provider != header.provider:
+                return PROVIDER_CHANGED
+            if record.model != header.model:
+                return MODEL_CHANGED
+            if record.system != header.system:
+                return SYSTEM_CHANGED
+            if record.tools != header.tools:
+                return TOOLS_CHANGED
+            if shadow is not None and shadow.copy().digest() == record.binding:
+                return FOLLOWS_DROPPED
+            return PREFIX_CHANGED
+        if record.text_digest is None or block.text is None:
+            return None
+        if block.text and self._digest(block.text) == record.text_digest:
+            return None
+        text = resolve_text(self.store, scope, record.ref, record.text_digest)
+        if text is None:
+            return UNRESOLVABLE
+        plan.texts[at] = text
+        return None
+
+    def _restore(self, plan: Plan, i: int, message: MessageView, scope: Scope | None) -> list[Item] | None:
+        """Put back the reasoning of a tool round the application stripped, if nothing before it or in
+        it changed and every text can be had."""
+        assert message.round_key is not None
+        record = self.bindings.round(message.round_key)
+        if record is None or plan.chain.copy().digest() != record.prefix:
+            return None
+        plain = [x for x in message.items if isinstance(x, bytes)]
+        if digest_of(_SEP.join(plain)) != record.rest:
+            return None
+        blocks: list[tuple[int, RoundBlock, str | None]] = []
+        for block in record.blocks:
+            found = self.bindings.block(block.key)
+            if found is None:
+                return None
+            text: str | None = None
+            if found.text_digest is not None:
+                text = resolve_text(self.store, scope, found.ref, found.text_digest)
+                if text is None:
+                    return None
+            blocks.append((block.position, block, text))
+        items: list[Item] = []
+        rest = iter(plain)
+        by_position = {b[0]: b for b in blocks}
+        for position in range(len(plain) + len(blocks)):
+            entry = by_position.get(position)
+            if entry is None:
+                items.append(next(rest))
+            else:
+                items.append(Block(entry[1].key, entry[1].canon, None))
+        plan.restored[i] = blocks
+        return items
+
+    def record(self, plan: Plan, head: bytes, items: Sequence[bytes | Produced], round_keys: Sequence[str]) -> None:
+        """Remember the binding of every reasoning block of a response to the request ``plan`` saw."""
+        header = plan.header
+        h = plan.chain.copy()
+        prefix = h.digest()
+        h.update(head)
+        records: list[tuple[bytes, BlockRecord]] = []
+        blocks: list[RoundBlock] = []
+        plain: list[bytes] = []
+        for position, item in enumerate(items):
+            if isinstance(item, bytes):
+                plain.append(item)
+                h.update(item + _SEP)
+                continue
+            binding = h.copy().digest()
+            records.append(
+                (
+                    item.key,
+                    BlockRecord(
+                        binding,
+                        header.provider,
+                        header.model,
+                        header.system,
+                        header.tools,
+                        item.text_digest,
+                        item.ref,
+                        item.split,
+                    ),
+                )
+            )
+            blocks.append(RoundBlock(position, item.kind, item.key, item.canon, item.signature))
+            h.update(item.canon + _SEP)
+        rounds: list[tuple[str, RoundRecord]] = []
+        if blocks and round_keys:
+            round_ = RoundRecord(prefix, digest_of(_SEP.join(plain)), tuple(blocks))
+            rounds = [(key, round_) for key in round_keys]
+        if records:
+            self.bindings.add(records, rounds)

@@ -1,0 +1,261 @@
+"""The request guard: reasoning read back for audit must never become an instruction.
+
+The wrappers call one function per request shape before the SDK serializes the request:
+
+- ``check_anthropic_request(kwargs)``: ``messages.create`` / ``stream`` keyword arguments;
+- ``check_gemini_request(contents, config)``: ``models.generate_content`` (and ``_stream``);
+- ``check_openai_chat_request(kwargs)``: ``chat.completions.create``;
+- ``check_openai_responses_request(kwargs)``: ``responses.create``.
+
+Each raises ``ReasoningConfigError`` naming the origin and the position (``system[0].text``) when
+
+1. an ``Untrusted`` value appears anywhere (in an instruction position: refused as such; elsewhere
+   the SDK could not serialize it anyway; the remedy is ``Untrusted.fenced()`` inside a user message);
+2. the fenced form (``<untrusted-model-output origin=...>``) appears anywhere but in the content of a
+   user message (or a tool result, which the vendors carry as user-side data): a system prompt,
+   developer message, instructions, a tool or schema description, an assistant turn, a config field;
+3. a reasoning block (Anthropic ``thinking`` / ``redacted_thinking``, a Gemini ``thought`` part, an
+   OpenAI-compatible ``reasoning_content``) sits in a message that is not the assistant's/model's.
+
+The scan is a single walk over the request as given (dicts, lists, SDK pydantic objects) without
+copies; a string costs one substring search. The messages name positions and origins, never text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from loom_otel.core._untrusted import FENCE_OPEN, Untrusted
+from loom_otel.core.exceptions import ReasoningConfigError
+
+__all__ = [
+    "check_anthropic_request",
+    "check_gemini_request",
+    "check_openai_chat_request",
+    "check_openai_responses_request",
+]
+
+_MARK: Final = FENCE_OPEN[: FENCE_OPEN.index(" ")]  # "<untrusted-model-output"
+_ORIGIN: Final = re.compile(re.escape(_MARK) + r" origin=([^>\s]{0,200})")
+_MAX_DEPTH: Final = 48
+_SCALARS: Final = (int, float, bool, bytes, bytearray, type(None))
+_DATA_ROLES: Final = frozenset({"user", "tool", "function"})
+_ANTHROPIC_REASONING: Final = frozenset({"thinking", "redacted_thinking"})
+
+Path = list[str | int]
+
+
+class _Offense(Exception):
+    """Found while walking; turned into a ``ReasoningConfigError`` once the position is known."""
+
+    def __init__(self, origin: str, fenced: bool) -> None:
+        super().__init__(origin)
+        self.origin = origin
+        self.fenced = fenced
+        self.path: Path = []
+
+
+def _get(value: object, key: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(key)
+    return getattr(value, key, None)
+
+
+def _fields(value: object) -> Mapping[str, Any] | None:
+    """The field values of an SDK (pydantic) object, without copying; ``None`` for anything else."""
+    if hasattr(type(value), "model_fields"):
+        fields = getattr(value, "__dict__", None)
+        return fields if isinstance(fields, dict) else None
+    return None
+
+
+def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
+    """Raise ``_Offense`` (with its path) for an ``Untrusted`` value, or a fenced string if not allowed."""
+    if isinstance(value, str):
+        if not allow_fenced and _MARK in value:
+            match = _ORIGIN.search(value)
+            raise _Offense(match.group(1) if match else "unknown", fenced=True)
+        return
+    if isinstance(value, _SCALARS):
+        return
+    if isinstance(value, Untrusted):
+        raise _Offense(value.origin, fenced=False)
+    if depth >= _MAX_DEPTH:
+        return
+    items: Any
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        fields = _fields(value)
+        if fields is None:
+            return
+        items = fields.items()
+    for key, item in items:
+        try:
+            _scan(item, allow_fenced, depth + 1)
+        except _Offense as offense:
+            offense.path.insert(0, key if isinstance(key, int) else str(key))
+            raise
+
+
+def _position(path: Path) -> str:
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else key)
+    return out
+
+
+def _refuse(vendor: str, offense: _Offense, *, instruction: bool) -> ReasoningConfigError:
+    where = _position(offense.path)
+    if offense.fenced:
+        return ReasoningConfigError(
+            f"{vendor} request refused: fenced untrusted model output (origin {offense.origin!r}) at {where}; "
+            "the fenced form is allowed only inside a user message"
+            + (", never in an instruction position" if instruction else "")
+        )
+    if instruction:
+        return ReasoningConfigError(
+            f"{vendor} request refused: Untrusted text (origin {offense.origin!r}) in an instruction position "
+            f"({where}); reasoning read back for audit must never become an instruction"
+        )
+    return ReasoningConfigError(
+        f"{vendor} request refused: an Untrusted value (origin {offense.origin!r}) at {where} cannot be sent; "
+        "pass Untrusted.fenced() inside a user message instead"
+    )
+
+
+def _check(vendor: str, value: object, path: Path, *, allow_fenced: bool, instruction: bool) -> None:
+    try:
+        _scan(value, allow_fenced)
+    except _Offense as offense:
+        offense.path[:0] = path
+        raise _refuse(vendor, offense, instruction=instruction) from None
+
+
+def _reasoning_block(vendor: str, kind: str, role: object, path: Path) -> ReasoningConfigError:
+    return ReasoningConfigError(
+        f"{vendor} request refused: a reasoning block ({kind}) at {_position(path)} in a {str(role)!r} message; "
+        "reasoning blocks belong only in the assistant's turns"
+    )
+
+
+def _check_rest(vendor: str, kwargs: Mapping[str, Any], handled: frozenset[str], instruction: frozenset[str]) -> None:
+    for key, value in kwargs.items():
+        if key not in handled:
+            _check(vendor, value, [key], allow_fenced=False, instruction=key in instruction)
+
+
+# -- Anthropic ------------------------------------------------------------------------------------
+
+_ANTHROPIC: Final = "Anthropic"
+_ANTHROPIC_HANDLED: Final = frozenset({"messages"})
+_ANTHROPIC_INSTRUCTIONS: Final = frozenset({"system", "tools", "tool_choice", "output_format", "mcp_servers"})
+
+
+def check_anthropic_request(kwargs: Mapping[str, Any]) -> None:
+    """Check ``messages.create`` keyword arguments (``system``, ``tools``, ``messages``, ...)."""
+    _check_rest(_ANTHROPIC, kwargs, _ANTHROPIC_HANDLED, _ANTHROPIC_INSTRUCTIONS)
+    for i, message in enumerate(kwargs.get("messages") or ()):
+        role = _get(message, "role")
+        user = role == "user"
+        content = _get(message, "content")
+        if isinstance(content, (list, tuple)) and role != "assistant":
+            for j, block in enumerate(content):
+                kind = _get(block, "type")
+                if kind in _ANTHROPIC_REASONING:
+                    raise _reasoning_block(_ANTHROPIC, str(kind), role, ["messages", i, "content", j])
+        _check(_ANTHROPIC, message, ["messages", i], allow_fenced=user, instruction=False)
+
+
+# -- Google GenAI ---------------------------------------------------------------------------------
+
+_GEMINI: Final = "Google GenAI"
+
+
+def _is_content(value: object) -> bool:
+    """A ``Content`` (or its dict form), as opposed to a bare ``Part`` or string the SDK makes a user turn."""
+    if isinstance(value, Mapping):
+        return "parts" in value or "role" in value
+    return hasattr(value, "parts") and hasattr(value, "role")
+
+
+def _gemini_contents(contents: object, path: Path) -> None:
+    """Fenced text only in user contents; ``Untrusted`` nowhere; thought parts only in model contents."""
+    if isinstance(contents, (list, tuple)):
+        for i, item in enumerate(contents):
+            _gemini_contents(item, [*path, i])
+        return
+    if _is_content(contents):
+        role = _get(contents, "role") or "user"
+        if role != "model":
+            for j, part in enumerate(_get(contents, "parts") or ()):
+                if _get(part, "thought") is True:
+                    raise _reasoning_block(_GEMINI, "thought", role, [*path, "parts", j])
+    else:
+        role = "user"
+        if _get(contents, "thought") is True:
+            raise _reasoning_block(_GEMINI, "thought", role, path)
+    _check(_GEMINI, contents, path, allow_fenced=role in _DATA_ROLES, instruction=False)
+
+
+_GEMINI_INSTRUCTIONS: Final = frozenset({"system_instruction", "tools", "tool_config", "response_schema"})
+
+
+def check_gemini_request(contents: object, config: object = None) -> None:
+    """Check ``generate_content(contents=..., config=...)``: ``contents`` may be a string, a ``Part``, a
+    ``Content``, a dict, or a list of them; ``config`` a ``GenerateContentConfig`` or a dict."""
+    _gemini_contents(contents, ["contents"])
+    if config is None:
+        return
+    fields = config if isinstance(config, Mapping) else _fields(config)
+    if fields is None:
+        _check(_GEMINI, config, ["config"], allow_fenced=False, instruction=True)
+        return
+    for key, value in fields.items():
+        if value is not None:
+            _check(_GEMINI, value, ["config", key], allow_fenced=False, instruction=key in _GEMINI_INSTRUCTIONS)
+
+
+# -- OpenAI ---------------------------------------------------------------------------------------
+
+_OPENAI_CHAT: Final = "OpenAI chat"
+_OPENAI_RESPONSES: Final = "OpenAI responses"
+_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
+
+
+def _openai_messages(vendor: str, messages: object, path: Path) -> None:
+    if not isinstance(messages, (list, tuple)):
+        _check(vendor, messages, path, allow_fenced=True, instruction=False)  # a plain user input
+        return
+    for i, message in enumerate(messages):
+        role = _get(message, "role")
+        if role is not None and role != "assistant" and _get(message, "reasoning_content"):
+            raise _reasoning_block(vendor, "reasoning_content", role, [*path, i, "reasoning_content"])
+        if role is None:  # a Responses item: function_call_output is tool data; others are the model's
+            data = _get(message, "type") in ("function_call_output", "custom_tool_call_output")
+            _check(vendor, message, [*path, i], allow_fenced=data, instruction=False)
+            continue
+        instruction = role in _INSTRUCTION_ROLES
+        _check(vendor, message, [*path, i], allow_fenced=role in _DATA_ROLES, instruction=instruction)
+
+
+_CHAT_INSTRUCTIONS: Final = frozenset({"tools", "functions", "tool_choice", "response_format", "prediction"})
+
+
+def check_openai_chat_request(kwargs: Mapping[str, Any]) -> None:
+    """Check ``chat.completions.create`` keyword arguments (system/developer messages, tool descriptions)."""
+    _check_rest(_OPENAI_CHAT, kwargs, frozenset({"messages"}), _CHAT_INSTRUCTIONS)
+    _openai_messages(_OPENAI_CHAT, kwargs.get("messages") or (), ["messages"])
+
+
+_RESPONSES_INSTRUCTIONS: Final = frozenset({"instructions", "tools", "tool_choice", "text", "prompt"})
+
+
+def check_openai_responses_request(kwargs: Mapping[str, Any]) -> None:
+    """Check ``responses.create`` keyword arguments (``instructions``, ``input`` items, tools, prompt)."""
+    _check_rest(_OPENAI_RESPONSES, kwargs, frozenset({"input"}), _RESPONSES_INSTRUCTIONS)
+    _openai_messages(_OPENAI_RESPONSES, kwargs.get("input") or (), ["input"])

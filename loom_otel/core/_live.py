@@ -1,0 +1,357 @@
+"""The live view (ADR D6): streamed reasoning deltas to guarded sinks, off the model-call thread.
+
+``ReasoningConfig(live=True, on_reasoning=sink)`` (or ``LOOM_OTEL_REASONING_LIVE=true`` plus
+``register_sink(sink)``): each readable reasoning delta of a streamed call becomes a
+``ReasoningDelta`` whose text is ``Untrusted(origin="llm-reasoning:<step>")``. It goes through the
+delta guards (in order, on the call thread: pass, rewrite the text, or suppress), then to each sink
+through its own bounded ``Handoff``, so a sink that raises or blocks costs the call nothing. This
+channel is separate from the text the application reads from the SDK stream; deltas are never
+journaled, exported or logged: the durable record stays the capture.
+
+A sink is a callable taking ``ReasoningDelta``. A ``LiveObserver`` (``observe(event)``, such as
+``LiveReasoningHub``) also sees when each call starts and ends (``CallStarted``, ``CallEnded``),
+including the end of calls that streamed nothing, so it can serve their captured record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+
+from loom_otel.core._callbacks import logger, shielded
+from loom_otel.core._capture import identify
+from loom_otel.core._context import current_execution
+from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff
+from loom_otel.core._untrusted import Untrusted
+
+if TYPE_CHECKING:
+    from loom_otel.core._call import ModelCall
+    from loom_otel.core._capture import Capture
+    from loom_otel.core._config import Runtime
+
+__all__ = [
+    "CallEnded",
+    "CallStarted",
+    "DeltaGuard",
+    "LiveCall",
+    "LiveChannel",
+    "LiveEvent",
+    "LiveObserver",
+    "ReasoningDelta",
+    "ReasoningSink",
+    "dropped_deltas",
+    "flush_live",
+    "register_sink",
+]
+
+OBSERVER_CAPACITY: Final = 8 * DEFAULT_CAPACITY
+"""Observers (the hub) are fast; a deeper queue keeps their catch-up buffer whole under bursts."""
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCall:
+    """One streamed model call as the live view knows it: whose it is and who may watch it."""
+
+    call_id: int
+    execution_id: str
+    step_id: str
+    provider: str
+    tenant: str | None = None
+    principal: str | None = None
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """One increment of streamed reasoning. ``text`` is untrusted model output: read ``.text.text``
+    deliberately, never place it in an instruction position. ``seq`` counts the call's deltas from 1."""
+
+    execution_id: str
+    step_id: str
+    provider: str
+    block_index: int
+    text: Untrusted
+    tenant: str | None = None
+    call_id: int = 0
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CallStarted:
+    """A streamed call produced its first reasoning delta (a re-run of a step supersedes the last)."""
+
+    call: LiveCall
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnded:
+    """A call ended. ``outcome``: ``completed``, ``failed``, or why a stream stopped (``abandoned``).
+    ``kept``: readable reasoning went to the store, so the record can be read back. ``streamed``:
+    live deltas were offered (``False`` for complete responses and calls a guard refused)."""
+
+    call: LiveCall
+    outcome: str
+    kept: bool = False
+    attempt: int | None = None
+    streamed: bool = True
+
+
+LiveEvent = CallStarted | ReasoningDelta | CallEnded
+
+
+class ReasoningSink(Protocol):
+    def __call__(self, delta: ReasoningDelta, /) -> object: ...
+
+
+@runtime_checkable
+class LiveObserver(Protocol):
+    """A sink that also sees call boundaries; ``observe`` runs on a hand-off worker, never the call."""
+
+    def observe(self, event: LiveEvent, /) -> None: ...
+
+
+class DeltaGuard(Protocol):
+    """Returns the delta (pass), a delta with other text (rewrite), or ``None`` (suppress).
+
+    Guards run in order on the call thread, so keep them cheap. One that raises suppresses the delta
+    (logged once). A guard with ``inspects_output = True`` needs the whole output before anything is
+    shown: live delivery is refused for every call (the calls still succeed and are captured).
+    """
+
+    def __call__(self, delta: ReasoningDelta, /) -> ReasoningDelta | None: ...
+
+
+_registered: list[object] = []
+_registered_lock = threading.Lock()
+_registry_version = 0
+_channels: weakref.WeakSet[LiveChannel] = weakref.WeakSet()
+_call_ids = itertools.count(1)
+
+
+def register_sink(sink: ReasoningSink | LiveObserver) -> Callable[[], None]:
+    """Add a process-wide live sink (for ``LOOM_OTEL_REASONING_LIVE=true`` set outside the code);
+    returns the function that removes it. Sinks only receive anything where live is on."""
+    if not callable(sink) and not isinstance(sink, LiveObserver):
+        raise TypeError(f"a live sink must be callable or have observe(event), not {type(sink).__name__}")
+    global _registry_version
+    with _registered_lock:
+        _registered.append(sink)
+        _registry_version += 1
+
+    def unregister() -> None:
+        global _registry_version
+        with _registered_lock:
+            for index, existing in enumerate(_registered):
+                if existing is sink:
+                    del _registered[index]
+                    _registry_version += 1
+                    return
+
+    return unregister
+
+
+def dropped_deltas(sink: object | None = None) -> int:
+    """Deltas dropped (oldest first) because ``sink`` (or, by default, any sink) fell behind."""
+    return sum(channel.dropped(sink) for channel in list(_channels))
+
+
+def flush_live(timeout: float | None = 5.0) -> bool:
+    """Wait until every sink consumed what was offered so far (tests, shutdown); ``False`` on timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for channel in list(_channels):
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not channel.flush(remaining):
+            return False
+    return True
+
+
+def _label(sink: object) -> str:
+    name = getattr(sink, "__qualname__", None) or type(sink).__qualname__
+    return f"live sink {name}"
+
+
+class _CallState:
+    """Kept on ``ModelCall.live``: the call's identity once known, and whether a guard refused it."""
+
+    __slots__ = ("call", "origin", "refused", "seq", "started")
+
+    def __init__(self, call: LiveCall, refused: bool) -> None:
+        self.call = call
+        self.origin = f"llm-reasoning:{call.step_id}"
+        self.refused = refused
+        self.seq = 0
+        self.started = False
+
+
+class _Outlet:
+    __slots__ = ("handoff", "observer", "sink")
+
+    def __init__(self, sink: object) -> None:
+        self.sink = sink
+        self.observer = isinstance(sink, LiveObserver)
+        consumer: Callable[[LiveEvent], object]
+        if isinstance(sink, LiveObserver):
+            consumer, capacity = sink.observe, OBSERVER_CAPACITY
+        elif callable(sink):
+            consumer, capacity = sink, DEFAULT_CAPACITY
+        else:
+            raise TypeError(f"a live sink must be callable or have observe(event), not {type(sink).__name__}")
+        self.handoff: Handoff[LiveEvent] = Handoff(consumer, what=_label(sink), capacity=capacity, droppable=_is_delta)
+
+    def offer(self, event: LiveEvent) -> None:
+        if self.observer or isinstance(event, ReasoningDelta):
+            self.handoff.offer(event)
+
+
+def _is_delta(event: LiveEvent) -> bool:
+    return isinstance(event, ReasoningDelta)
+
+
+class LiveChannel:
+    """The live view of one ``ReasoningHandler``: wired in when ``runtime.live`` is on."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._guards: tuple[Callable[..., object], ...] = tuple(runtime.delta_guards)
+        self._refuses = any(getattr(g, "inspects_output", False) is True for g in self._guards)
+        self._outlets: list[_Outlet] = []
+        self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
+        self._lock = threading.Lock()
+        _channels.add(self)
+
+    # -- hooks called by ModelCall (never raise) ------------------------------------------------
+
+    def deliver(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
+        shielded("live delivery", self._deliver, call, deltas)
+
+    def end(self, call: ModelCall, outcome: str, result: Capture | None) -> None:
+        shielded("live delivery", self._end, call, outcome, result)
+
+    # -------------------------------------------------------------------------------------------
+
+    def _state(self, call: ModelCall) -> _CallState:
+        state = call.live
+        if isinstance(state, _CallState):
+            return state
+        identity = identify(call.span)
+        scope = current_execution()
+        owner = scope.owner if scope is not None and scope.execution_id == identity.execution_id else None
+        live_call = LiveCall(
+            next(_call_ids),
+            identity.execution_id,
+            identity.step_id,
+            call.request.provider,
+            identity.tenant,
+            identity.principal,
+            owner,
+        )
+        state = _CallState(live_call, self._refuses)
+        call.live = state
+        return state
+
+    def _deliver(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
+        state = self._state(call)
+        if state.refused:
+            return
+        outlets = self._current_outlets()
+        if not outlets:
+            return
+        if not state.started:
+            state.started = True
+            started = CallStarted(state.call)
+            for outlet in outlets:
+                outlet.offer(started)
+        live, origin = state.call, state.origin
+        for index, text in deltas:
+            if not text:
+                continue
+            state.seq += 1
+            delta = ReasoningDelta(
+                live.execution_id,
+                live.step_id,
+                live.provider,
+                index,
+                Untrusted(text, origin=origin),
+                live.tenant,
+                live.call_id,
+                state.seq,
+            )
+            guarded = self._guard(delta) if self._guards else delta
+            if guarded is not None:
+                for outlet in outlets:
+                    outlet.offer(guarded)
+
+    def _guard(self, delta: ReasoningDelta) -> ReasoningDelta | None:
+        for guard in self._guards:
+            out = shielded("delta guard", guard, delta)
+            if out is None:
+                return None
+            if not isinstance(out, ReasoningDelta):
+                _warn_once("a delta guard returned neither a ReasoningDelta nor None; the delta is suppressed")
+                return None
+            if out.text.text != delta.text.text:  # a guard may change the text only, never where it goes
+                delta = dataclasses.replace(delta, text=Untrusted(out.text.text, origin=delta.text.origin))
+        return delta
+
+    def _end(self, call: ModelCall, outcome: str, result: Capture | None) -> None:
+        state = call.live if isinstance(call.live, _CallState) else None
+        if result is None and (state is None or not state.started):
+            return  # nothing captured and nothing streamed: nothing to tell
+        outlets = [o for o in self._current_outlets() if o.observer]
+        if not outlets:
+            return
+        if state is None:
+            state = self._state(call)
+        kept = result is not None and any(p.text_ref for p in result.parts)
+        ended = CallEnded(
+            state.call,
+            outcome,
+            kept=kept,
+            attempt=result.attempt if result is not None else None,
+            streamed=state.started,
+        )
+        for outlet in outlets:
+            outlet.offer(ended)
+
+    def _current_outlets(self) -> list[_Outlet]:
+        configured = self._runtime.on_reasoning
+        if self._outlets_for == (configured, _registry_version):
+            return self._outlets  # the common case: nothing (un)registered since the last delta
+        with _registered_lock:
+            version = _registry_version
+            candidates = [*(() if configured is None else (configured,)), *_registered]
+        sinks = [s for i, s in enumerate(candidates) if all(s is not c for c in candidates[:i])]
+        with self._lock:
+            outlets = [next((o for o in self._outlets if o.sink is s), None) or _Outlet(s) for s in sinks]
+            self._outlets = outlets  # a sink no longer configured keeps draining on its own worker
+            self._outlets_for = (configured, version)
+            return outlets
+
+    def dropped(self, sink: object | None = None) -> int:
+        with self._lock:
+            return sum(o.handoff.dropped for o in self._outlets if sink is None or o.sink is sink)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            outlets = list(self._outlets)
+        for outlet in outlets:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not outlet.handoff.flush(remaining):
+                return False
+        return True
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning("loom-otel: %s", message)

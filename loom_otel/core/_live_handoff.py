@@ -1,0 +1,119 @@
+"""A bounded hand-off from the model-call thread to one consumer (a live sink), drained by a worker.
+
+``offer`` never blocks beyond a short lock and never raises: past ``capacity`` the oldest droppable
+item goes (and is counted), so a slow consumer costs the model call nothing. The consumer runs on the
+worker thread through the log-and-continue helper, so one that raises is logged once and skipped.
+The worker exits after ``idle_exit`` seconds with nothing to do and is restarted by the next offer,
+so an uninstrumented channel leaves no thread behind.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Final, Generic, TypeVar
+
+from loom_otel.core._callbacks import logger, shielded
+
+__all__ = ["DEFAULT_CAPACITY", "Handoff"]
+
+T = TypeVar("T")
+
+DEFAULT_CAPACITY: Final = 1024
+_IDLE_EXIT: Final = 5.0
+
+
+def _always(_: object) -> bool:
+    return True
+
+
+class Handoff(Generic[T]):
+    """FIFO to ``consumer`` on a daemon worker; drops the oldest droppable item when full."""
+
+    def __init__(
+        self,
+        consumer: Callable[[T], object],
+        *,
+        what: str,
+        capacity: int = DEFAULT_CAPACITY,
+        droppable: Callable[[T], bool] = _always,
+        idle_exit: float = _IDLE_EXIT,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._consumer = consumer
+        self._what = what
+        self._capacity = capacity
+        self._droppable = droppable
+        self._idle_exit = idle_exit
+        self._items: deque[T] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._worker: threading.Thread | None = None
+        self._busy = False
+        self._waiting = 0
+        self._dropped = 0
+        self._warned = False
+
+    @property
+    def dropped(self) -> int:
+        """How many items were dropped (oldest first) because the consumer fell behind."""
+        return self._dropped
+
+    def offer(self, item: T) -> None:
+        """Queue ``item``; never blocks on the consumer."""
+        warn = False
+        with self._cond:
+            self._items.append(item)
+            if len(self._items) > self._capacity and self._drop_oldest():
+                warn = not self._warned
+                self._warned = True
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name=f"loom-otel-live:{self._what}", daemon=True)
+                self._worker.start()
+            elif self._waiting:
+                self._cond.notify_all()  # only an idle worker (or a flush) needs waking
+        if warn:
+            logger.warning("loom-otel: %s is slower than the model stream; dropping the oldest live deltas", self._what)
+
+    def _drop_oldest(self) -> bool:
+        if self._droppable(self._items[0]):
+            self._items.popleft()
+            self._dropped += 1
+            return True
+        for index, queued in enumerate(self._items):
+            if self._droppable(queued):
+                del self._items[index]
+                self._dropped += 1
+                return True
+        return False
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                deadline = time.monotonic() + self._idle_exit
+                while not self._items:
+                    self._busy = False
+                    self._cond.notify_all()
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self._worker = None
+                        return
+                    self._waiting += 1
+                    self._cond.wait(remaining)
+                    self._waiting -= 1
+                item = self._items.popleft()
+                self._busy = True
+            shielded(self._what, self._consumer, item)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything offered so far was consumed; ``False`` on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._items or self._busy:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True

@@ -1,0 +1,67 @@
+"""Readable reasoning on the way out: fetched from the store, sealed to this execution, digest-checked.
+
+Used by the continuation pass to rehydrate blocks the application holds without text
+(``transcript="redact"``) and to put back a stripped tool round. ``None`` means "not this execution's,
+erased, absent or altered" (the block is dropped); a store that raises fails the call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opentelemetry import trace
+from opentelemetry.trace import format_trace_id
+
+from loom_otel.core._context import current_execution
+from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
+from loom_otel.core.exceptions import ReasoningContinuationError
+
+__all__ = ["Scope", "request_scope", "resolve_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The (tenant, execution) a request belongs to: the only one whose blobs it may read."""
+
+    tenant: str | None
+    execution_id: str
+
+
+def request_scope() -> Scope | None:
+    """The ``execution()`` scope, else the current trace id (the default execution id), else none."""
+    scope = current_execution()
+    if scope is not None:
+        return Scope(scope.tenant, scope.execution_id)
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        return Scope(None, format_trace_id(context.trace_id))
+    return None
+
+
+def _digest_key(store: ReasoningStore, scope: Scope) -> bytes | None:
+    if isinstance(store, DigestKeyStore):
+        return store.digest_key(scope.tenant, scope.execution_id)
+    return None
+
+
+def resolve_text(store: ReasoningStore | None, scope: Scope | None, ref: str | None, digest: str) -> str | None:
+    """The text sealed under ``ref`` for ``scope`` if it still hashes to ``digest``; else ``None``.
+
+    Raises ``ReasoningContinuationError`` when the store itself fails (the message names the store
+    type and the exception type only).
+    """
+    if store is None or scope is None or not ref:
+        return None
+    try:
+        body = store.get(ref, tenant=scope.tenant, execution_id=scope.execution_id)
+    except Exception as exc:
+        raise ReasoningContinuationError(
+            f"reasoning store {type(store).__name__} failed while reasoning was being put back into a "
+            f"request ({type(exc).__name__}); nothing was sent, retry the call"
+        ) from None
+    if body is None or not digest_matches(body, digest, lambda: _digest_key(store, scope)):
+        return None
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,56 @@
+"""Server-Sent Events framing and the JSON bodies of the live view's events (pure functions)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from loom_otel.core._live import LiveCall, ReasoningDelta
+from loom_otel.core._live_feed import Done, Partial, Reset
+
+__all__ = ["KEEPALIVE", "delta_body", "done_body", "frame", "partial_body", "reset_body"]
+
+KEEPALIVE: Final = b": keepalive\n\n"
+
+
+def frame(event: str, data: dict[str, Any]) -> bytes:
+    """One SSE event; JSON has no raw newline, so ``data`` is a single line."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def _call(call: LiveCall) -> dict[str, Any]:
+    return {
+        "execution": call.execution_id,
+        "step": call.step_id,
+        "provider": call.provider,
+        "origin": f"llm-reasoning:{call.step_id}",
+    }
+
+
+def delta_body(delta: ReasoningDelta) -> dict[str, Any]:
+    return {
+        "execution": delta.execution_id,
+        "step": delta.step_id,
+        "provider": delta.provider,
+        "origin": delta.text.origin,
+        "block": delta.block_index,
+        "seq": delta.seq,
+        "text": delta.text.text,
+    }
+
+
+def partial_body(partial: Partial) -> dict[str, Any]:
+    return {
+        **_call(partial.call),
+        "source": "live",
+        "truncated": partial.truncated,
+        "blocks": [{"block": block, "text": text} for block, text in partial.blocks],
+    }
+
+
+def reset_body(execution_id: str, reset: Reset) -> dict[str, Any]:
+    return {"execution": execution_id, "step": reset.step_id}
+
+
+def done_body(done: Done) -> dict[str, Any]:
+    return {**_call(done.call), "outcome": done.outcome, "kept": done.kept, "attempt": done.attempt}

@@ -1,0 +1,163 @@
+"""The live view over HTTP (extra ``live``): a Starlette app serving ``LiveReasoningHub``.
+
+``GET /executions/{id}/reasoning`` is a Server-Sent Events stream:
+
+- ``reasoning-partial``: catch-up. ``source: "live"``: the in-progress reasoning of a step, per block;
+  ``source: "record"``: the captured record of a step that ended before the viewer saw it stream
+  (read through ``read_reasoning_bounded``; per part a ``status``, text only when ``ok``);
+- ``reasoning``: one live delta (``block``, ``seq``, ``text``);
+- ``reset``: forget what was shown for ``step`` (a re-run superseded it; ``null``: for every step);
+- ``done``: a step's call ended; ``kept: false`` says no record was kept (no store, capture off).
+
+``GET /executions/{id}/reasoning/record?step=`` answers the captured record as JSON, at most 256
+parts and 1 MiB of text (``truncated: true`` past either).
+
+Audience (ADR D6 shared mode): a step is served only to its asker (``execution(principal=...)``) and
+the execution's owner (``owner=``), in the same tenant. Anyone else, another tenant, an unauthenticated
+request and an unknown execution or step all get the same 404. Identity comes from ``authenticator``;
+the default trusts the ``X-Loom-Principal`` and ``X-Loom-Tenant`` headers, so put the app behind a
+proxy that authenticates and sets them, or pass your own. All text served is untrusted model output
+(each body names its ``origin``): render it as text, never as markup or instructions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Final
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from loom_otel.audit._records import ReasoningSource
+from loom_otel.core._live import ReasoningDelta
+from loom_otel.core._live_feed import Done, FeedEvent, Partial, Subscription, Viewer
+from loom_otel.core._live_hub import LiveReasoningHub
+from loom_otel.core._store import ReasoningStore
+from loom_otel.live._auth import Authenticator, authenticate, header_authenticator
+from loom_otel.live._record import part_json, read_steps
+from loom_otel.live._sse import KEEPALIVE, delta_body, done_body, frame, partial_body, reset_body
+
+__all__ = ["create_app"]
+
+KEEPALIVE_SECONDS: Final = 15.0
+_NOT_FOUND: Final = {"error": "not found"}
+
+
+def _not_found() -> Response:
+    """The one answer for unknown, not yours, other tenant and unauthenticated alike."""
+    return JSONResponse(_NOT_FOUND, status_code=404)
+
+
+class _LiveView:
+    def __init__(
+        self,
+        hub: LiveReasoningHub,
+        store: ReasoningStore | None,
+        source: ReasoningSource | None,
+        authenticator: Authenticator,
+        keepalive: float,
+    ) -> None:
+        self.hub = hub
+        self.store = store
+        self.source = source
+        self.authenticator = authenticator
+        self.keepalive = keepalive
+
+    async def stream(self, request: Request) -> Response:
+        execution_id = request.path_params["execution_id"]
+        viewer = await authenticate(self.authenticator, request)
+        subscription = self.hub.subscribe(execution_id, viewer) if viewer is not None else None
+        if subscription is None:
+            return _not_found()
+        return StreamingResponse(
+            self._events(execution_id, subscription),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def _events(self, execution_id: str, subscription: Subscription) -> AsyncIterator[bytes]:
+        try:
+            while not subscription.closed:
+                batch = await subscription.next_batch(self.keepalive)
+                if not batch:
+                    yield KEEPALIVE
+                for event in batch:
+                    for chunk in await self._render(execution_id, subscription.viewer, event):
+                        yield chunk
+        finally:
+            subscription.close()
+
+    async def _render(self, execution_id: str, viewer: Viewer, event: FeedEvent) -> list[bytes]:
+        if isinstance(event, ReasoningDelta):
+            return [frame("reasoning", delta_body(event))]
+        if isinstance(event, Partial):
+            return [frame("reasoning-partial", partial_body(event))]
+        if isinstance(event, Done):
+            chunks = []
+            if (event.replay or not event.streamed) and event.kept:
+                chunks.append(await self._record_partial(event, viewer))
+            return [*chunks, frame("done", {**done_body(event), "kept": event.kept and self._can_read})]
+        return [frame("reset", reset_body(execution_id, event))]
+
+    @property
+    def _can_read(self) -> bool:
+        return self.store is not None and self.source is not None
+
+    async def _record_partial(self, done: Done, viewer: Viewer) -> bytes:
+        call = done.call
+        body = {**done_body(done), "source": "record", "truncated": False, "parts": []}
+        if self.store is not None and self.source is not None:
+            parts, truncated = await asyncio.to_thread(
+                read_steps,
+                self.source,
+                self.store,
+                execution_id=call.execution_id,
+                tenant=viewer.tenant,
+                steps=[call.step_id],
+                received_only=True,
+            )
+            body.update(truncated=truncated, parts=[part_json(p) for p in parts])
+        return frame("reasoning-partial", body)
+
+    async def record(self, request: Request) -> Response:
+        execution_id = request.path_params["execution_id"]
+        viewer = await authenticate(self.authenticator, request)
+        step = request.query_params.get("step") or None
+        if viewer is None:
+            return _not_found()
+        if step is None:
+            steps = [d.call.step_id for d in self.hub.ended_steps(execution_id, viewer)]
+        else:
+            steps = [step] if self.hub.ended_step(execution_id, step, viewer) is not None else []
+        if not steps and (step is not None or not self.hub.knows(execution_id, viewer)):
+            return _not_found()
+        body = {"execution": execution_id, "step": step, "kept": self._can_read, "truncated": False, "parts": []}
+        if self.store is not None and self.source is not None:
+            parts, truncated = await asyncio.to_thread(
+                read_steps, self.source, self.store, execution_id=execution_id, tenant=viewer.tenant, steps=steps
+            )
+            body.update(truncated=truncated, parts=[part_json(p) for p in parts])
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+def create_app(
+    hub: LiveReasoningHub,
+    *,
+    store: ReasoningStore | None = None,
+    source: ReasoningSource | None = None,
+    authenticator: Authenticator | None = None,
+    keepalive: float = KEEPALIVE_SECONDS,
+) -> Starlette:
+    """The live view's ASGI app for ``hub``. ``store`` and ``source`` (the audit journal directory, or a
+    collector file) are what the durable record is read from: the store and journal the instrumentors
+    capture into. Without them, viewers are told no record was kept."""
+    view = _LiveView(hub, store, source, authenticator or header_authenticator(), keepalive)
+    return Starlette(
+        routes=[
+            Route("/executions/{execution_id}/reasoning", view.stream, methods=["GET"]),
+            Route("/executions/{execution_id}/reasoning/record", view.record, methods=["GET"]),
+        ]
+    )

@@ -1,0 +1,61 @@
+"""A real OTLP/gRPC receiver (grpcio + opentelemetry-proto) on 127.0.0.1 that appends every request
+to a file as OTLP JSON lines, the way the collector ``file`` exporter does."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+
+    def Export(self, request, context):
+        line = MessageToJson(request, indent=None).replace("\n", "")
+        with self.receiver.lock:
+            with self.receiver.path.open("a") as fh:
+                fh.write(line + "\n")
+            self.receiver.requests += 1
+            self.receiver.spans += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+class Receiver:
+    def __init__(self, path: Path, port: int | None = None) -> None:
+        self.path = path
+        self.port = port or free_port()
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.spans = 0
+        self._server: grpc.Server | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> Receiver:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_Servicer(self), server)
+        bound = server.add_insecure_port(self.endpoint)
+        assert bound == self.port
+        server.start()
+        self._server = server
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop(grace=None).wait()
+            self._server = None

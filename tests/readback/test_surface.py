@@ -1,0 +1,41 @@
+"""The public names this part of loom-otel adds (httpx's exported-members pattern)."""
+
+from __future__ import annotations
+
+import loom_otel.audit as audit
+from loom_otel.core import _guard
+
+READBACK = {
+    "AttemptReading",
+    "BoundedReading",
+    "ErasureResult",
+    "PartReading",
+    "PartStatus",
+    "ReasoningLimits",
+    "ReasoningQuery",
+    "ReasoningReading",
+    "StepReading",
+    "erase_execution",
+    "read_reasoning",
+    "read_reasoning_bounded",
+}
+
+
+def test_audit_exports() -> None:
+    assert set(audit.__all__) >= READBACK
+    assert audit.__all__ == sorted(audit.__all__)
+    for name in audit.__all__:
+        assert getattr(audit, name) is not None
+
+
+def test_guard_exports() -> None:
+    assert _guard.__all__ == [
+        "check_anthropic_request",
+        "check_gemini_request",
+        "check_openai_chat_request",
+        "check_openai_responses_request",
+    ]
+
+
+def test_statuses() -> None:
+    assert [s.value for s in audit.PartStatus] == ["ok", "redacted", "erased", "digest-mismatch", "empty", "not-kept"]

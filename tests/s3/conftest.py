@@ -1,0 +1,7 @@
+"""The S3 tests share the read-back fixtures' isolation (no store or journal from the environment)."""
+
+from __future__ import annotations
+
+from tests.readback.conftest import _isolated
+
+__all__ = ["_isolated"]

@@ -1,0 +1,110 @@
+"""The public contract (DESIGN.md "Public contract"): names outside checks call, sorted ``__all__``s,
+entry points, typed packages (httpx's test_exported_members pattern)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+PUBLIC_MODULES = [
+    "loom_otel.core",
+    "loom_otel.core.exceptions",
+    "loom_otel.audit",
+    "loom_otel.testing",
+    "loom_otel.testing.simulator",
+    "loom_otel.instrumentation.anthropic",
+    "loom_otel.instrumentation.google_genai",
+    "loom_otel.instrumentation.openai",
+    "loom_otel.exporters.chain",
+]
+
+CONTRACT = {
+    "loom_otel.core": [
+        "ReasoningConfig", "configure", "execution", "step", "ReasoningStore", "FileReasoningStore",
+        "MemoryReasoningStore", "store_from_uri", "ReasoningKind", "Reasoning", "ReasoningPart", "Untrusted",
+        "LoomOtelError", "ReasoningCaptureError", "ReasoningConfigError",
+    ],
+    "loom_otel.instrumentation.anthropic": ["AnthropicInstrumentor"],
+    "loom_otel.instrumentation.google_genai": ["GoogleGenAiInstrumentor"],
+    "loom_otel.instrumentation.openai": ["OpenAiInstrumentor"],
+    "loom_otel.exporters.chain": ["ChainedSpanExporter"],
+    "loom_otel.audit": ["read_reasoning", "read_reasoning_bounded", "verify", "erase_execution"],
+}
+
+
+@pytest.mark.parametrize("name", PUBLIC_MODULES)
+def test_all_is_sorted_and_every_name_exists(name):
+    module = importlib.import_module(name)
+    exported = list(module.__all__)
+    assert exported == sorted(exported), f"{name}.__all__ is not sorted"
+    for member in exported:
+        assert hasattr(module, member), f"{name}.{member}"
+
+
+@pytest.mark.parametrize(("name", "members"), sorted(CONTRACT.items()))
+def test_contract_names(name, members):
+    module = importlib.import_module(name)
+    for member in members:
+        assert member in module.__all__, f"{name}.{member} is part of the public contract"
+
+
+def test_simulator_is_reachable_as_the_contract_says():
+    from loom_otel.testing import simulator
+
+    assert hasattr(simulator, "Simulator")
+
+
+def test_exceptions_tree():
+    from loom_otel.core import LoomOtelError, ReasoningCaptureError, ReasoningConfigError
+
+    assert issubclass(ReasoningConfigError, LoomOtelError) and issubclass(ReasoningConfigError, ValueError)
+    assert issubclass(ReasoningCaptureError, LoomOtelError)
+
+
+@pytest.mark.parametrize(
+    ("group", "name", "target"),
+    [
+        ("opentelemetry_instrumentor", "loom_anthropic", "AnthropicInstrumentor"),
+        ("opentelemetry_instrumentor", "loom_google_genai", "GoogleGenAiInstrumentor"),
+        ("opentelemetry_instrumentor", "loom_openai", "OpenAiInstrumentor"),
+        ("opentelemetry_traces_exporter", "loom_chain", "ChainedSpanExporter"),
+    ],
+)
+def test_entry_points_load(group, name, target):
+    (entry_point,) = [ep for ep in importlib.metadata.entry_points(group=group) if ep.name == name]
+    assert entry_point.load().__name__ == target
+
+
+def test_environment_variables_are_registered_and_documented():
+    (entry_point,) = [
+        ep for ep in importlib.metadata.entry_points(group="opentelemetry_environment_variables") if ep.name == "loom_otel"
+    ]
+    module = entry_point.load()
+    names = [n for n in dir(module) if n.startswith("LOOM_OTEL_")]
+    assert len(names) >= 10 and all(getattr(module, n) == n for n in names)
+    source = Path(module.__file__).read_text()
+    for name in names:
+        assert f'{name}: Final = "{name}"\n"""' in source, f"{name} has no docstring"
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        "loom_otel/core", "loom_otel/audit", "loom_otel/testing", "loom_otel/cli",
+        "instrumentation/loom_otel/instrumentation/anthropic", "instrumentation/loom_otel/instrumentation/google_genai",
+        "instrumentation/loom_otel/instrumentation/openai", "exporters/loom_otel/exporters/chain",
+    ],
+)
+def test_regular_packages_ship_py_typed(package):
+    root = Path(__file__).resolve().parents[1]
+    assert (root / package / "py.typed").exists()
+
+
+def test_namespace_roots_have_no_init():
+    root = Path(__file__).resolve().parents[1]
+    for namespace in ("loom_otel", "instrumentation/loom_otel", "instrumentation/loom_otel/instrumentation",
+                      "exporters/loom_otel", "exporters/loom_otel/exporters"):
+        assert not (root / namespace / "__init__.py").exists(), namespace
