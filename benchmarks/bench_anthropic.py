@@ -7,16 +7,20 @@ one response recorded from the built-in simulator (8 KiB of thinking; streams: 5
 the bare figure is the SDK's own cost, not the simulator's. Rounds interleave bare and instrumented batches so drift on
 the machine hits both. Figures are medians per call.
 
-- ``instrumented``: capture on, file store, journal; durability left to the OS (``store_fsync=False``,
-  ``journal_durability="os"``, i.e. LOOM_OTEL_STORE_FSYNC=false and LOOM_OTEL_JOURNAL_DURABILITY=os):
-  the work loom-otel adds to the call path.
-- ``instrumented+fsync``: the defaults (blob fsync + directory fsync, journal group commit), reported
-  separately because it measures the disk, not the library.
+- ``loop``: capture on, file store, journal, the calls of one agent loop (one ``execution()``, as in an
+  app where a trace or an explicit execution covers the loop); durability left to the OS
+  (``store_fsync=False``, ``journal_durability="os"``, i.e. LOOM_OTEL_STORE_FSYNC=false and
+  LOOM_OTEL_JOURNAL_DURABILITY=os): the work loom-otel adds to the call path.
+- ``new-execution``: the same, but every call is its own trace and so its own execution (the worst case
+  for the store: each call opens a new execution directory and pack).
+- ``loop+fsync``: the defaults (blob fsync, journal group commit), reported separately because it
+  measures the disk, not the library.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import time
@@ -29,7 +33,7 @@ import httpx2
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from loom_otel.core import ReasoningConfig
+from loom_otel.core import ReasoningConfig, execution
 from loom_otel.core._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing.simulator import Simulator
@@ -79,7 +83,10 @@ def main() -> None:
     args = parser.parse_args()
 
     client = anthropic.Anthropic(
-        api_key="bench", base_url="https://api.anthropic.bench", max_retries=0, open_telemetry=False,
+        api_key="bench",
+        base_url="https://api.anthropic.bench",
+        max_retries=0,
+        open_telemetry=False,
         http_client=httpx2.Client(transport=recorded_transport()),
     )
 
@@ -94,11 +101,13 @@ def main() -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(_Discard()))
     root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    fast = ReasoningConfig(
+        store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os", journal=root / "nofsync-journal"
+    )
     variants = {
-        "instrumented": ReasoningConfig(
-            store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os", journal=root / "nofsync-journal"
-        ),
-        "instrumented+fsync": ReasoningConfig(store=f"file://{root}/fsync", journal=root / "fsync-journal"),
+        "loop": (fast, True),
+        "new-execution": (fast, False),
+        "loop+fsync": (ReasoningConfig(store=f"file://{root}/fsync", journal=root / "fsync-journal"), True),
     }
     results: dict[tuple[str, str], list[float]] = {}
     for fn in (create, stream):  # warm up imports, pools and caches
@@ -106,12 +115,14 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, fn in (("create", create), ("stream", stream)):
             results.setdefault(("bare", name), []).extend(_timed(fn, args.calls))
-            for variant, config in variants.items():
+            for variant, (config, in_loop) in variants.items():
                 reset_runtime()
                 instrumentor = AnthropicInstrumentor()
                 instrumentor.instrument(tracer_provider=provider, config=config)
+                scope = execution(f"bench-{variant}") if in_loop else contextlib.nullcontext()
                 try:
-                    results.setdefault((variant, name), []).extend(_timed(fn, args.calls))
+                    with scope:
+                        results.setdefault((variant, name), []).extend(_timed(fn, args.calls))
                 finally:
                     instrumentor.uninstrument()
     provider.shutdown()

@@ -20,7 +20,8 @@ from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import DEFAULT_JOURNAL
-from loom_otel.core._store import FileReasoningStore, ReasoningStore, store_from_uri
+from loom_otel.core._file_store import FileReasoningStore
+from loom_otel.core._store import ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
 __all__ = ["register", "run_show"]

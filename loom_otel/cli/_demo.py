@@ -1,5 +1,6 @@
-"""``loom-otel demo``: an agent loop on the real vendor SDKs against the built-in simulator, captured
-exactly as an application would be, then the audit report. No API key, no network."""
+"""``loom-otel demo``: agent loops on the real vendor SDKs against the built-in simulator, instrumented
+exactly as an application would be, exported through the chained exporter, then the audit report.
+No API key, no network."""
 
 from __future__ import annotations
 
@@ -7,125 +8,129 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from loom_otel.cli._table import render_table
 
 __all__ = ["register"]
 
-TOOLS = [
-    {
-        "name": "get_weather",
-        "description": "The weather forecast for a city and a date.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"location": {"type": "string"}, "date": {"type": "string"}},
-            "required": ["location"],
-        },
-    }
-]
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("demo", help="run an instrumented agent loop against the built-in simulator")
-    parser.add_argument("--dir", type=Path, help="where the store and journal go (default: a new temp dir)")
+    parser = subparsers.add_parser(
+        "demo", help="run instrumented agent loops against the built-in simulator, then the audit report"
+    )
+    parser.add_argument("--dir", type=Path, help="where the store, journal and archive go (default: a new temp dir)")
     parser.set_defaults(func=run)
 
 
-def _anthropic_loop(sim: Any) -> int:
-    """A two-turn tool loop; the assistant turn goes back unchanged, as agent frameworks do."""
-    client = sim.anthropic_client()
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Should I pack an umbrella for Lyon tomorrow?"}]
-    request = {
-        "model": "claude-sonnet-4-6",
-        "max_tokens": 4096,
-        "tools": TOOLS,
-        "thinking": {"type": "enabled", "budget_tokens": 2048},
-    }
-    turns = 0
-    while True:
-        with client.messages.stream(messages=messages, **request) as stream:
-            message = stream.get_final_message()
-        turns += 1
-        if message.stop_reason != "tool_use":
-            return turns
-        messages.append({"role": "assistant", "content": message.to_param()["content"]})
-        call = next(b for b in message.content if b.type == "tool_use")
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": call.id, "content": "Rain, 12 C, 80% chance after 3 pm."}
-                ],
-            }
-        )
+def _say(step: str) -> None:
+    print(f"\n== {step}", flush=True)
+
+
+def _events(spans: Any, name: str) -> list[dict[str, Any]]:
+    return [dict(e.attributes or {}) for s in spans for e in s.events if e.name == name]
 
 
 def run(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from loom_otel.core import ReasoningConfig
-    from loom_otel.core._journal import iter_records
+    from loom_otel.audit import read_reasoning, verify
+    from loom_otel.cli._demo_agents import anthropic_loop, edited_history, gemini_loop
+    from loom_otel.core import FileReasoningStore, ReasoningConfig, execution
+    from loom_otel.core._checkpoint import generate_key, load_public_key
+    from loom_otel.exporters.chain import ChainedSpanExporter
     from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+    from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
+    from loom_otel.testing import OtlpJsonFileExporter
     from loom_otel.testing.simulator import Simulator
 
     started = time.perf_counter()
     root = (args.dir or Path(tempfile.mkdtemp(prefix="loom-otel-demo-"))).absolute()
-    store_dir = root / "store"
-    journal_dir = root / "journal"
-    print(f"loom-otel demo: store {store_dir}, journal {journal_dir}")
-    spans = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(spans))
-    config = ReasoningConfig(store=f"file://{store_dir}", journal=journal_dir)
-    sim = Simulator(redacted=True)
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=provider, config=config)
-    try:
-        turns = _anthropic_loop(sim)
-    finally:
-        instrumentor.uninstrument()
-    provider.shutdown()
-    print(
-        f"\nanthropic: {turns} model calls through the real SDK (messages.stream), tool loop accepted by the "
-        f"strict simulator"
-    )
+    root.mkdir(parents=True, exist_ok=True)
+    store_dir, journal_dir, archive = root / "store", root / "journal", root / "collector" / "traces.jsonl"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    print(f"loom-otel demo in {root}")
+    print(f"  store    {store_dir}   (readable reasoning, sealed per execution)")
+    print(f"  journal  {journal_dir}   (hash-chained audit records)")
+    print(f"  archive  {archive}   (what a collector's file exporter keeps)")
+    print(f"  key      {root / 'checkpoint.key'}   (signs journal checkpoints)")
 
-    from loom_otel.core import FileReasoningStore
+    seen = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(seen))
+    chained = ChainedSpanExporter(OtlpJsonFileExporter(archive), journal=journal_dir)
+    provider.add_span_processor(BatchSpanProcessor(chained))
+    key = root / "checkpoint.key"
+    if not key.exists():
+        generate_key(key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
+    config = ReasoningConfig(store=f"file://{store_dir}", journal=journal_dir, checkpoint_key=key)
+    instrumentors = [AnthropicInstrumentor(), GoogleGenAiInstrumentor()]
+    for instrumentor in instrumentors:
+        instrumentor.instrument(tracer_provider=provider, config=config)
+    sim = Simulator(strict=True)
+    try:
+        _say("anthropic: a tool loop through messages.stream() (real anthropic SDK, strict simulator)")
+        with execution("demo-anthropic", tenant="acme", principal="alice"):
+            calls, history = anthropic_loop(sim)
+            print(f"  {calls} model calls, every assistant turn sent back as returned: accepted")
+            _say("anthropic: the app edits its first question and continues the same history")
+            refused, answer = edited_history(sim, history)
+        print(f"  without loom-otel the vendor answers: {refused}")
+        print(f"  with loom-otel: accepted ({answer.stop_reason}); what was dropped, as span events:")
+        for event in _events(seen.get_finished_spans(), "loom.reasoning.dropped"):
+            print(
+                f"    loom.reasoning.dropped reason={event['loom.reasoning.drop.reason']} "
+                f"count={event['loom.reasoning.drop.count']} at {list(event['loom.reasoning.drop.positions'])}"
+            )
+        _say("gemini: a chat with automatic function calling (real google-genai SDK, strict simulator)")
+        with execution("demo-gemini", tenant="acme", principal="alice"):
+            requests = gemini_loop(sim)
+        print(f"  1 send_message, {requests} model requests, thought summaries and signatures captured")
+    finally:
+        for instrumentor in instrumentors:
+            instrumentor.uninstrument()
+        provider.shutdown()  # flushes the chained exporter: every journal record reaches the archive
 
     store = FileReasoningStore(store_dir)
-    rows = []
-    for record in iter_records(journal_dir):
-        if record.get("type") != "capture":
-            continue
-        attributes = cast("dict[str, Any]", record["attributes"])
-        execution_id = attributes["loom.execution.id"]
-        for kind, ref, digest, size in zip(
-            attributes["loom.reasoning.part.kind"],
-            attributes["loom.reasoning.part.ref"],
-            attributes["loom.reasoning.part.digest"],
-            attributes["loom.reasoning.part.size"],
-            strict=True,
-        ):
-            stored = store.get(ref, tenant=attributes.get("loom.tenant"), execution_id=execution_id) if ref else None
-            status = "redacted" if kind == "redacted" else ("ok" if stored is not None else "not kept")
-            rows.append(
-                (
-                    record["seq"],
-                    attributes["gen_ai.provider.name"],
-                    attributes["loom.step.id"],
-                    kind,
-                    status,
-                    (ref[:20] + "...") if ref else "-",
-                    digest[:12] or "-",
-                    size,
-                )
+    for execution_id in ("demo-anthropic", "demo-gemini"):
+        _say(f"audit: read_reasoning(journal, store, execution_id={execution_id!r}, tenant='acme')")
+        reading = read_reasoning(journal_dir, store, execution_id=execution_id, tenant="acme")
+        rows = [
+            (
+                p.step_id[:16],
+                attempt.provider,
+                attempt.response_model,
+                p.index,
+                p.kind,
+                p.status,
+                p.size,
+                (p.digest[:12] or "-"),
             )
-    print()
-    print(render_table(("seq", "provider", "step", "kind", "status", "ref", "digest", "size"), rows))
-    events = sum(1 for s in spans.get_finished_spans() for e in s.events if e.name == "loom.reasoning.captured")
-    print(f"\n{events} span events carry only refs, digests and sizes; readable text lives in {store_dir / 'blobs'}")
-    print(f"done in {time.perf_counter() - started:.2f} s")
-    return 0
+            for step in reading.steps
+            for attempt in step.attempts
+            for p in attempt.parts
+        ]
+        print(render_table(("step", "provider", "model", "part", "kind", "status", "size", "digest"), rows))
+    _say("verify: the journal and the collector archive (checkpoints must carry our signature)")
+    ok = True
+    trusted = [load_public_key(key)]
+    for source in (journal_dir, archive):
+        report = verify(source, public_keys=trusted, require_signed=True)
+        ok = ok and report.ok
+        print(
+            f"  {source.name:14} {report.records} records, {len(report.origins)} chain(s): "
+            f"{'ok' if report.ok else '; '.join(report.problems)}"
+        )
+    captured = _events(seen.get_finished_spans(), "loom.reasoning.captured")
+    print(
+        f"\n{len(captured)} loom.reasoning.captured events carry refs, digests and sizes only; "
+        f"readable text is in {store_dir / 'blobs'}."
+    )
+    print(
+        f"Try: loom-otel audit show --execution demo-anthropic --tenant acme --store file://{store_dir} "
+        f"--journal {journal_dir} --text"
+    )
+    print(f"done in {time.perf_counter() - started:.1f} s")
+    return 0 if ok else 1

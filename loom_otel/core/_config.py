@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loom_otel.core import environment_variables as env
+from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._journal import Durability, Journal, open_journal
-from loom_otel.core._store import DigestKeyStore, FileReasoningStore, ReasoningStore, store_from_uri
+from loom_otel.core._store import DigestKeyStore, ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
 
 if TYPE_CHECKING:
@@ -109,7 +110,9 @@ class Runtime:
     def journal(self) -> Journal:
         """The process's chain in ``journal_dir`` (opened on first use: nothing is created at import)."""
         if self._journal is None:
-            self._journal = open_journal(self.journal_dir, durability=self.journal_durability)
+            self._journal = open_journal(
+                self.journal_dir, durability=self.journal_durability, checkpoint_key=self.checkpoint_key
+            )
         return self._journal
 
     def boot_warning(self, provider: str) -> None:

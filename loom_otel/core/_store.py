@@ -21,16 +21,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import itertools
 import json
 import os
 import re
-import shutil
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 from urllib.parse import unquote, urlparse
 
@@ -40,7 +36,6 @@ from loom_otel.core.exceptions import ReasoningConfigError
 __all__ = [
     "DigestKeyStore",
     "Envelope",
-    "FileReasoningStore",
     "MemoryReasoningStore",
     "ReasoningStore",
     "digest_matches",
@@ -217,147 +212,6 @@ class MemoryReasoningStore:
         return f"MemoryReasoningStore(blobs={len(self._blobs)})"
 
 
-class FileReasoningStore:
-    """Blobs as files under ``root/blobs/<scope>/<address>``; writes are atomic (write, fsync, rename).
-
-    ``fsync=False`` keeps the rename atomic but leaves durability to the OS (benchmarks only; also
-    ``LOOM_OTEL_STORE_FSYNC=false``).
-    """
-
-    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
-        self.root = Path(root).expanduser().absolute()
-        self.fsync = fsync
-        self._blobs = self.root / "blobs"
-        self._blobs_dir = str(self._blobs)
-        self._known_dirs: set[str] = set()
-        self._tmp_names = itertools.count()
-        try:
-            self._blobs.mkdir(parents=True, exist_ok=True)
-            probe = self._blobs / f".probe-{uuid.uuid4().hex}"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise ReasoningConfigError(
-                f"reasoning store directory {str(self.root)!r} is not a writable directory: "
-                f"{exc.strerror or type(exc).__name__}"
-            ) from None
-
-    def put(self, envelope: Envelope) -> str:
-        """Create the blob under its final name (``O_EXCL``: a racing writer of the same content loses
-        harmlessly). A blob whose size is not the sealed size (a torn write before a crash) is
-        rewritten through a temporary file and an atomic rename."""
-        path = f"{self._blobs_dir}/{envelope.ref}"
-        header = envelope.header()
-        expected = len(_MAGIC) + len(header) + envelope.size
-        try:
-            if os.stat(path).st_size == expected:
-                return envelope.ref
-            target = f"{path}.tmp-{os.getpid()}-{next(self._tmp_names)}"  # torn: replace it atomically
-        except FileNotFoundError:
-            target = path
-        directory = path[: path.rindex("/")]
-        created = directory not in self._known_dirs and not os.path.isdir(directory)
-        if created:
-            os.makedirs(directory, exist_ok=True)
-        self._known_dirs.add(directory)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        try:
-            fd = os.open(target, flags, 0o600)
-        except FileExistsError:
-            return envelope.ref  # another writer is creating the same content-addressed blob
-        except FileNotFoundError:  # the scope was erased (here or by another process) since it was cached
-            os.makedirs(directory, exist_ok=True)
-            created = True
-            fd = os.open(target, flags, 0o600)
-        try:
-            _write_all(fd, (_MAGIC, header, envelope.body))
-            if self.fsync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            os.unlink(target)
-            raise
-        os.close(fd)
-        if target != path:
-            os.replace(target, path)
-        if self.fsync:
-            _fsync_dir(Path(directory))
-            if created:
-                _fsync_dir(self._blobs)
-        return envelope.ref
-
-    def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
-        if not _opens(ref, tenant, execution_id):
-            return None
-        try:
-            blob = (self._blobs / ref).read_bytes()
-        except FileNotFoundError:
-            return None
-        return _unseal(blob, tenant, execution_id)
-
-    def delete(self, ref: str) -> None:
-        if _REF.match(ref):
-            (self._blobs / ref).unlink(missing_ok=True)
-
-    def exists(self, ref: str) -> bool:
-        return _REF.match(ref) is not None and (self._blobs / ref).is_file()
-
-    def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
-        directory = self._blobs / scope_of(tenant, execution_id)
-        path = directory / DIGEST_KEY_NAME
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            if not create:
-                return None
-        directory.mkdir(exist_ok=True)
-        tmp = directory / f".tmp-{uuid.uuid4().hex}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, os.urandom(DIGEST_KEY_BYTES))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, path)  # create-if-absent: a concurrent writer's key wins, and both use it
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(directory)
-        return path.read_bytes()
-
-    def erase_execution(self, tenant: str | None, execution_id: str) -> int:
-        directory = self._blobs / scope_of(tenant, execution_id)
-        self._known_dirs.discard(str(directory))
-        if not directory.exists():
-            return 0
-        count = sum(1 for p in directory.iterdir() if not p.name.startswith("."))
-        shutil.rmtree(directory, ignore_errors=True)
-        return count
-
-    def __repr__(self) -> str:
-        return f"FileReasoningStore({str(self.root)!r})"
-
-
-def _write_all(fd: int, chunks: tuple[bytes, ...]) -> None:
-    """One ``writev`` for header and body (no concatenated copy); loops only on a short write."""
-    total = sum(len(c) for c in chunks)
-    written = os.writev(fd, chunks)
-    if written < total:
-        rest = memoryview(b"".join(chunks))[written:]
-        while rest:
-            rest = rest[os.write(fd, rest) :]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
     """``file:///dir`` (or a plain path), ``memory:``, or any fsspec URL (``s3://bucket/prefix``)."""
     if not uri:
@@ -365,6 +219,8 @@ def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
     if uri in ("memory:", "memory://"):
         return MemoryReasoningStore()
     parsed = urlparse(uri)
+    from loom_otel.core._file_store import FileReasoningStore
+
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise ReasoningConfigError(f"file store URI must be file:///absolute/path, got {uri!r}")

@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.core._config import ReasoningConfig, reset_runtime
+from loom_otel.testing._otlp_file import OtlpJsonFileExporter
 
-__all__ = ["Telemetry", "find_leaks", "instrumented", "reasoning_events"]
+__all__ = ["OtlpJsonFileExporter", "Telemetry", "find_leaks", "instrumented", "reasoning_events"]
 
 
 @dataclass(slots=True)

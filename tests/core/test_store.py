@@ -3,7 +3,6 @@ erased and not-yours."""
 
 from __future__ import annotations
 
-import os
 import tracemalloc
 
 import pytest
@@ -40,20 +39,34 @@ def test_erase_execution_leaves_other_executions(any_store):
     assert any_store.get(b, tenant=None, execution_id="b") == b"same"
 
 
-def test_file_store_writes_atomically_and_leaves_no_temp_files(tmp_path):
+def test_file_store_packs_an_execution_and_leaves_no_temp_files(tmp_path):
     store = FileReasoningStore(tmp_path / "s")
-    ref = store.put(Envelope.seal("x" * 1000, execution_id="e"))
+    refs = [store.put(Envelope.seal(f"text {i}", execution_id="e")) for i in range(3)]
     files = [p for p in (tmp_path / "s").rglob("*") if p.is_file()]
-    assert [p.name for p in files] == [ref.split("/")[1]]
+    assert len(files) == 1 and files[0].suffix == ".pack"
     assert oct(files[0].stat().st_mode & 0o777) == oct(0o600)
+    reader = FileReasoningStore(tmp_path / "s")  # another process's view: indexes the pack from disk
+    assert [reader.get(r, tenant=None, execution_id="e") for r in refs] == [b"text 0", b"text 1", b"text 2"]
+
+
+def test_delete_removes_one_blob_and_keeps_the_others(tmp_path):
+    store = FileReasoningStore(tmp_path / "s")
+    keep = store.put(Envelope.seal("keep", execution_id="e"))
+    gone = store.put(Envelope.seal("gone", execution_id="e"))
+    store.delete(gone)
+    assert store.get(gone, tenant=None, execution_id="e") is None and not store.exists(gone)
+    assert store.get(keep, tenant=None, execution_id="e") == b"keep"
+    assert b"gone" not in b"".join(p.read_bytes() for p in (tmp_path / "s").rglob("*.pack"))
+    again = store.put(Envelope.seal("after", execution_id="e"))
+    assert FileReasoningStore(tmp_path / "s").get(again, tenant=None, execution_id="e") == b"after"
 
 
 def test_a_copied_blob_does_not_open_for_another_execution(tmp_path):
     store = FileReasoningStore(tmp_path / "s")
     ref = store.put(Envelope.seal("secret", execution_id="victim"))
     forged = Envelope.seal("secret", execution_id="thief")
-    os.makedirs(tmp_path / "s" / "blobs" / forged.ref.split("/")[0], exist_ok=True)
-    (tmp_path / "s" / "blobs" / forged.ref).write_bytes((tmp_path / "s" / "blobs" / ref).read_bytes())
+    store.write_sealed_blob(forged.ref, store.sealed_blob(ref))
+    assert store.exists(forged.ref)
     assert store.get(forged.ref, tenant=None, execution_id="thief") is None
 
 
@@ -87,11 +100,32 @@ def test_capture_after_an_erasure_by_another_store_instance(tmp_path):
     assert writer.get(ref, tenant=None, execution_id="e") == b"second"
 
 
-def test_a_torn_blob_is_rewritten_on_the_next_put(tmp_path):
+def test_a_torn_tail_is_never_read_and_the_next_put_lands_whole(tmp_path):
     store = FileReasoningStore(tmp_path / "s")
-    envelope = Envelope.seal("complete text", execution_id="e")
-    ref = store.put(envelope)
-    path = tmp_path / "s" / "blobs" / ref
-    path.write_bytes(path.read_bytes()[:-4])  # a crash mid-write
-    assert store.put(envelope) == ref
-    assert store.get(ref, tenant=None, execution_id="e") == b"complete text"
+    whole = store.put(Envelope.seal("whole", execution_id="e"))
+    torn = Envelope.seal("torn by a crash", execution_id="e")
+    store.put(torn)
+    (pack,) = (tmp_path / "s").rglob("*.pack")
+    pack.write_bytes(pack.read_bytes()[:-4])  # the crash cut the last record
+    fresh = FileReasoningStore(tmp_path / "s")  # the next process
+    assert fresh.get(whole, tenant=None, execution_id="e") == b"whole"
+    assert fresh.get(torn.ref, tenant=None, execution_id="e") is None and not fresh.exists(torn.ref)
+    assert fresh.put(torn) == torn.ref
+    assert FileReasoningStore(tmp_path / "s").get(torn.ref, tenant=None, execution_id="e") == b"torn by a crash"
+
+
+def test_a_capture_racing_an_erasure_is_kept(tmp_path):
+    writer = FileReasoningStore(tmp_path / "s")
+    writer.put(Envelope.seal("before", execution_id="e"))
+    FileReasoningStore(tmp_path / "s").erase_execution(None, "e")  # under the writer's open pack
+    ref = writer.put(Envelope.seal("after", execution_id="e"))
+    assert FileReasoningStore(tmp_path / "s").get(ref, tenant=None, execution_id="e") == b"after"
+
+
+def test_recapturing_the_same_text_after_another_process_erased_it(tmp_path):
+    writer = FileReasoningStore(tmp_path / "s")
+    envelope = Envelope.seal("same text", execution_id="e")
+    writer.put(envelope)
+    FileReasoningStore(tmp_path / "s").erase_execution(None, "e")
+    writer.put(envelope)
+    assert FileReasoningStore(tmp_path / "s").get(envelope.ref, tenant=None, execution_id="e") == b"same text"

@@ -21,9 +21,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.core import _context, execution, step
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._config import ReasoningConfig, Runtime
+from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._fsspec_store import FsspecReasoningStore
 from loom_otel.core._model import Reasoning, ReasoningKind
-from loom_otel.core._store import FileReasoningStore, MemoryReasoningStore, ReasoningStore
+from loom_otel.core._store import MemoryReasoningStore, ReasoningStore
 from tests.s3 import seaweed_server
 
 STORE_KINDS = ["file", "memory", pytest.param("s3", marks=pytest.mark.slow)]
@@ -37,7 +38,9 @@ class Blobs:
 
     def read(self, ref: str) -> bytes:
         if isinstance(self.store, FileReasoningStore):
-            return (self.store.root / "blobs" / ref).read_bytes()
+            blob = self.store.sealed_blob(ref)
+            assert blob is not None
+            return blob
         if isinstance(self.store, MemoryReasoningStore):
             tenant, execution_id, body = self.store._blobs[ref]
             return repr((tenant, execution_id)).encode() + b"\n" + body
@@ -47,9 +50,7 @@ class Blobs:
 
     def write(self, ref: str, data: bytes) -> None:
         if isinstance(self.store, FileReasoningStore):
-            path = self.store.root / "blobs" / ref
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(data)
+            self.store.write_sealed_blob(ref, data)  # the newest whole record for a ref wins
         elif isinstance(self.store, FsspecReasoningStore):
             self.store._fs.pipe_file(self.store._path(ref), data)
         else:

@@ -23,6 +23,7 @@ from loom_otel.core._continuation import Block, Continuation, Header, MessageVie
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope
 from loom_otel.core._streams import StreamAccumulator
+from loom_otel.instrumentation.anthropic._extractors import StreamAccumulator as _StreamedBlocks
 
 __all__ = ["AnthropicContinuation", "Outgoing"]
 
@@ -313,64 +314,52 @@ def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None
 
 
 class _Accumulator:
-    """Wraps the capture accumulator of a stream: keeps every block in order (for bindings), reports
+    """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
     vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
 
     def __init__(self, outgoing: Outgoing, call: ModelCall, inner: StreamAccumulator) -> None:
         self._outgoing = outgoing
         self._call = call
         self._inner = inner
-        self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, list[str]] = {}
+        self._redact = outgoing.adapter.redact
         call.after_capture = self._record
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
-        kind = getattr(chunk, "type", None)
-        if kind == "content_block_delta":
-            self._delta(chunk.index, chunk.delta)
-        elif kind == "content_block_start":
-            block = chunk.content_block
-            self._blocks[chunk.index] = _norm(block)
-            if self._outgoing.adapter.redact and getattr(block, "type", None) == "thinking" and block.thinking:
-                block.thinking = ""
-        elif kind == "message_start":
+        kind = chunk.type
+        if self._redact:
+            if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
+                chunk.delta.thinking = ""
+            elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
+                chunk.content_block.thinking = ""
+        if kind == "message_start":
             vendor_dropped(self._call, getattr(chunk.message, "input_transformations", None))
         return deltas
-
-    def _delta(self, index: int, delta: Any) -> None:
-        block = self._blocks.get(index)
-        if block is None:
-            return
-        kind = getattr(delta, "type", None)
-        if kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
-            if self._outgoing.adapter.redact:
-                delta.thinking = ""
-        elif kind == "signature_delta":
-            block["signature"] = delta.signature
-        elif kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
-        elif kind == "input_json_delta":
-            self._json.setdefault(index, []).append(delta.partial_json)
-        elif kind == "citations_delta":
-            block.setdefault("citations", []).append(_norm(delta.citation))
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         return self._inner.result()
 
     def blocks(self) -> list[dict[str, Any]]:
+        """Every streamed block in order, normalized like a complete response's blocks."""
+        assert isinstance(self._inner, _StreamedBlocks)
         out = []
-        for index in sorted(self._blocks):
-            block = self._blocks[index]
-            pieces = self._json.get(index)
-            if pieces is not None:
-                raw = "".join(pieces)
+        for _, block in sorted(self._inner.blocks.items()):
+            normalized = _norm(block.start)
+            kind = normalized.get("type")
+            if kind == "thinking":
+                normalized["thinking"] = "".join(block.thinking)
+                normalized["signature"] = block.signature
+            elif kind == "text":
+                normalized["text"] = "".join(block.texts)
+                if block.citations:
+                    normalized["citations"] = [_norm(c) for c in block.citations]
+            if block.json:
+                raw = "".join(block.json)
                 try:
-                    block = {**block, "input": json.loads(raw) if raw else {}}
+                    normalized["input"] = json.loads(raw) if raw else {}
                 except ValueError:
                     continue
-            out.append(block)
+            out.append(normalized)
         return out
 
     def _record(self, capture: Capture | None) -> None:

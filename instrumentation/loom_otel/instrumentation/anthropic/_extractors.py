@@ -101,48 +101,56 @@ def response_info(message: Any) -> ResponseInfo:
 
 
 class _Block:
-    __slots__ = ("data", "signature", "texts", "type")
+    """One content block as streamed: the start event's block and its deltas, joined once at the end."""
 
-    def __init__(self, block_type: str, text: str, signature: str, data: str) -> None:
-        self.type = block_type
-        self.texts = [text] if text else []
-        self.signature = signature
-        self.data = data
+    __slots__ = ("citations", "json", "signature", "start", "texts", "thinking")
+
+    def __init__(self, start: Any) -> None:
+        self.start = start
+        self.thinking: list[str] = [start.thinking] if getattr(start, "thinking", None) else []
+        self.texts: list[str] = []
+        self.json: list[str] = []
+        self.citations: list[Any] = []
+        self.signature: str = getattr(start, "signature", None) or ""
 
 
 class StreamAccumulator:
-    """Rebuilds thinking blocks from raw ``Messages`` stream events (``create(stream=True)`` and the
-    ``messages.stream()`` helper alike): ``thinking_delta`` appends, ``signature_delta`` replaces."""
+    """Rebuilds a ``Messages`` stream (``create(stream=True)`` and the ``messages.stream()`` helper
+    alike) in one pass per event: thinking and redacted blocks for capture, and every block in order for
+    the continuation layer. ``thinking_delta`` appends, ``signature_delta`` replaces (as the SDK does)."""
 
     def __init__(self, request: RequestInfo) -> None:
         self._request = request
-        self._blocks: dict[int, _Block] = {}
-        self._message: Any = None
+        self.blocks: dict[int, _Block] = {}
+        self.message: Any = None
         self._stop_reason: str | None = None
         self._usage: Any = None
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
-        event_type = getattr(event, "type", None)
+        event_type = event.type
         if event_type == "content_block_delta":
-            delta = event.delta
-            block = self._blocks.get(event.index)
+            block = self.blocks.get(event.index)
             if block is None:
                 return ()
-            if delta.type == "thinking_delta":
-                block.texts.append(delta.thinking)
+            delta = event.delta
+            delta_type = delta.type
+            if delta_type == "thinking_delta":
+                block.thinking.append(delta.thinking)
                 return ((event.index, delta.thinking),)
-            if delta.type == "signature_delta":
+            if delta_type == "text_delta":
+                block.texts.append(delta.text)
+            elif delta_type == "input_json_delta":
+                block.json.append(delta.partial_json)
+            elif delta_type == "signature_delta":
                 block.signature = delta.signature
+            elif delta_type == "citations_delta":
+                block.citations.append(delta.citation)
         elif event_type == "content_block_start":
-            block = event.content_block
-            if block.type == "thinking":
-                self._blocks[event.index] = _Block("thinking", block.thinking or "", block.signature or "", "")
-                if block.thinking:
-                    return ((event.index, block.thinking),)
-            elif block.type == "redacted_thinking":
-                self._blocks[event.index] = _Block("redacted_thinking", "", "", block.data)
+            block = self.blocks[event.index] = _Block(event.content_block)
+            if block.thinking:
+                return ((event.index, block.thinking[0]),)
         elif event_type == "message_start":
-            self._message = event.message
+            self.message = event.message
             self._usage = getattr(event.message, "usage", None)
         elif event_type == "message_delta":
             self._stop_reason = getattr(event.delta, "stop_reason", None) or self._stop_reason
@@ -153,13 +161,16 @@ class StreamAccumulator:
         provider = self._request.provider
         kind = self._request.hints.get("thinking_kind", ReasoningKind.TEXT)
         assert isinstance(kind, ReasoningKind)
-        reasonings = [
-            Reasoning(kind, provider, text="".join(b.texts), signature=b.signature or None)
-            if b.type == "thinking"
-            else Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=b.data)
-            for _, b in sorted(self._blocks.items())
-        ]
-        info = response_info(self._message) if self._message is not None else ResponseInfo()
+        reasonings = []
+        for _, block in sorted(self.blocks.items()):
+            block_type = getattr(block.start, "type", None)
+            if block_type == "thinking":
+                reasonings.append(
+                    Reasoning(kind, provider, text="".join(block.thinking), signature=block.signature or None)
+                )
+            elif block_type == "redacted_thinking":
+                reasonings.append(Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.start.data))
+        info = response_info(self.message) if self.message is not None else ResponseInfo()
         attributes = dict(info.attributes)
         if self._stop_reason:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [self._stop_reason]

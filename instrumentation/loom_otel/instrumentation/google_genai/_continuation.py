@@ -186,7 +186,9 @@ class GeminiSession:
             block = layout[i][j].item
             assert isinstance(block, Block)
             token = base64.b64encode(part.signature or b"").decode()
-            plan.restored.setdefault(i, []).append((j, RoundBlock(j, tr.SIGNATURE, block.key, block.canon, token), None))
+            plan.restored.setdefault(i, []).append(
+                (j, RoundBlock(j, tr.SIGNATURE, block.key, block.canon, token), None)
+            )
         if not resuming:
             self.hops.append(_Hop(plan))
             plan.emit(self.call, lambda i, j: _path(layout, i, j))

@@ -136,7 +136,9 @@ def read_part(raw: Any, loc: Loc) -> Part:
         data.pop("text", None)
     call = data.get("function_call")
     empty = text == "" and set(data) <= {"text"}
-    return Part(loc, canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty)
+    return Part(
+        loc, canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
+    )
 
 
 def _role_and_parts(content: Any) -> tuple[str, list[Any]] | None:

@@ -43,6 +43,7 @@ __all__ = [
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
+
 class _Flight:
     """The call in flight: its reasoning accumulator and its continuation session (if any)."""
 

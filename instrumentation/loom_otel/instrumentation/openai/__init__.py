@@ -22,6 +22,7 @@ from wrapt import wrap_function_wrapper
 
 from loom_otel.core._call import ReasoningHandler
 from loom_otel.core._config import runtime_for
+from loom_otel.instrumentation.openai._continuation import OpenAiContinuation
 from loom_otel.instrumentation.openai._wrappers import (
     async_chat_completions_create,
     async_responses_create,
@@ -60,6 +61,8 @@ class OpenAiInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning("openai")
         handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, __name__, __version__)
+        if runtime.enabled:
+            handler.continuation = OpenAiContinuation(runtime)
         for module, name, factory in _WRAPS:
             wrap_function_wrapper(module, name, factory(handler))
 

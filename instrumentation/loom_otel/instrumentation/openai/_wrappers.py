@@ -20,6 +20,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._call import ModelCall, ReasoningHandler
 from loom_otel.core._streams import AsyncStreamProxy, SyncStreamProxy
+from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
 
 __all__ = [
@@ -37,24 +38,37 @@ def _active(handler: ReasoningHandler) -> bool:
     return handler.runtime.enabled and is_instrumentation_enabled()
 
 
-def _complete(call: ModelCall, api: Api, response: Any) -> None:
-    """The complete response is known: capture (fail-closed)."""
+def _complete(call: ModelCall, api: Api, response: Any, outgoing: Outgoing | None) -> None:
+    """The complete response is known: vendor drops, capture (fail-closed), then (redact) scrub."""
+    if outgoing is not None:
+        outgoing.finish(response)
     call.complete(api.reasonings_of(response, call.request), api.response_info(response))
+    if outgoing is not None:
+        outgoing.scrub(response)
 
 
-def _result(call: ModelCall, api: Api, result: Any, proxy: StreamProxy) -> Any:
+def _prepare(handler: ReasoningHandler, api: Api, call: ModelCall, kwargs: dict[str, Any]) -> Outgoing | None:
+    """The continuation pass on the request the SDK is about to serialize (``None``: none configured)."""
+    adapter = handler.continuation
+    if not isinstance(adapter, OpenAiContinuation):
+        return None
+    return adapter.prepare(call, api is CHAT, kwargs)
+
+
+def _result(call: ModelCall, api: Api, result: Any, proxy: StreamProxy, outgoing: Outgoing | None) -> Any:
     from openai._legacy_response import LegacyAPIResponse
     from openai._response import BaseAPIResponse
 
     if isinstance(result, LegacyAPIResponse) and not call.request.stream:
-        _complete(call, api, result.parse())
+        _complete(call, api, result.parse(), outgoing)
         return result
     if isinstance(result, LegacyAPIResponse | BaseAPIResponse):
         call.abandon("raw_response")
         return result
     if call.request.stream:
-        return proxy(result, call, api.accumulator(call.request))
-    _complete(call, api, result)
+        accumulator = api.accumulator(call.request)
+        return proxy(result, call, accumulator if outgoing is None else outgoing.tap(accumulator))
+    _complete(call, api, result, outgoing)
     return result
 
 
@@ -64,12 +78,13 @@ def _create(handler: ReasoningHandler, api: Api) -> Wrapper:
             return wrapped(*args, **kwargs)
         call = handler.call(api.request_info(instance, kwargs, kwargs.get("stream") is True))
         try:
+            outgoing = _prepare(handler, api, call, kwargs)
             with call.activate():
-                result = wrapped(*args, **kwargs)
+                result = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
         except BaseException as exc:
             call.fail(exc)
             raise
-        return _result(call, api, result, SyncStreamProxy)
+        return _result(call, api, result, SyncStreamProxy, outgoing)
 
     return traced_method
 
@@ -82,12 +97,13 @@ def _async_create(handler: ReasoningHandler, api: Api) -> Wrapper:
         async def send() -> Any:
             call = handler.call(api.request_info(instance, kwargs, kwargs.get("stream") is True))
             try:
+                outgoing = _prepare(handler, api, call, kwargs)
                 with call.activate():
-                    result = await wrapped(*args, **kwargs)
+                    result = await wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
             except BaseException as exc:
                 call.fail(exc)
                 raise
-            return _result(call, api, result, AsyncStreamProxy)
+            return _result(call, api, result, AsyncStreamProxy, outgoing)
 
         return send()
 

@@ -1,0 +1,351 @@
+"""OpenAI-compatible APIs <-> continuation: the vendor's own drops, and ``transcript="redact"``.
+
+Neither API binds readable reasoning to a prefix the way Anthropic and Gemini do (the Responses API
+checks its own ``encrypted_content``, kept exactly as received, and reports what it removed in
+``input_transformations``), so there is no drop rule to apply here; what this module does:
+
+- Responses ``input_transformations`` become ``loom.reasoning.vendor_dropped`` (reason, count,
+  ``input.{i}`` positions of the removed items);
+- ``transcript="redact"``: the application gets Chat Completions messages and deltas without
+  ``reasoning_content`` / ``reasoning`` and Responses reasoning items with their summary (and
+  ``reasoning_text``) texts blanked. On the way out, an assistant message that carried reasoning gets it
+  back (DeepSeek requires it on tool-call turns), and a reasoning item its texts, from the store:
+  sealed to this execution and digest-checked (the core's ``resolve_text``). Records are keyed by a
+  digest of the message (content and tool calls) or of the item's ``encrypted_content`` (else its id)
+  and hold no text. A text that cannot be had is left out (``loom.reasoning.dropped``, reason
+  ``unresolvable``); a store that raises fails the call before anything is sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from loom_otel.core import _attributes as attr
+from loom_otel.core._bindings import BlockRecord, bindings_for
+from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._canonical import canonical_json
+from loom_otel.core._capture import Capture
+from loom_otel.core._config import Runtime
+from loom_otel.core._continuation import UNRESOLVABLE
+from loom_otel.core._model import Reasoning
+from loom_otel.core._redact import request_scope, resolve_text
+from loom_otel.core._streams import StreamAccumulator
+
+__all__ = ["OpenAiContinuation", "Outgoing"]
+
+FIELDS: Final = ("reasoning_content", "reasoning")
+_SEPARATOR: Final = "\n\n"
+_TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
+_DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def _key(kind: str, data: object) -> bytes:
+    return hashlib.sha256(f"openai/{kind}\x00".encode() + canonical_json(data)).digest()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return "".join(str(_get(p, "text") or "") for p in content)
+    return ""
+
+
+def message_key(field: str, message: Any) -> bytes:
+    """A Chat Completions assistant message, as the application may send it back: content and calls."""
+    calls = []
+    for call in _get(message, "tool_calls") or ():
+        function = _get(call, "function")
+        calls.append([_get(call, "id"), _get(function, "name"), _get(function, "arguments")])
+    return _key(f"chat/{field}", {"c": _text(_get(message, "content")), "t": calls})
+
+
+def item_key(field: str, item: Any) -> bytes | None:
+    token = _get(item, "encrypted_content") or _get(item, "id")
+    return _key(f"responses/{field}", token) if isinstance(token, str) and token else None
+
+
+def _record(text: str, ref: str | None, split: tuple[int, ...] = ()) -> BlockRecord:
+    return BlockRecord(b"", "openai", None, b"", b"", hashlib.sha256(text.encode()).hexdigest(), ref, split)
+
+
+def _item_texts(item: Any) -> tuple[str, list[str]]:
+    """Where a reasoning item's readable text is (``content`` or ``summary``) and its pieces."""
+    content = [str(_get(c, "text")) for c in _get(item, "content") or () if _get(c, "text") is not None]
+    if content:
+        return "content", content
+    return "summary", [str(_get(s, "text") or "") for s in _get(item, "summary") or ()]
+
+
+def _pieces(text: str, sizes: tuple[int, ...]) -> list[str] | None:
+    out, at = [], 0
+    for size in sizes:
+        out.append(text[at : at + size])
+        at += size + len(_SEPARATOR)
+    return out if at - len(_SEPARATOR) == len(text) else None
+
+
+class OpenAiContinuation:
+    """The continuation layer for one OpenAI instrumentor."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
+        self.store = runtime.store
+        self.redact = runtime.transcript == "redact"
+
+    def prepare(self, call: ModelCall, chat: bool, kwargs: dict[str, Any]) -> Outgoing:
+        """Put readable reasoning back into what the application sends (redact mode); raises
+        ``ReasoningContinuationError`` when the store fails."""
+        outgoing = Outgoing(self, call, chat, kwargs)
+        if self.redact:
+            name = "messages" if chat else "input"
+            items = kwargs.get(name)
+            if isinstance(items, list | tuple):
+                rebuilt, lost = self._rehydrate(list(items), chat)
+                if rebuilt is not None:
+                    outgoing.kwargs = {**kwargs, name: rebuilt}
+                if lost:
+                    call.add_event(
+                        attr.EVENT_DROPPED,
+                        {
+                            attr.DROP_REASON: UNRESOLVABLE,
+                            attr.DROP_COUNT: len(lost),
+                            attr.DROP_POSITIONS: [f"{name}.{i}" for i in lost],
+                        },
+                    )
+        return outgoing
+
+    def _rehydrate(self, items: list[Any], chat: bool) -> tuple[list[Any] | None, list[int]]:
+        scope = request_scope()
+        changed, lost = False, []
+        for i, item in enumerate(items):
+            if chat and _get(item, "role") == "assistant" and not any(_get(item, f) for f in FIELDS):
+                found = self._lookup([(f, message_key(f, item)) for f in FIELDS])
+                if found is None:
+                    continue
+                field, record = found
+                text = resolve_text(self.store, scope, record.ref, record.text_digest or "")
+                if text is None:
+                    lost.append(i)
+                    continue
+                items[i] = {**_plain(item), field: text}
+                changed = True
+            elif not chat and _get(item, "type") == "reasoning":
+                field, pieces = _item_texts(item)
+                key = item_key(field, item)
+                kept = self.bindings.block(key) if key is not None else None
+                if kept is None or any(pieces):
+                    continue
+                text = resolve_text(self.store, scope, kept.ref, kept.text_digest or "")
+                split = _pieces(text, kept.split or (len(text),)) if text is not None else None
+                if split is None or len(split) != len(pieces):
+                    lost.append(i)
+                    continue
+                kind = "summary_text" if field == "summary" else "reasoning_text"
+                items[i] = {**_plain(item), field: [{"type": kind, "text": t} for t in split]}
+                changed = True
+        return (items if changed else None), lost
+
+    def _lookup(self, keys: Sequence[tuple[str, bytes]]) -> tuple[str, BlockRecord] | None:
+        for field, key in keys:
+            record = self.bindings.block(key)
+            if record is not None:
+                return field, record
+        return None
+
+    def remember(self, records: list[tuple[bytes, BlockRecord]]) -> None:
+        if records:
+            self.bindings.add(records, [])
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if isinstance(item, Mapping):
+        return dict(item)
+    dumped: dict[str, Any] = item.model_dump(exclude_none=True)
+    return dumped
+
+
+class Outgoing:
+    """One call after the pass: the kwargs to send and what the response needs."""
+
+    __slots__ = ("adapter", "call", "chat", "kwargs", "original")
+
+    def __init__(self, adapter: OpenAiContinuation, call: ModelCall, chat: bool, kwargs: dict[str, Any]) -> None:
+        self.adapter = adapter
+        self.call = call
+        self.chat = chat
+        self.kwargs = kwargs
+        self.original = kwargs
+
+    def finish(self, response: Any) -> None:
+        """Before capture of a complete response: vendor drops; record (redact) once captured."""
+        if self.chat:
+            messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
+            if self.adapter.redact:
+                self.call.after_capture = lambda capture: self._record_chat(messages, capture)
+            return
+        self._vendor_dropped(_get(response, "input_transformations"))
+        if self.adapter.redact:
+            snapshot = [_item_snapshot(i) for i in _get(response, "output") or () if _get(i, "type") == "reasoning"]
+            self.call.after_capture = lambda capture: self._record_items(snapshot, capture)
+
+    def _record_chat(self, messages: Sequence[Any], capture: Capture | None) -> None:
+        parts = iter(capture.parts if capture is not None else ())
+        records = []
+        for message in messages:
+            extra = getattr(message, "model_extra", None) or {}
+            field = next((f for f in FIELDS if isinstance(extra.get(f), str) and extra[f]), None)
+            if field is None:
+                continue
+            part = next(parts, None)
+            records.append((message_key(field, message), _record(extra[field], part.text_ref if part else None)))
+        self.adapter.remember(records)
+
+    def _record_items(self, snapshot: Sequence[tuple[bytes | None, list[str]]], capture: Capture | None) -> None:
+        parts = iter(capture.parts if capture is not None else ())
+        records = []
+        for key, pieces in snapshot:
+            part = next(parts, None)
+            if key is None or not any(pieces):
+                continue
+            text = _SEPARATOR.join(pieces)
+            records.append((key, _record(text, part.text_ref if part else None, tuple(len(p) for p in pieces))))
+        self.adapter.remember(records)
+
+    def _vendor_dropped(self, transformations: Any) -> None:
+        ids = {_get(item, "id"): i for i, item in enumerate(self.original.get("input") or ()) if _get(item, "id")}
+        by_reason: dict[str, list[str]] = {}
+        for entry in transformations or ():
+            if _get(entry, "action") == "removed":
+                item_id = _get(entry, "id")
+                position = f"input.{ids[item_id]}" if item_id in ids else str(item_id)
+                by_reason.setdefault(str(_get(entry, "reason")), []).append(position)
+        for reason, positions in by_reason.items():
+            self.call.add_event(
+                attr.EVENT_VENDOR_DROPPED,
+                {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
+            )
+
+    def scrub(self, response: Any) -> None:
+        """``transcript="redact"``: the application never holds readable reasoning."""
+        if not self.adapter.redact:
+            return
+        if self.chat:
+            for choice in _get(response, "choices") or ():
+                _drop_fields(choice.message)
+        else:
+            for item in _get(response, "output") or ():
+                _blank_item(item)
+
+    def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
+        return _Tap(self, inner)
+
+
+def _item_snapshot(item: Any) -> tuple[bytes | None, list[str]]:
+    field, pieces = _item_texts(item)
+    return item_key(field, item), pieces
+
+
+def _drop_fields(obj: Any) -> None:
+    extra = getattr(obj, "model_extra", None)
+    if extra:
+        for field in FIELDS:
+            extra.pop(field, None)
+
+
+def _blank_item(item: Any) -> None:
+    if _get(item, "type") != "reasoning":
+        return
+    for piece in (*(_get(item, "summary") or ()), *(_get(item, "content") or ())):
+        if getattr(piece, "text", None):
+            piece.text = ""
+
+
+class _Tap:
+    """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
+
+    def __init__(self, outgoing: Outgoing, inner: StreamAccumulator) -> None:
+        self._outgoing = outgoing
+        self._inner = inner
+        self._final: Any = None
+        self._messages: dict[int, dict[str, Any]] = {}
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
+        if keeps and self._outgoing.adapter.redact:
+            # The inner accumulator keeps the event's response or item, which is blanked below.
+            deltas = self._inner.feed(chunk.model_copy(deep=True))
+        else:
+            deltas = self._inner.feed(chunk)
+        if self._outgoing.chat:
+            self._chat_chunk(chunk)
+        else:
+            self._event(chunk)
+        return deltas
+
+    def _chat_chunk(self, chunk: Any) -> None:
+        for choice in _get(chunk, "choices") or ():
+            message = self._messages.setdefault(choice.index, {"content": "", "calls": {}, "reasoning": {}})
+            delta = choice.delta
+            message["content"] += delta.content or ""
+            extra = getattr(delta, "model_extra", None) or {}
+            for field in FIELDS:
+                if isinstance(extra.get(field), str):
+                    message["reasoning"][field] = message["reasoning"].get(field, "") + extra[field]
+            for call in delta.tool_calls or ():
+                slot = message["calls"].setdefault(call.index, {"id": None, "name": None, "arguments": ""})
+                slot["id"] = call.id or slot["id"]
+                if call.function is not None:
+                    slot["name"] = call.function.name or slot["name"]
+                    slot["arguments"] += call.function.arguments or ""
+            if self._outgoing.adapter.redact:
+                _drop_fields(delta)
+
+    def _event(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        final = getattr(event, "response", None)
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self._final = final
+            self._outgoing.finish(final)
+        if not self._outgoing.adapter.redact:
+            return
+        if kind in _DELTA_EVENTS:
+            event.delta = ""
+        elif kind in _TEXT_EVENTS:
+            event.text = ""
+        part = getattr(event, "part", None)
+        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
+            part.text = ""
+        item = getattr(event, "item", None)
+        if item is not None:
+            _blank_item(item)
+        for output in getattr(final, "output", None) or ():
+            _blank_item(output)
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        result = self._inner.result()
+        if self._outgoing.chat and self._outgoing.adapter.redact:
+            messages = [self._message(m) for _, m in sorted(self._messages.items())]
+            self._outgoing.call.after_capture = lambda capture: self._outgoing._record_chat(messages, capture)
+        return result
+
+    @staticmethod
+    def _message(accumulated: dict[str, Any]) -> Any:
+        from openai.types.chat import ChatCompletionMessage
+
+        calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for _, c in sorted(accumulated["calls"].items())
+        ]
+        return ChatCompletionMessage.model_validate(
+            {"role": "assistant", "content": accumulated["content"] or None, "tool_calls": calls or None}
+            | accumulated["reasoning"]
+        )

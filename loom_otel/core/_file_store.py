@@ -1,0 +1,347 @@
+"""``FileReasoningStore``: sealed blobs in append-only pack files, one directory per (tenant, execution).
+
+Layout: ``root/blobs/<scope>/<writer>.pack`` plus ``root/blobs/<scope>/.digest-key`` (keyed digests).
+Each process appends to its own pack in a scope, so a capture costs one ``writev`` on an open file
+instead of creating a file (the file system's metadata work is done once per execution and writer).
+Erasure removes the scope directory, which is exactly one execution's blobs and key.
+
+A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
+(``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
+torn tail left by a crash is ignored by readers and the writer's next record starts a new pack, so a
+reader never sees part of a blob (the guarantee the write-then-rename of per-blob files gave). For the
+same ref the last whole record wins.
+
+Writers notice an erasure that happened under them (their pack's link count drops to zero) and write
+the record again into a fresh pack: a capture racing an erasure is kept, as if it came after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import threading
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Final
+
+from loom_otel.core._store import (
+    _MAGIC,
+    _REF,
+    DIGEST_KEY_BYTES,
+    DIGEST_KEY_NAME,
+    Envelope,
+    _opens,
+    _unseal,
+    scope_of,
+)
+from loom_otel.core.exceptions import ReasoningConfigError
+
+__all__ = ["FileReasoningStore"]
+
+_FRAME: Final = struct.Struct(">8sHQ")
+_FRAME_MAGIC: Final = b"LOOMPK1\n"
+_OPEN_PACKS: Final = 64
+"""Open pack files kept per store (one per recently written execution)."""
+
+
+class _Scope:
+    """What this process knows of one scope's packs: ref -> (pack path, blob offset, blob length)."""
+
+    __slots__ = ("entries", "scanned")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[str, int, int]] = {}
+        self.scanned: dict[str, int] = {}
+
+    def refresh(self, directory: str) -> None:
+        """Index the whole records other writers appended since the last look (reads frames only)."""
+        try:
+            names = os.listdir(directory)  # one call; a scope nobody wrote yet costs one failed lookup
+        except FileNotFoundError:
+            self.entries.clear()
+            self.scanned.clear()
+            return
+        for name in names:
+            if not name.endswith(".pack"):
+                continue
+            path = f"{directory}/{name}"
+            try:
+                size = os.stat(path).st_size
+            except FileNotFoundError:
+                continue
+            start = self.scanned.get(path, 0)
+            if size > start:
+                self.scanned[path] = _index_pack(path, start, size, self.entries)
+
+
+def _index_pack(path: str, offset: int, size: int, into: dict[str, tuple[str, int, int]]) -> int:
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        while offset + _FRAME.size <= size:
+            magic, ref_len, blob_len = _FRAME.unpack(fh.read(_FRAME.size))
+            end = offset + _FRAME.size + ref_len + blob_len
+            if magic != _FRAME_MAGIC or end > size:
+                break  # a torn tail (or garbage): nothing from here on is a whole record
+            ref = fh.read(ref_len).decode("ascii", "replace")
+            into[ref] = (path, offset + _FRAME.size + ref_len, blob_len)
+            fh.seek(end)
+            offset = end
+    return offset
+
+
+class FileReasoningStore:
+    """The default store (``file:///dir``): sealed blobs in per-execution append-only packs.
+
+    ``fsync=False`` leaves durability to the OS (benchmarks only; also ``LOOM_OTEL_STORE_FSYNC=false``):
+    a record is still never visible half written.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.fsync = fsync
+        self._blobs = self.root / "blobs"
+        self._blobs_dir = str(self._blobs)
+        self._lock = threading.Lock()
+        self._writer = ""
+        self._packs: OrderedDict[str, int] = OrderedDict()
+        self._pack_paths: dict[int, str] = {}
+        self._scopes: dict[str, _Scope] = {}
+        try:
+            self._blobs.mkdir(parents=True, exist_ok=True)
+            probe = self._blobs / f".probe-{uuid.uuid4().hex}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ReasoningConfigError(
+                f"reasoning store directory {str(self.root)!r} is not a writable directory: "
+                f"{exc.strerror or type(exc).__name__}"
+            ) from None
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def put(self, envelope: Envelope) -> str:
+        ref = envelope.ref
+        scope = ref[:32]
+        with self._lock:
+            known = self._scope(scope)
+            entry = known.entries.get(ref)
+            if entry is not None:
+                if os.path.exists(entry[0]):
+                    return ref  # content-addressed: already kept
+                self._scopes.pop(scope, None)  # erased by someone else since we looked
+                self._drop_pack(scope)
+            self._append(scope, ref, (_MAGIC, envelope.header(), envelope.body))
+        return ref
+
+    def _append(self, scope: str, ref: str, blob: tuple[bytes, ...]) -> None:
+        ref_bytes = ref.encode("ascii")
+        blob_len = sum(len(part) for part in blob)
+        chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
+        for _ in range(2):
+            fd, path, offset = self._pack(scope)
+            try:
+                written = os.writev(fd, chunks)
+                if written != _FRAME.size + len(ref_bytes) + blob_len:
+                    raise OSError(f"short write to reasoning pack ({written} bytes)")
+                if self.fsync:
+                    os.fsync(fd)
+            except BaseException:
+                self._drop_pack(scope)  # the next record goes to a new pack: a torn tail stays a tail
+                raise
+            if os.fstat(fd).st_nlink > 0:
+                known = self._scope(scope)
+                known.entries[ref] = (path, offset + _FRAME.size + len(ref_bytes), blob_len)
+                known.scanned[path] = offset + written
+                return
+            self._drop_pack(scope)  # erased while we wrote: write it again into a fresh pack
+        raise OSError("reasoning pack was removed twice while being written")
+
+    def _pack(self, scope: str) -> tuple[int, str, int]:
+        """This writer's open pack for ``scope`` (new after a fork or an erasure), and its end offset."""
+        if self._writer != f"{os.getpid()}":
+            self._writer = f"{os.getpid()}"
+            self._packs.clear()  # a forked child writes its own packs
+            self._pack_paths.clear()
+        fd = self._packs.get(scope)
+        if fd is not None and os.fstat(fd).st_nlink == 0:
+            self._drop_pack(scope)
+            fd = None
+        directory = f"{self._blobs_dir}/{scope}"
+        if fd is None:
+            path = f"{directory}/{self._writer}-{os.urandom(6).hex()}.pack"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+            created = False
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileNotFoundError:  # the execution's first blob: its directory is made once
+                os.makedirs(directory, exist_ok=True)
+                created = True
+                fd = os.open(path, flags, 0o600)
+            if self.fsync:
+                _fsync_dir(directory)
+                if created:
+                    _fsync_dir(self._blobs_dir)
+            self._packs[scope] = fd
+            self._pack_paths[fd] = path
+            while len(self._packs) > _OPEN_PACKS:
+                _, old = self._packs.popitem(last=False)
+                self._pack_paths.pop(old, None)
+                os.close(old)
+        else:
+            self._packs.move_to_end(scope)
+        path = self._pack_paths[fd]
+        return fd, path, os.lseek(fd, 0, os.SEEK_END)
+
+    def _drop_pack(self, scope: str) -> None:
+        fd = self._packs.pop(scope, None)
+        if fd is not None:
+            self._pack_paths.pop(fd, None)
+            os.close(fd)
+
+    def _scope(self, scope: str) -> _Scope:
+        known = self._scopes.get(scope)
+        if known is None:
+            known = self._scopes[scope] = _Scope()
+            known.refresh(f"{self._blobs_dir}/{scope}")
+        return known
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _locate(self, ref: str) -> tuple[str, int, int] | None:
+        if _REF.match(ref) is None:
+            return None
+        scope = ref[:32]
+        with self._lock:
+            known = self._scope(scope)
+            known.refresh(f"{self._blobs_dir}/{scope}")
+            return known.entries.get(ref)
+
+    def _read(self, ref: str) -> bytes | None:
+        where = self._locate(ref)
+        if where is None:
+            return None
+        path, offset, length = where
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(length)
+        except FileNotFoundError:
+            return None
+        return data if len(data) == length else None
+
+    def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
+        if not _opens(ref, tenant, execution_id):
+            return None
+        blob = self._read(ref)
+        return None if blob is None else _unseal(blob, tenant, execution_id)
+
+    def exists(self, ref: str) -> bool:
+        return self._locate(ref) is not None
+
+    def sealed_blob(self, ref: str) -> bytes | None:
+        """The sealed bytes stored at ``ref`` (audit and fault-injection use; not unsealed)."""
+        return self._read(ref)
+
+    def write_sealed_blob(self, ref: str, blob: bytes) -> None:
+        """Append raw sealed bytes as the newest record for ``ref`` (tests simulating disk faults)."""
+        if _REF.match(ref) is None:
+            raise ValueError("not a reasoning ref")
+        with self._lock:
+            self._append(ref[:32], ref, (blob,))
+
+    # -- removing ------------------------------------------------------------------------------------
+
+    def delete(self, ref: str) -> None:
+        """Remove one blob: its scope's packs are rewritten without it (rare; erasure is by scope)."""
+        if _REF.match(ref) is None:
+            return
+        scope = ref[:32]
+        directory = f"{self._blobs_dir}/{scope}"
+        with self._lock:
+            self._drop_pack(scope)
+            known = self._scope(scope)
+            known.refresh(directory)
+            for path in sorted({entry[0] for r, entry in known.entries.items() if r == ref}):
+                _rewrite_without(path, ref)
+            self._scopes.pop(scope, None)
+
+    def erase_execution(self, tenant: str | None, execution_id: str) -> int:
+        scope = scope_of(tenant, execution_id)
+        directory = f"{self._blobs_dir}/{scope}"
+        with self._lock:
+            self._drop_pack(scope)
+            self._scopes.pop(scope, None)
+            known = _Scope()
+            known.refresh(directory)
+            shutil.rmtree(directory, ignore_errors=True)
+        return len(known.entries)
+
+    # -- digest keys ---------------------------------------------------------------------------------
+
+    def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
+        directory = self._blobs / scope_of(tenant, execution_id)
+        path = directory / DIGEST_KEY_NAME
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            if not create:
+                return None
+        directory.mkdir(exist_ok=True)
+        tmp = directory / f".tmp-{uuid.uuid4().hex}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, os.urandom(DIGEST_KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # create-if-absent: a concurrent writer's key wins, and both use it
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(str(directory))
+        return path.read_bytes()
+
+    def close(self) -> None:
+        with self._lock:
+            for scope in list(self._packs):
+                self._drop_pack(scope)
+
+    def __repr__(self) -> str:
+        return f"FileReasoningStore({str(self.root)!r})"
+
+
+def _rewrite_without(path: str, ref: str) -> None:
+    """Copy every whole record of ``path`` except ``ref``'s to a new file and rename it over."""
+    records: list[tuple[str, int, int]] = []
+    size = os.stat(path).st_size
+    offset = 0
+    with open(path, "rb") as fh:
+        while offset + _FRAME.size <= size:
+            fh.seek(offset)
+            magic, ref_len, blob_len = _FRAME.unpack(fh.read(_FRAME.size))
+            end = offset + _FRAME.size + ref_len + blob_len
+            if magic != _FRAME_MAGIC or end > size:
+                break
+            if fh.read(ref_len).decode("ascii", "replace") != ref:
+                records.append((path, offset, end - offset))
+            offset = end
+        tmp = f"{path}.rewrite-{uuid.uuid4().hex[:8]}"
+        with open(tmp, "wb") as out:
+            for _, start, length in records:
+                fh.seek(start)
+                out.write(fh.read(length))
+            out.flush()
+            os.fsync(out.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
