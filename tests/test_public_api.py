@@ -23,9 +23,21 @@ PUBLIC_MODULES = [
 
 CONTRACT = {
     "loom_otel.core": [
-        "ReasoningConfig", "configure", "execution", "step", "ReasoningStore", "FileReasoningStore",
-        "MemoryReasoningStore", "store_from_uri", "ReasoningKind", "Reasoning", "ReasoningPart", "Untrusted",
-        "LoomOtelError", "ReasoningCaptureError", "ReasoningConfigError",
+        "ReasoningConfig",
+        "configure",
+        "execution",
+        "step",
+        "ReasoningStore",
+        "FileReasoningStore",
+        "MemoryReasoningStore",
+        "store_from_uri",
+        "ReasoningKind",
+        "Reasoning",
+        "ReasoningPart",
+        "Untrusted",
+        "LoomOtelError",
+        "ReasoningCaptureError",
+        "ReasoningConfigError",
     ],
     "loom_otel.instrumentation.anthropic": ["AnthropicInstrumentor"],
     "loom_otel.instrumentation.google_genai": ["GoogleGenAiInstrumentor"],
@@ -80,7 +92,9 @@ def test_entry_points_load(group, name, target):
 
 def test_environment_variables_are_registered_and_documented():
     (entry_point,) = [
-        ep for ep in importlib.metadata.entry_points(group="opentelemetry_environment_variables") if ep.name == "loom_otel"
+        ep
+        for ep in importlib.metadata.entry_points(group="opentelemetry_environment_variables")
+        if ep.name == "loom_otel"
     ]
     module = entry_point.load()
     names = [n for n in dir(module) if n.startswith("LOOM_OTEL_")]
@@ -93,9 +107,14 @@ def test_environment_variables_are_registered_and_documented():
 @pytest.mark.parametrize(
     "package",
     [
-        "loom_otel/core", "loom_otel/audit", "loom_otel/testing", "loom_otel/cli",
-        "instrumentation/loom_otel/instrumentation/anthropic", "instrumentation/loom_otel/instrumentation/google_genai",
-        "instrumentation/loom_otel/instrumentation/openai", "exporters/loom_otel/exporters/chain",
+        "loom_otel/core",
+        "loom_otel/audit",
+        "loom_otel/testing",
+        "loom_otel/cli",
+        "instrumentation/loom_otel/instrumentation/anthropic",
+        "instrumentation/loom_otel/instrumentation/google_genai",
+        "instrumentation/loom_otel/instrumentation/openai",
+        "exporters/loom_otel/exporters/chain",
     ],
 )
 def test_regular_packages_ship_py_typed(package):
@@ -105,6 +124,11 @@ def test_regular_packages_ship_py_typed(package):
 
 def test_namespace_roots_have_no_init():
     root = Path(__file__).resolve().parents[1]
-    for namespace in ("loom_otel", "instrumentation/loom_otel", "instrumentation/loom_otel/instrumentation",
-                      "exporters/loom_otel", "exporters/loom_otel/exporters"):
+    for namespace in (
+        "loom_otel",
+        "instrumentation/loom_otel",
+        "instrumentation/loom_otel/instrumentation",
+        "exporters/loom_otel",
+        "exporters/loom_otel/exporters",
+    ):
         assert not (root / namespace / "__init__.py").exists(), namespace

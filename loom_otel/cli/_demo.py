@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if not key.exists():
         generate_key(key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
     config = ReasoningConfig(store=f"file://{store_dir}", journal=journal_dir, checkpoint_key=key)
-    instrumentors = [AnthropicInstrumentor(), GoogleGenAiInstrumentor()]
+    instrumentors: list[AnthropicInstrumentor | GoogleGenAiInstrumentor] = [
+        AnthropicInstrumentor(),
+        GoogleGenAiInstrumentor(),
+    ]
     for instrumentor in instrumentors:
         instrumentor.instrument(tracer_provider=provider, config=config)
     sim = Simulator(strict=True)

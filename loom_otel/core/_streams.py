@@ -33,10 +33,19 @@ class StreamCaptureMixin:
 
     _self_call: ModelCall
     _self_accumulator: StreamAccumulator
+    _self_feed: Any
+    _self_live: bool
+
+    def _start_capture(self, call: ModelCall, accumulator: StreamAccumulator) -> None:
+        """Per-stream state; the per-chunk path only reads what is resolved here once."""
+        self._self_call = call
+        self._self_accumulator = accumulator
+        self._self_feed = accumulator.feed
+        self._self_live = call.handler.live_sink is not None
 
     def _process_chunk(self, chunk: Any) -> None:
-        deltas = self._self_accumulator.feed(chunk)
-        if deltas:
+        deltas = self._self_feed(chunk)
+        if deltas and self._self_live:
             self._self_call.deliver(deltas)
 
     def _on_stream_end(self) -> None:
@@ -66,8 +75,7 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 
     def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
         super().__init__(wrapped)
-        self._self_call = call
-        self._self_accumulator = accumulator
+        self._start_capture(call, accumulator)
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -119,8 +127,7 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 
     def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
         super().__init__(wrapped)
-        self._self_call = call
-        self._self_accumulator = accumulator
+        self._start_capture(call, accumulator)
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self

@@ -52,7 +52,7 @@ def calls_of(contents: list[Any]) -> list[Any]:
 
 def answers(contents: list[Any]) -> list[types.Part]:
     """Function responses for every call of the last model step."""
-    calls = []
+    calls: list[Any] = []
     for content in reversed(contents):
         if _get(content, "role") != "model":
             break

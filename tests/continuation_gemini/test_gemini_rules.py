@@ -22,7 +22,7 @@ SIGNATURE = bytes(range(250, 256)) + b"\xfb\xff\xfe" * 7  # '+' and '/' in stand
 
 
 def _spellings() -> list[Any]:
-    call = {"name": "get_weather", "args": {"city": "Lyon", "days": 2}}
+    call: dict[str, Any] = {"name": "get_weather", "args": {"city": "Lyon", "days": 2}}
     std = base64.b64encode(SIGNATURE).decode()
     url = base64.urlsafe_b64encode(SIGNATURE).decode()
     assert std != url

@@ -22,7 +22,7 @@ from tests.continuation.conftest import FlakyStore
 
 CANARY = "CANARY-openai-continuation-0b4d"
 MODEL = "deepseek-reasoner"
-TOOL = {
+TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -30,7 +30,7 @@ TOOL = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
-RESPONSES_TOOL = {
+RESPONSES_TOOL: dict[str, Any] = {
     "type": "function",
     "name": "get_weather",
     "description": "Weather for a city.",
@@ -42,7 +42,7 @@ MODES = ("sync", "async", "stream", "async_stream")
 
 def _chat_stream_message(chunks: list[Any]) -> dict[str, Any]:
     """What an application builds from the chunks it was handed."""
-    content, calls = "", {}
+    content, calls = "", dict[int, dict[str, Any]]()
     for chunk in chunks:
         for choice in chunk.choices:
             content += choice.delta.content or ""
@@ -64,7 +64,7 @@ def chat_send(mode: str, sim: Simulator, kw: dict[str, Any], seen: list[Any]) ->
     if mode == "sync":
         completion = sim.openai_client().chat.completions.create(**kw)
         seen.append(completion)
-        return completion.choices[0].message.model_dump(exclude_none=True)
+        return dict(completion.choices[0].message.model_dump(exclude_none=True))
     if mode == "stream":
         chunks = list(sim.openai_client().chat.completions.create(stream=True, **kw))
         seen.extend(chunks)
@@ -75,7 +75,7 @@ def chat_send(mode: str, sim: Simulator, kw: dict[str, Any], seen: list[Any]) ->
         if mode == "async":
             completion = await client.chat.completions.create(**kw)
             seen.append(completion)
-            return completion.choices[0].message.model_dump(exclude_none=True)
+            return dict(completion.choices[0].message.model_dump(exclude_none=True))
         chunks = [c async for c in await client.chat.completions.create(stream=True, **kw)]
         seen.extend(chunks)
         return _chat_stream_message(chunks)
@@ -113,7 +113,8 @@ def test_chat_redact_rehydrates_reasoning_content(mode: str, tmp_path: Path, cap
     assert len(captured) == 2 and all(all(e["loom.reasoning.part.ref"]) for e in captured)
 
     with pytest.raises(openai.BadRequestError) as refused:  # without loom-otel: DeepSeek's 400
-        sim.openai_client().chat.completions.create(model=MODEL, messages=messages, tools=[TOOL])
+        bare: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": [TOOL]}
+        sim.openai_client().chat.completions.create(**bare)
     assert refused.value.status_code == 400
 
 
@@ -215,7 +216,7 @@ def test_responses_redact_blanks_summaries_and_rehydrates(mode: str, tmp_path: P
     def simulator() -> Simulator:
         return Simulator(strict=True, reasoning_text=f"Check the forecast first. {CANARY}", max_tool_rounds=2)
 
-    sim, seen = simulator(), []
+    sim, seen = simulator(), list[Any]()
     config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript="redact")
     with instrumented(OpenAiInstrumentor(), config=config) as telemetry, execution("run-1"):
         items = responses_loop(mode, sim, seen, rounds=2)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
@@ -321,22 +321,26 @@ class _Accumulator:
         self._outgoing = outgoing
         self._call = call
         self._inner = inner
-        self._redact = outgoing.adapter.redact
+        # Keep mode: nothing to do per event beyond capture's own work.
+        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
+            self._redacting_feed if outgoing.adapter.redact else inner.feed
+        )
         call.after_capture = self._record
 
-    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+    def _redacting_feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        """Redact mode: blank each event's thinking text AFTER capture saw it."""
         deltas = self._inner.feed(chunk)
         kind = chunk.type
-        if self._redact:
-            if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
-                chunk.delta.thinking = ""
-            elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
-                chunk.content_block.thinking = ""
-        if kind == "message_start":
-            vendor_dropped(self._call, getattr(chunk.message, "input_transformations", None))
+        if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
+            chunk.delta.thinking = ""
+        elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
+            chunk.content_block.thinking = ""
         return deltas
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        assert isinstance(self._inner, _StreamedBlocks)
+        if self._inner.message is not None:  # final in message_start
+            vendor_dropped(self._call, getattr(self._inner.message, "input_transformations", None))
         return self._inner.result()
 
     def blocks(self) -> list[dict[str, Any]]:
