@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, ReasoningConfig
+from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig
+from loom_otel.core._bindings import forget_bindings
+from loom_otel.core._call import ModelCall
 from loom_otel.core._config import reset_runtime
 from loom_otel.testing import Telemetry
 
@@ -20,8 +23,10 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
     monkeypatch.chdir(tmp_path)
     reset_runtime()
+    forget_bindings()
     yield
     reset_runtime()
+    forget_bindings()
 
 
 @pytest.fixture
@@ -47,3 +52,35 @@ def config(store: MemoryReasoningStore, journal_dir: Path) -> ReasoningConfig:
 @pytest.fixture
 def wire() -> Path:
     return WIRE
+
+
+class FlakyStore(MemoryReasoningStore):
+    """A memory store whose reads can be made to fail (an outage)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+
+    def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
+        if self.broken:
+            raise TimeoutError("store outage")
+        return super().get(ref, tenant=tenant, execution_id=execution_id)
+
+
+@pytest.fixture
+def flaky_store() -> FlakyStore:
+    return FlakyStore()
+
+
+@pytest.fixture
+def completed(monkeypatch: pytest.MonkeyPatch) -> list[list[Reasoning]]:
+    """The ``Reasoning`` items each model call completed with (signatures included, for assertions)."""
+    seen: list[list[Reasoning]] = []
+    original = ModelCall.complete
+
+    def spy(self: ModelCall, reasonings: Any, response: Any) -> Any:
+        seen.append(list(reasonings))
+        return original(self, reasonings, response)
+
+    monkeypatch.setattr(ModelCall, "complete", spy)
+    return seen

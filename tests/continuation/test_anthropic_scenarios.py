@@ -18,8 +18,13 @@ from loom_otel.core.exceptions import ReasoningContinuationError
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import Telemetry, find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.anthropic_modes import MODES
-from tests.continuation.conftest import FlakyStore
+from tests.anthropic.modes import MODES as ALL_MODES
+from tests.conftest import FlakyStore
+
+MODES = {
+    name: ALL_MODES[name]
+    for name in ("sync", "async", "stream", "async_stream", "messages.stream", "async_messages.stream")
+}
 
 CANARY = "CANARY-continuation-5d1e"
 MODEL = "claude-sonnet-5-5"

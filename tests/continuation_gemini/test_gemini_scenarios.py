@@ -20,7 +20,7 @@ from loom_otel.core.exceptions import ReasoningContinuationError
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.conftest import FlakyStore
+from tests.conftest import FlakyStore
 from tests.continuation_gemini.modes import MODEL, MODES, user
 from tests.continuation_gemini.scenario import (
     CANARY,

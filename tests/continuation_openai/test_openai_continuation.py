@@ -18,7 +18,7 @@ from loom_otel.core.exceptions import ReasoningContinuationError
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.conftest import FlakyStore
+from tests.conftest import FlakyStore
 
 CANARY = "CANARY-openai-continuation-0b4d"
 MODEL = "deepseek-reasoner"

@@ -9,8 +9,6 @@ import pytest
 from google import genai
 from google.genai import types
 
-from loom_otel.core import Reasoning
-from loom_otel.core._call import ModelCall
 from loom_otel.testing.simulator import Simulator, serve
 from tests.google_genai.helpers import THOUGHT
 
@@ -37,17 +35,3 @@ def client_of(request: pytest.FixtureRequest) -> Iterator[Callable[[Simulator], 
     yield over_http
     for context in servers:
         context.__exit__(None, None, None)
-
-
-@pytest.fixture
-def completed(monkeypatch: pytest.MonkeyPatch) -> list[list[Reasoning]]:
-    """The ``Reasoning`` items each model call completed with (signatures included, for assertions)."""
-    seen: list[list[Reasoning]] = []
-    original = ModelCall.complete
-
-    def spy(self: ModelCall, reasonings: Any, response: Any) -> Any:
-        seen.append(list(reasonings))
-        return original(self, reasonings, response)
-
-    monkeypatch.setattr(ModelCall, "complete", spy)
-    return seen

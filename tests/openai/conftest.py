@@ -8,8 +8,6 @@ from typing import Any
 import openai
 import pytest
 
-from loom_otel.core import Reasoning
-from loom_otel.core._call import ModelCall
 from loom_otel.testing.simulator import Simulator, serve
 from tests.openai.helpers import THOUGHT
 
@@ -30,17 +28,3 @@ def make(request: pytest.FixtureRequest, sim: Simulator) -> Iterator[Callable[[b
         yield lambda is_async: (openai.AsyncOpenAI if is_async else openai.OpenAI)(
             api_key="x", base_url=url, max_retries=0
         )
-
-
-@pytest.fixture
-def completed(monkeypatch: pytest.MonkeyPatch) -> list[list[Reasoning]]:
-    """The ``Reasoning`` items each model call completed with (signatures included, for assertions)."""
-    seen: list[list[Reasoning]] = []
-    original = ModelCall.complete
-
-    def spy(self: ModelCall, reasonings: Any, response: Any) -> Any:
-        seen.append(list(reasonings))
-        return original(self, reasonings, response)
-
-    monkeypatch.setattr(ModelCall, "complete", spy)
-    return seen

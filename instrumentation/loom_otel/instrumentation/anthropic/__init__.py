@@ -12,15 +12,9 @@ Without ``config`` everything comes from the ``LOOM_OTEL_*`` environment (``open
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, Final
+from typing import Final
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
-from loom_otel.core._call import ReasoningHandler
-from loom_otel.core._config import runtime_for
+from loom_otel.core._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,
@@ -39,7 +33,7 @@ _BETA: Final = "anthropic.resources.beta.messages.messages"
 _VERTEX_BETA: Final = "anthropic.lib.vertex._beta_messages"
 _BEDROCK_BETA: Final = "anthropic.lib.bedrock._beta_messages"
 
-_WRAPS: Final = tuple(
+_WRAPS: Final[tuple[Wrap, ...]] = tuple(
     (module, f"{cls}.{method}", factory)
     for module in (_FIRST_PARTY, _BETA, _VERTEX_BETA, _BEDROCK_BETA)
     for cls, method, factory in (
@@ -53,23 +47,12 @@ _WRAPS: Final = tuple(
 )
 
 
-class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class AnthropicInstrumentor(ReasoningInstrumentor):
     """Captures thinking and redacted_thinking blocks of every Messages call (sync, async, streamed,
     ``messages.stream()``, ``parse``, beta, Vertex and Bedrock beta copies)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        runtime = runtime_for(kwargs.get("config"))
-        runtime.boot_warning("anthropic")
-        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, __name__, __version__)
-        if runtime.enabled:
-            handler.continuation = AnthropicContinuation(runtime)
-        for module, name, factory in _WRAPS:
-            wrap_function_wrapper(module, name, factory(handler))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _ in _WRAPS:
-            cls, method = name.split(".")
-            unwrap(f"{module}.{cls}", method)
+    provider = "anthropic"
+    instruments = _instruments
+    wraps = _WRAPS
+    continuation = AnthropicContinuation
+    version = __version__

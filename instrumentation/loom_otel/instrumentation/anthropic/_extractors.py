@@ -9,6 +9,7 @@ from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
+from loom_otel.core._semconv import model_name, server_attributes
 
 __all__ = ["StreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
@@ -37,17 +38,12 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
     max_tokens = kwargs.get("max_tokens")
     if isinstance(max_tokens, int):
         attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
-    base_url = getattr(getattr(instance, "_client", None), "base_url", None)
-    host = getattr(base_url, "host", None)
-    if host:
-        attributes[attr.SERVER_ADDRESS] = str(host)
-        port = getattr(base_url, "port", None) or (443 if getattr(base_url, "scheme", "") == "https" else 80)
-        attributes[attr.SERVER_PORT] = int(port)
+    server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
     return RequestInfo(
         provider=provider_of(instance),
         operation="chat",
-        model=model if isinstance(model, str) else str(model or ""),
+        model=model_name(model),
         stream=stream,
         attributes=attributes,
         hints={"thinking_kind": _thinking_kind(kwargs)},

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
+from loom_otel.core._semconv import model_name, server_attributes
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
 
@@ -45,20 +45,10 @@ def _config_value(config: Any, name: str) -> Any:
     return getattr(config, name, None)
 
 
-def _server(instance: Any, into: dict[str, AttributeValue]) -> None:
-    options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
-    base_url = getattr(options, "base_url", None)
-    if not isinstance(base_url, str):
-        return
-    url = urlsplit(base_url)
-    if url.hostname:
-        into[attr.SERVER_ADDRESS] = url.hostname
-        into[attr.SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)
-
-
 def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
     attributes: dict[str, AttributeValue] = {}
-    _server(instance, attributes)
+    options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
+    server_attributes(getattr(options, "base_url", None), attributes)
     max_tokens = _config_value(kwargs.get("config"), "max_output_tokens")
     if isinstance(max_tokens, int):
         attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
@@ -66,7 +56,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
     return RequestInfo(
         provider=provider_of(instance),
         operation=_OPERATION,
-        model=model if isinstance(model, str) else str(model or ""),
+        model=model_name(model),
         stream=stream,
         attributes=attributes,
     )

@@ -50,6 +50,7 @@ THOUGHT: Final = "thought"
 SIGNATURE: Final = "signature"
 MODEL_HEAD: Final = b"M\x00model\x00"
 _SIG_KEYS: Final = ("thought_signature", "thoughtSignature")
+_TEXT_FIELDS: Final = frozenset({"text", "thought", "thought_signature"})
 _ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 Loc = tuple[int, int]
@@ -126,8 +127,14 @@ def read_part(raw: Any, loc: Loc) -> Part:
         signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
         data = _dump_dict(data)
     else:
-        dump = getattr(raw, "model_dump", None)
-        data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
+        fields = getattr(raw, "model_fields_set", None)
+        if fields is not None and fields <= _TEXT_FIELDS:
+            # The streamed hot path (a text or thought part, maybe signed): the same dict model_dump
+            # would give, read off the set fields without pydantic's serializer.
+            data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
+        else:
+            dump = getattr(raw, "model_dump", None)
+            data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
         signature = decode_signature(data.pop("thought_signature", None))
     thought = bool(data.get("thought"))
     text = data.get("text")

@@ -13,15 +13,9 @@ Without ``config`` everything comes from the ``LOOM_OTEL_*`` environment (``open
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, Final
+from typing import Final
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
-
-from loom_otel.core._call import ReasoningHandler
-from loom_otel.core._config import runtime_for
+from loom_otel.core._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation
 from loom_otel.instrumentation.openai._wrappers import (
     async_chat_completions_create,
@@ -38,7 +32,7 @@ _CHAT: Final = "openai.resources.chat.completions.completions"
 _RESPONSES: Final = "openai.resources.responses.responses"
 
 # ``stream()`` helpers call ``create(stream=True)``; ``parse()`` posts by itself.
-_WRAPS: Final = (
+_WRAPS: Final[tuple[Wrap, ...]] = (
     (_CHAT, "Completions.create", chat_completions_create),
     (_CHAT, "Completions.parse", chat_completions_create),
     (_CHAT, "AsyncCompletions.create", async_chat_completions_create),
@@ -50,23 +44,12 @@ _WRAPS: Final = (
 )
 
 
-class OpenAiInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class OpenAiInstrumentor(ReasoningInstrumentor):
     """Captures ``reasoning_content`` / ``reasoning`` of Chat Completions and the reasoning items of the
     Responses API (sync, async, streamed, ``stream()`` and ``parse()`` helpers)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return _instruments
-
-    def _instrument(self, **kwargs: Any) -> None:
-        runtime = runtime_for(kwargs.get("config"))
-        runtime.boot_warning("openai")
-        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, __name__, __version__)
-        if runtime.enabled:
-            handler.continuation = OpenAiContinuation(runtime)
-        for module, name, factory in _WRAPS:
-            wrap_function_wrapper(module, name, factory(handler))
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _ in _WRAPS:
-            cls, method = name.split(".")
-            unwrap(f"{module}.{cls}", method)
+    provider = "openai"
+    instruments = _instruments
+    wraps = _WRAPS
+    continuation = OpenAiContinuation
+    version = __version__

@@ -1,0 +1,52 @@
+"""The one instrumentor shape every vendor package declares: what to wrap, with which factories.
+
+A vendor instrumentor is a subclass that only sets ``provider``, ``instruments``, ``wraps`` and
+``continuation``; building the shared handler, the boot warning and the mirrored wrap/unwrap list
+live here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, ClassVar
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+from wrapt import wrap_function_wrapper
+
+from loom_otel.core._call import ReasoningHandler
+from loom_otel.core._config import runtime_for
+
+__all__ = ["ReasoningInstrumentor", "Wrap"]
+
+Wrap = tuple[str, str, Callable[[ReasoningHandler], Any]]
+"""(module, "Class.method", wrapper factory taking the shared handler)."""
+
+
+class ReasoningInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Instrument with ``tracer_provider=`` and ``config=`` (a ``ReasoningConfig``; without one,
+    everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``)."""
+
+    provider: ClassVar[str]
+    instruments: ClassVar[Collection[str]]
+    wraps: ClassVar[Sequence[Wrap]]
+    continuation: ClassVar[type[Any] | None] = None
+    """The vendor's continuation adapter, built with the runtime (``handler.continuation``)."""
+    version: ClassVar[str] = "0.1.0"
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return self.instruments
+
+    def _instrument(self, **kwargs: Any) -> None:
+        runtime = runtime_for(kwargs.get("config"))
+        runtime.boot_warning(self.provider)
+        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version)
+        if runtime.enabled and self.continuation is not None:
+            handler.continuation = self.continuation(runtime)
+        for module, name, factory in self.wraps:
+            wrap_function_wrapper(module, name, factory(handler))
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for module, name, _ in self.wraps:
+            cls, method = name.split(".")
+            unwrap(f"{module}.{cls}", method)
