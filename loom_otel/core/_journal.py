@@ -127,9 +127,17 @@ def _load_signer(setting: str | None) -> Signer | None:
     return None
 
 
+BATCH_WINDOW: Final = 0.002
+"""``batch`` durability: how long the group commit lets appends gather before one fsync covers them."""
+
+
 class Journal:
-    """One writer's chain in ``directory``. Thread-safe; each append is written (and, unless
-    ``durability="os"``, synced) before it returns; ``OSError`` when it cannot be (callers fail closed).
+    """One writer's chain in ``directory``. Thread-safe; each append is written to the OS before it
+    returns (it survives a crash of the process), ``OSError`` when it cannot be (callers fail closed).
+
+    When it reaches the disk: ``always``, before the append returns; ``batch``, within about
+    ``BATCH_WINDOW`` (a background group commit: one fsync covers every record appended meanwhile, and
+    a power loss can cost at most that window); ``os``, when the OS writes it back.
     """
 
     def __init__(
@@ -177,6 +185,9 @@ class Journal:
         self._checkpoint_at = time.monotonic()
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
+        self._dirty = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._flusher_stop = threading.Event()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -189,7 +200,7 @@ class Journal:
             target = self._seq
             if self._timer is None and self._interval > 0:
                 self._start_timer()
-        self._await_sync(target)
+        self._schedule_sync(target)
         return entry
 
     def checkpoint(self) -> JournalEntry | None:
@@ -285,8 +296,26 @@ class Journal:
             os.close(self._fd)
             self._fd = -1
 
+    def _schedule_sync(self, target: int) -> None:
+        """``batch``: hand the sync to the group-commit thread; ``always`` synced already; ``os``: none."""
+        if self.durability != "batch":
+            return
+        self._dirty.set()
+        if self._flusher is None:
+            with self._lock:
+                if self._flusher is None:
+                    self._flusher_stop = threading.Event()
+                    self._flusher = threading.Thread(
+                        target=_group_commit,
+                        args=(weakref.ref(self), self._flusher_stop, self._dirty),
+                        name="loom-otel-journal-commit",
+                        daemon=True,
+                    )
+                    self._flusher.start()
+
     def _await_sync(self, target: int) -> None:
-        """``batch``: return once record ``target`` is synced, sharing one sync among concurrent appends."""
+        """``batch``: return once record ``target`` is synced, sharing one sync among concurrent callers
+        (checkpoints and the group-commit thread wait here; appends do not)."""
         if self.durability != "batch":
             return
         cond = self._synced_cond
@@ -354,6 +383,8 @@ class Journal:
         with self._lock:
             self._timer_stop.set()
             self._timer = None
+            self._flusher_stop.set()
+            self._flusher = None
             try:
                 if self._fd >= 0 and self._seq != self._checkpoint_seq:
                     self._checkpoint_locked()
@@ -370,6 +401,26 @@ class Journal:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._start_chain()
+
+
+def _group_commit(ref: weakref.ref[Journal], stop: threading.Event, dirty: threading.Event) -> None:
+    """Sync a journal's appends in groups: wait for one, let a window's worth gather, sync them all."""
+    while not stop.is_set():
+        if not dirty.wait(1.0):
+            if ref() is None:
+                return
+            continue
+        time.sleep(BATCH_WINDOW)
+        dirty.clear()
+        journal = ref()
+        if journal is None:
+            return
+        try:
+            journal._await_sync(journal.head[0])
+        except OSError as exc:
+            _logger.warning("audit journal: group commit failed (%s); retrying", type(exc).__name__)
+            dirty.set()
+        del journal
 
 
 def _checkpoint_timer(ref: weakref.ref[Journal], stop: threading.Event, interval: float) -> None:

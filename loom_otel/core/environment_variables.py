@@ -32,9 +32,10 @@ LOOM_OTEL_AUDIT_JOURNAL: Final = "LOOM_OTEL_AUDIT_JOURNAL"
 else ``./.loom/journal``."""
 
 LOOM_OTEL_JOURNAL_DURABILITY: Final = "LOOM_OTEL_JOURNAL_DURABILITY"
-"""When journal appends reach the disk: ``always`` (fsync per record), ``batch`` (group commit every
-few milliseconds; a capture returns after its record is synced), ``os`` (left to the OS). Default:
-``batch``."""
+"""When journal records reach the disk. Every append is written to the OS before the capture returns
+(it survives a crash of the process); then ``always`` fsyncs each record before returning, ``batch``
+lets a background group commit fsync every record within about 2 ms (a power loss can cost at most that
+window), ``os`` leaves it to the OS. Default: ``batch``."""
 
 LOOM_OTEL_STORE_FSYNC: Final = "LOOM_OTEL_STORE_FSYNC"
 """``false`` skips the fsync of file-store blobs (the rename stays atomic; a power loss may lose the
