@@ -9,7 +9,7 @@ from __future__ import annotations
 from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
 from loom_otel.core._file_store import FileReasoningStore
-from loom_otel.core._live import ReasoningDelta
+from loom_otel.core._live import ReasoningDelta, TextDelta
 from loom_otel.core._live_hub import LiveReasoningHub
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store import (
@@ -43,6 +43,7 @@ __all__ = [
     "ReasoningPart",
     "ReasoningStore",
     "Runtime",
+    "TextDelta",
     "Untrusted",
     "configure",
     "execution",

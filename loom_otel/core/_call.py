@@ -67,9 +67,13 @@ class ReasoningHandler:
         self.continuation: Any = None
         """The vendor's continuation adapter (set by the instrumentor; ``None``: requests pass unchanged)."""
         self.live_end: Callable[[ModelCall, str, Capture | None], None] | None = None
+        self.live_text_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
+        """Set only with live text on (and no guard refusing live delivery): streams then report text."""
         if runtime.live and runtime.enabled:
             channel = LiveChannel(runtime)
             self.live_sink, self.live_end = channel.deliver, channel.end
+            if runtime.live_text and not channel.refuses:
+                self.live_text_sink = channel.deliver_text
 
     def call(self, request: RequestInfo) -> ModelCall:
         """A call whose span starts now (the request is about to be sent)."""
@@ -161,6 +165,12 @@ class ModelCall:
     def deliver(self, deltas: Sequence[tuple[int, str]]) -> None:
         """Streamed reasoning deltas (block index, text): to the live view when one is configured."""
         sink = self.handler.live_sink
+        if sink is not None:
+            sink(self, deltas)
+
+    def deliver_text(self, deltas: Sequence[tuple[int, str]]) -> None:
+        """Streamed answer text deltas (block index, text): to the live view when live text is on."""
+        sink = self.handler.live_text_sink
         if sink is not None:
             sink(self, deltas)
 

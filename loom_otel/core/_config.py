@@ -36,6 +36,7 @@ class ReasoningConfig:
 
     ``store`` is a ``ReasoningStore`` or a URL (``file:///dir``, ``memory:``, ``s3://bucket/prefix``).
     ``on_reasoning`` is the live sink (``live=True``); ``delta_guards`` run on each live delta.
+    ``live_text`` (with ``live``) also sends the answer's streamed text deltas, as ``TextDelta``.
     """
 
     enabled: bool | None = None
@@ -43,6 +44,7 @@ class ReasoningConfig:
     capture: bool | None = None
     transcript: Transcript | None = None
     live: bool | None = None
+    live_text: bool | None = None
     on_reasoning: Callable[[Any], None] | None = None
     delta_guards: Sequence[Callable[[Any], Any]] = ()
     journal: str | os.PathLike[str] | Journal | None = None
@@ -99,6 +101,7 @@ class Runtime:
     checkpoint_key: Path | None
     on_reasoning: Callable[[Any], None] | None = None
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
+    live_text: bool = False
     _journal: Journal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
 
@@ -155,6 +158,7 @@ class Runtime:
                 f"reasoning could never be put back ({env.LOOM_OTEL_REASONING_STORE})"
             )
         live = _pick(config.live, _env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
+        live_text = _pick(config.live_text, _env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
         durability = _pick(
             config.journal_durability,
             _env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
@@ -192,6 +196,7 @@ class Runtime:
             checkpoint_key=Path(key_setting).expanduser() if key_setting is not None else None,
             on_reasoning=config.on_reasoning,
             delta_guards=tuple(config.delta_guards),
+            live_text=bool(live_text),
             _journal=journal,
         )
         if enabled and require and not runtime.keeps_text:

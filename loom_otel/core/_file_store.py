@@ -261,11 +261,13 @@ class FileReasoningStore:
         directory = f"{self._blobs_dir}/{scope}"
         with self._lock:
             self._drop_pack(scope)
-            known = self._scope(scope)
-            known.refresh(directory)
-            for path in sorted({entry[0] for r, entry in known.entries.items() if r == ref}):
-                _rewrite_without(path, ref)
             self._scopes.pop(scope, None)
+            try:
+                packs = sorted(name for name in os.listdir(directory) if name.endswith(".pack"))
+            except FileNotFoundError:
+                return
+            for name in packs:  # every copy of the ref, not only the newest
+                _rewrite_without(f"{directory}/{name}", ref)
 
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
         scope = scope_of(tenant, execution_id)
@@ -315,8 +317,10 @@ class FileReasoningStore:
 
 
 def _rewrite_without(path: str, ref: str) -> None:
-    """Copy every whole record of ``path`` except ``ref``'s to a new file and rename it over."""
-    records: list[tuple[str, int, int]] = []
+    """Copy every whole record of ``path`` except ``ref``'s to a new file and rename it over (a pack
+    without ``ref`` is left as it is)."""
+    kept: list[tuple[int, int]] = []
+    found = False
     size = os.stat(path).st_size
     offset = 0
     with open(path, "rb") as fh:
@@ -326,12 +330,16 @@ def _rewrite_without(path: str, ref: str) -> None:
             end = offset + _FRAME.size + ref_len + blob_len
             if magic != _FRAME_MAGIC or end > size:
                 break
-            if fh.read(ref_len).decode("ascii", "replace") != ref:
-                records.append((path, offset, end - offset))
+            if fh.read(ref_len).decode("ascii", "replace") == ref:
+                found = True
+            else:
+                kept.append((offset, end - offset))
             offset = end
+        if not found:
+            return
         tmp = f"{path}.rewrite-{uuid.uuid4().hex[:8]}"
         with open(tmp, "wb") as out:
-            for _, start, length in records:
+            for start, length in kept:
                 fh.seek(start)
                 out.write(fh.read(length))
             out.flush()

@@ -8,9 +8,15 @@ through its own bounded ``Handoff``, so a sink that raises or blocks costs the c
 channel is separate from the text the application reads from the SDK stream; deltas are never
 journaled, exported or logged: the durable record stays the capture.
 
-A sink is a callable taking ``ReasoningDelta``. A ``LiveObserver`` (``observe(event)``, such as
-``LiveReasoningHub``) also sees when each call starts and ends (``CallStarted``, ``CallEnded``),
-including the end of calls that streamed nothing, so it can serve their captured record.
+``live_text=True`` (``LOOM_OTEL_REASONING_LIVE_TEXT``) also sends the answer's streamed text as
+``TextDelta`` events (text ``Untrusted(origin="llm-output:<step>")``): a separate type, so a consumer
+that renders one kind never shows the other by accident. Text deltas go through the same guards and
+sinks; they never change what the application reads either.
+
+A sink is a callable taking ``ReasoningDelta`` (and ``TextDelta`` when live text is on). A
+``LiveObserver`` (``observe(event)``, such as ``LiveReasoningHub``) also sees when each call starts and
+ends (``CallStarted``, ``CallEnded``), including the end of calls that streamed nothing, so it can serve
+their captured record.
 """
 
 from __future__ import annotations
@@ -41,10 +47,12 @@ __all__ = [
     "DeltaGuard",
     "LiveCall",
     "LiveChannel",
+    "LiveDelta",
     "LiveEvent",
     "LiveObserver",
     "ReasoningDelta",
     "ReasoningSink",
+    "TextDelta",
     "dropped_deltas",
     "flush_live",
     "register_sink",
@@ -83,8 +91,26 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class TextDelta:
+    """One increment of the streamed answer text (live text on): the same fields as ``ReasoningDelta``,
+    another type and origin (``llm-output:<step>``). ``seq`` counts the call's text deltas from 1."""
+
+    execution_id: str
+    step_id: str
+    provider: str
+    block_index: int
+    text: Untrusted
+    tenant: str | None = None
+    call_id: int = 0
+    seq: int = 0
+
+
+LiveDelta = ReasoningDelta | TextDelta
+
+
+@dataclass(frozen=True, slots=True)
 class CallStarted:
-    """A streamed call produced its first reasoning delta (a re-run of a step supersedes the last)."""
+    """A streamed call produced its first live delta (a re-run of a step supersedes the last)."""
 
     call: LiveCall
 
@@ -102,10 +128,12 @@ class CallEnded:
     streamed: bool = True
 
 
-LiveEvent = CallStarted | ReasoningDelta | CallEnded
+LiveEvent = CallStarted | ReasoningDelta | TextDelta | CallEnded
 
 
 class ReasoningSink(Protocol):
+    """Receives ``ReasoningDelta`` (and ``TextDelta`` when live text is on: check the type)."""
+
     def __call__(self, delta: ReasoningDelta, /) -> object: ...
 
 
@@ -119,12 +147,14 @@ class LiveObserver(Protocol):
 class DeltaGuard(Protocol):
     """Returns the delta (pass), a delta with other text (rewrite), or ``None`` (suppress).
 
-    Guards run in order on the call thread, so keep them cheap. One that raises suppresses the delta
-    (logged once). A guard with ``inspects_output = True`` needs the whole output before anything is
-    shown: live delivery is refused for every call (the calls still succeed and are captured).
+    Guards run in order on the call thread, so keep them cheap. They see reasoning deltas and, when live
+    text is on, text deltas (``TextDelta``): look at the type to treat them differently. One that raises,
+    or returns another kind of delta, suppresses the delta (logged once). A guard with
+    ``inspects_output = True`` needs the whole output before anything is shown: live delivery of both
+    kinds is refused for every call (the calls still succeed and are captured).
     """
 
-    def __call__(self, delta: ReasoningDelta, /) -> ReasoningDelta | None: ...
+    def __call__(self, delta: LiveDelta, /) -> LiveDelta | None: ...
 
 
 _registered: list[object] = []
@@ -179,13 +209,15 @@ def _label(sink: object) -> str:
 class _CallState:
     """Kept on ``ModelCall.live``: the call's identity once known, and whether a guard refused it."""
 
-    __slots__ = ("call", "origin", "refused", "seq", "started")
+    __slots__ = ("call", "origin", "refused", "seq", "started", "text_origin", "text_seq")
 
     def __init__(self, call: LiveCall, refused: bool) -> None:
         self.call = call
         self.origin = f"llm-reasoning:{call.step_id}"
+        self.text_origin = f"llm-output:{call.step_id}"
         self.refused = refused
         self.seq = 0
+        self.text_seq = 0
         self.started = False
 
 
@@ -205,12 +237,12 @@ class _Outlet:
         self.handoff: Handoff[LiveEvent] = Handoff(consumer, what=_label(sink), capacity=capacity, droppable=_is_delta)
 
     def offer(self, event: LiveEvent) -> None:
-        if self.observer or isinstance(event, ReasoningDelta):
+        if self.observer or isinstance(event, ReasoningDelta | TextDelta):
             self.handoff.offer(event)
 
 
 def _is_delta(event: LiveEvent) -> bool:
-    return isinstance(event, ReasoningDelta)
+    return isinstance(event, ReasoningDelta | TextDelta)
 
 
 class LiveChannel:
@@ -219,7 +251,8 @@ class LiveChannel:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._guards: tuple[Callable[..., object], ...] = tuple(runtime.delta_guards)
-        self._refuses = any(getattr(g, "inspects_output", False) is True for g in self._guards)
+        self.refuses = any(getattr(g, "inspects_output", False) is True for g in self._guards)
+        """A guard inspects the whole output: nothing is delivered live (of either kind)."""
         self._outlets: list[_Outlet] = []
         self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
         self._lock = threading.Lock()
@@ -228,7 +261,10 @@ class LiveChannel:
     # -- hooks called by ModelCall (never raise) ------------------------------------------------
 
     def deliver(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
-        shielded("live delivery", self._deliver, call, deltas)
+        shielded("live delivery", self._deliver, call, deltas, ReasoningDelta)
+
+    def deliver_text(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
+        shielded("live delivery", self._deliver, call, deltas, TextDelta)
 
     def end(self, call: ModelCall, outcome: str, result: Capture | None) -> None:
         shielded("live delivery", self._end, call, outcome, result)
@@ -251,11 +287,13 @@ class LiveChannel:
             identity.principal,
             owner,
         )
-        state = _CallState(live_call, self._refuses)
+        state = _CallState(live_call, self.refuses)
         call.live = state
         return state
 
-    def _deliver(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
+    def _deliver(
+        self, call: ModelCall, deltas: Sequence[tuple[int, str]], kind: type[ReasoningDelta] | type[TextDelta]
+    ) -> None:
         state = self._state(call)
         if state.refused:
             return
@@ -267,12 +305,14 @@ class LiveChannel:
             started = CallStarted(state.call)
             for outlet in outlets:
                 outlet.offer(started)
-        live, origin = state.call, state.origin
+        live = state.call
+        is_text = kind is TextDelta
+        origin, seq = (state.text_origin, state.text_seq) if is_text else (state.origin, state.seq)
         for index, text in deltas:
             if not text:
                 continue
-            state.seq += 1
-            delta = ReasoningDelta(
+            seq += 1
+            delta = kind(
                 live.execution_id,
                 live.step_id,
                 live.provider,
@@ -280,20 +320,26 @@ class LiveChannel:
                 Untrusted(text, origin=origin),
                 live.tenant,
                 live.call_id,
-                state.seq,
+                seq,
             )
             guarded = self._guard(delta) if self._guards else delta
             if guarded is not None:
                 for outlet in outlets:
                     outlet.offer(guarded)
+        if is_text:
+            state.text_seq = seq
+        else:
+            state.seq = seq
 
-    def _guard(self, delta: ReasoningDelta) -> ReasoningDelta | None:
+    def _guard(self, delta: LiveDelta) -> LiveDelta | None:
+        """Every guard in order, for both kinds: pass, rewrite the text only, or suppress."""
         for guard in self._guards:
             out = shielded("delta guard", guard, delta)
             if out is None:
                 return None
-            if not isinstance(out, ReasoningDelta):
-                _warn_once("a delta guard returned neither a ReasoningDelta nor None; the delta is suppressed")
+            if not isinstance(out, ReasoningDelta | TextDelta) or type(out) is not type(delta):
+                # also keeps a text delta from being turned into reasoning, or the other way round
+                _warn_once("a delta guard returned neither a delta of the kind it got nor None; it is suppressed")
                 return None
             if out.text.text != delta.text.text:  # a guard may change the text only, never where it goes
                 delta = dataclasses.replace(delta, text=Untrusted(out.text.text, origin=delta.text.origin))

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from loom_otel.core._live import LiveCall, ReasoningDelta
+from loom_otel.core._live import LiveCall, ReasoningDelta, TextDelta
 
 __all__ = ["Done", "FeedEvent", "Partial", "Reset", "Subscription", "Viewer", "admits"]
 
@@ -64,7 +64,7 @@ class Done:
     replay: bool = False
 
 
-FeedEvent = Partial | ReasoningDelta | Reset | Done
+FeedEvent = Partial | ReasoningDelta | TextDelta | Reset | Done
 
 
 class Subscription:

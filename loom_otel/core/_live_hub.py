@@ -8,6 +8,9 @@ progress, a replayed ``Done`` per step already ended (its durable record is read
 through ``read_reasoning``), then the live deltas. Every event is filtered by the audience rule
 (``admits``): a viewer sees only the steps whose asker or owner they are.
 
+With live text on, the answer's text deltas (``TextDelta``) are passed on to the same audience as they
+arrive, as their own event type; they are not buffered, so a late viewer's catch-up is reasoning only.
+
 The hub holds text only in memory and only until the call ends; it never logs it.
 """
 
@@ -18,7 +21,7 @@ import threading
 from collections import OrderedDict, deque
 from typing import Final
 
-from loom_otel.core._live import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta
+from loom_otel.core._live import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
 from loom_otel.core._live_feed import (
     SUBSCRIBER_CAPACITY,
     Done,
@@ -112,6 +115,8 @@ class LiveReasoningHub:
         with self._lock:
             if isinstance(event, ReasoningDelta):
                 self._delta(event)
+            elif isinstance(event, TextDelta):
+                self._text(event)
             elif isinstance(event, CallStarted):
                 self._started(event.call)
             else:
@@ -147,6 +152,12 @@ class LiveReasoningHub:
             return  # superseded by a re-run, or its start was never seen
         buffer.append(delta.block_index, delta.text.text, self._max_chars)
         self._publish(buffer.call, delta)
+
+    def _text(self, delta: TextDelta) -> None:
+        state = self._executions.get((delta.tenant, delta.execution_id))
+        buffer = state.active.get(delta.step_id) if state is not None else None
+        if buffer is not None and buffer.call.call_id == delta.call_id:
+            self._publish(buffer.call, delta)  # not buffered: the catch-up is reasoning only
 
     def _ended(self, event: CallEnded) -> None:
         call = event.call

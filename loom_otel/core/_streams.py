@@ -17,7 +17,14 @@ __all__ = ["AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncS
 
 
 class StreamAccumulator(Protocol):
-    """Rebuilds the vendor's reasoning from its stream chunks, in vendor order."""
+    """Rebuilds the vendor's reasoning from its stream chunks, in vendor order.
+
+    ``text_deltas`` is ``None`` unless the live view carries text (``live_text``): the stream then sets
+    a list, ``feed`` appends the answer text deltas of each chunk to it (block index, text) and the
+    stream drains it after every chunk. Otherwise ``feed`` pays one ``is None`` test per text delta.
+    """
+
+    text_deltas: list[tuple[int, str]] | None
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         """Take one chunk; return the readable reasoning deltas it carried as (block index, text)."""
@@ -35,6 +42,7 @@ class StreamCaptureMixin:
     _self_accumulator: StreamAccumulator
     _self_feed: Any
     _self_live: bool
+    _self_text: list[tuple[int, str]] | None
 
     def _start_capture(self, call: ModelCall, accumulator: StreamAccumulator) -> None:
         """Per-stream state; the per-chunk path only reads what is resolved here once."""
@@ -42,11 +50,20 @@ class StreamCaptureMixin:
         self._self_accumulator = accumulator
         self._self_feed = accumulator.feed
         self._self_live = call.handler.live_sink is not None
+        self._self_text = None
+        if call.handler.live_text_sink is not None:
+            text: list[tuple[int, str]] = []
+            self._self_text = accumulator.text_deltas = text
 
     def _process_chunk(self, chunk: Any) -> None:
         deltas = self._self_feed(chunk)
-        if deltas and self._self_live:
-            self._self_call.deliver(deltas)
+        if self._self_live:
+            if deltas:
+                self._self_call.deliver(deltas)
+            text = self._self_text
+            if text:
+                self._self_call.deliver_text(text)
+                text.clear()
 
     def _on_stream_end(self) -> None:
         """The vendor finished: capture fail-closed (the error surfaces where iteration ends)."""

@@ -27,6 +27,11 @@ removed before the application sees it and put back from the store on the way ou
 LOOM_OTEL_REASONING_LIVE: Final = "LOOM_OTEL_REASONING_LIVE"
 """Deliver streamed reasoning deltas to the configured sink (``true``/``false``). Default: off."""
 
+LOOM_OTEL_REASONING_LIVE_TEXT: Final = "LOOM_OTEL_REASONING_LIVE_TEXT"
+"""With the live view on, also deliver the answer's streamed text deltas (as ``TextDelta``, a channel
+separate from reasoning, through the same delta guards; never journaled or exported)
+(``true``/``false``). Default: off."""
+
 LOOM_OTEL_AUDIT_JOURNAL: Final = "LOOM_OTEL_AUDIT_JOURNAL"
 """Directory of the local hash-chained audit journal. Default: ``<store dir>/journal`` for a file store,
 else ``./.loom/journal``."""

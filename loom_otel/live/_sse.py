@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from loom_otel.core._live import LiveCall, ReasoningDelta
+from loom_otel.core._live import LiveCall, ReasoningDelta, TextDelta
 from loom_otel.core._live_feed import Done, Partial, Reset
 
 __all__ = ["KEEPALIVE", "delta_body", "done_body", "frame", "partial_body", "reset_body"]
@@ -27,7 +27,7 @@ def _call(call: LiveCall) -> dict[str, Any]:
     }
 
 
-def delta_body(delta: ReasoningDelta) -> dict[str, Any]:
+def delta_body(delta: ReasoningDelta | TextDelta) -> dict[str, Any]:
     return {
         "execution": delta.execution_id,
         "step": delta.step_id,

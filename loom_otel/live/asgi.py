@@ -6,6 +6,8 @@
   ``source: "record"``: the captured record of a step that ended before the viewer saw it stream
   (read through ``read_reasoning_bounded``; per part a ``status``, text only when ``ok``);
 - ``reasoning``: one live delta (``block``, ``seq``, ``text``);
+- ``text``: one delta of the answer text (the same fields, ``origin`` ``llm-output:<step>``), only when
+  the instrumentors run with live text on (``live_text=True``); not part of the catch-up;
 - ``reset``: forget what was shown for ``step`` (a re-run superseded it; ``null``: for every step);
 - ``done``: a step's call ended; ``kept: false`` says no record was kept (no store, capture off).
 
@@ -32,7 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from loom_otel.audit._records import ReasoningSource
-from loom_otel.core._live import ReasoningDelta
+from loom_otel.core._live import ReasoningDelta, TextDelta
 from loom_otel.core._live_feed import Done, FeedEvent, Partial, Subscription, Viewer
 from loom_otel.core._live_hub import LiveReasoningHub
 from loom_otel.core._store import ReasoningStore
@@ -93,6 +95,8 @@ class _LiveView:
     async def _render(self, execution_id: str, viewer: Viewer, event: FeedEvent) -> list[bytes]:
         if isinstance(event, ReasoningDelta):
             return [frame("reasoning", delta_body(event))]
+        if isinstance(event, TextDelta):
+            return [frame("text", delta_body(event))]
         if isinstance(event, Partial):
             return [frame("reasoning-partial", partial_body(event))]
         if isinstance(event, Done):

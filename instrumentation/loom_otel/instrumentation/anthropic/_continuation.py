@@ -327,6 +327,14 @@ class _Accumulator:
         )
         call.after_capture = self._record
 
+    @property
+    def text_deltas(self) -> list[tuple[int, str]] | None:
+        return self._inner.text_deltas
+
+    @text_deltas.setter
+    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
+        self._inner.text_deltas = value
+
     def _redacting_feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         """Redact mode: blank each event's thinking text AFTER capture saw it."""
         deltas = self._inner.feed(chunk)

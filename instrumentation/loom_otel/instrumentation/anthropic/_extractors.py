@@ -121,6 +121,8 @@ class StreamAccumulator:
         self.message: Any = None
         self._stop_reason: str | None = None
         self._usage: Any = None
+        self.text_deltas: list[tuple[int, str]] | None = None
+        """Set by a stream whose live view carries text: ``feed`` then appends each text delta."""
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
         event_type = event.type
@@ -135,6 +137,8 @@ class StreamAccumulator:
                 return ((event.index, delta.thinking),)
             if delta_type == "text_delta":
                 block.texts.append(delta.text)
+                if self.text_deltas is not None:
+                    self.text_deltas.append((event.index, delta.text))
             elif delta_type == "input_json_delta":
                 block.json.append(delta.partial_json)
             elif delta_type == "signature_delta":
@@ -145,6 +149,9 @@ class StreamAccumulator:
             block = self.blocks[event.index] = _Block(event.content_block)
             if block.thinking:
                 return ((event.index, block.thinking[0]),)
+            start = event.content_block
+            if self.text_deltas is not None and getattr(start, "type", None) == "text" and start.text:
+                self.text_deltas.append((event.index, start.text))
         elif event_type == "message_start":
             self.message = event.message
             self._usage = getattr(event.message, "usage", None)

@@ -227,6 +227,14 @@ class _Tap:
         self._session = session
         self._inner = inner
 
+    @property
+    def text_deltas(self) -> list[tuple[int, str]] | None:
+        return self._inner.text_deltas
+
+    @text_deltas.setter
+    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
+        self._inner.text_deltas = value
+
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
         self._session.chunk(chunk)

@@ -101,6 +101,9 @@ class ResponseAccumulator:
         self._model: str | None = None
         self._finish_reasons: list[str] = []
         self.hops = 0
+        self.text_deltas: list[tuple[int, str]] | None = None
+        """Set by a stream whose live view carries text: ``feed`` then appends the answer text of each
+        non-thought part as (candidate index, text)."""
 
     def begin_hop(self, resuming: bool) -> None:
         """A new HTTP request of this call. Usage is summed over requests, except that streamed chunks
@@ -151,6 +154,8 @@ class ResponseAccumulator:
                     deltas.append((summary.index, part.text))
             else:
                 fold.open = None
+                if part.text and self.text_deltas is not None:
+                    self.text_deltas.append((number, part.text))
             if part.thought_signature:
                 self._sign(number, fold, part.thought_signature)
 

@@ -278,6 +278,14 @@ class _Tap:
         self._final: Any = None
         self._messages: dict[int, dict[str, Any]] = {}
 
+    @property
+    def text_deltas(self) -> list[tuple[int, str]] | None:
+        return self._inner.text_deltas
+
+    @text_deltas.setter
+    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
+        self._inner.text_deltas = value
+
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
         if keeps and self._outgoing.adapter.redact:

@@ -30,6 +30,8 @@ _FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "
 
 
 class Accumulator(Protocol):
+    text_deltas: list[tuple[int, str]] | None
+
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]: ...
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]: ...
@@ -140,6 +142,8 @@ class ChatStreamAccumulator:
         self._finish: dict[int, str] = {}
         self._last: Any = None
         self._usage: Any = None
+        self.text_deltas: list[tuple[int, str]] | None = None
+        """Set by a stream whose live view carries text: ``feed`` then appends each ``delta.content``."""
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         self._last = chunk
@@ -151,6 +155,8 @@ class ChatStreamAccumulator:
             if text:
                 self._texts.setdefault(choice.index, []).append(text)
                 deltas.append((choice.index, text))
+            if self.text_deltas is not None and choice.delta.content:
+                self.text_deltas.append((choice.index, choice.delta.content))
             if choice.finish_reason:
                 self._finish[choice.index] = str(choice.finish_reason)
         return deltas
@@ -222,9 +228,15 @@ class ResponsesStreamAccumulator:
         self._done: dict[int, Any] = {}
         self._partial: dict[int, dict[int, list[str]]] = {}
         self._partial_kind: dict[int, ReasoningKind] = {}
+        self.text_deltas: list[tuple[int, str]] | None = None
+        """Set by a stream whose live view carries text: ``feed`` then appends ``output_text`` deltas."""
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
         kind = getattr(event, "type", None)
+        if kind == "response.output_text.delta":
+            if self.text_deltas is not None:
+                self.text_deltas.append((event.output_index, event.delta))
+            return ()
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             readable = kind == "response.reasoning_text.delta"
             index = event.content_index if readable else event.summary_index
