@@ -76,10 +76,7 @@ class LiveCall:
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningDelta:
-    """One increment of streamed reasoning. ``text`` is untrusted model output: read ``.text.text``
-    deliberately, never place it in an instruction position. ``seq`` counts the call's deltas from 1."""
-
+class _Delta:
     execution_id: str
     step_id: str
     provider: str
@@ -91,18 +88,15 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class TextDelta:
+class ReasoningDelta(_Delta):
+    """One increment of streamed reasoning. ``text`` is untrusted model output: read ``.text.text``
+    deliberately, never place it in an instruction position. ``seq`` counts the call's deltas from 1."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(_Delta):
     """One increment of the streamed answer text (live text on): the same fields as ``ReasoningDelta``,
     another type and origin (``llm-output:<step>``). ``seq`` counts the call's text deltas from 1."""
-
-    execution_id: str
-    step_id: str
-    provider: str
-    block_index: int
-    text: Untrusted
-    tenant: str | None = None
-    call_id: int = 0
-    seq: int = 0
 
 
 LiveDelta = ReasoningDelta | TextDelta

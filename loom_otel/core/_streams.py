@@ -13,7 +13,7 @@ from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._callbacks import logger
 from loom_otel.core._model import Reasoning
 
-__all__ = ["AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncStreamProxy"]
+__all__ = ["AccumulatorLayer", "AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncStreamProxy"]
 
 
 class StreamAccumulator(Protocol):
@@ -33,6 +33,25 @@ class StreamAccumulator(Protocol):
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         """The reasoning blocks and response facts received so far."""
         ...
+
+
+class AccumulatorLayer:
+    """Base of an accumulator that adds vendor work (continuation, redaction) around the capture
+    accumulator it wraps: ``text_deltas`` and ``result`` belong to the inner one."""
+
+    def __init__(self, inner: StreamAccumulator) -> None:
+        self._inner = inner
+
+    @property
+    def text_deltas(self) -> list[tuple[int, str]] | None:
+        return self._inner.text_deltas
+
+    @text_deltas.setter
+    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
+        self._inner.text_deltas = value
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        return self._inner.result()
 
 
 class StreamCaptureMixin:

@@ -22,7 +22,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope
-from loom_otel.core._streams import StreamAccumulator
+from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.instrumentation.anthropic._extractors import StreamAccumulator as _StreamedBlocks
 
 __all__ = ["AnthropicContinuation", "Outgoing"]
@@ -313,27 +313,19 @@ def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None
     return out
 
 
-class _Accumulator:
+class _Accumulator(AccumulatorLayer):
     """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
     vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
 
     def __init__(self, outgoing: Outgoing, call: ModelCall, inner: StreamAccumulator) -> None:
         self._outgoing = outgoing
         self._call = call
-        self._inner = inner
+        super().__init__(inner)
         # Keep mode: nothing to do per event beyond capture's own work.
         self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
             self._redacting_feed if outgoing.adapter.redact else inner.feed
         )
         call.after_capture = self._record
-
-    @property
-    def text_deltas(self) -> list[tuple[int, str]] | None:
-        return self._inner.text_deltas
-
-    @text_deltas.setter
-    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
-        self._inner.text_deltas = value
 
     def _redacting_feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         """Redact mode: blank each event's thinking text AFTER capture saw it."""

@@ -137,27 +137,24 @@ def async_messages_create(handler: ReasoningHandler) -> Wrapper:
     return traced_method
 
 
-def messages_stream(handler: ReasoningHandler) -> Wrapper:
+def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy | _AsyncStreamManagerProxy]) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not _active(handler):
             return wrapped(*args, **kwargs)
         # The helper binds the request body now: the pass runs here, its events when the span starts.
         outgoing = _prepare(handler, instance, kwargs)
         manager = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
-        return _StreamManagerProxy(manager, handler, instance, kwargs, outgoing)
+        return proxy(manager, handler, instance, kwargs, outgoing)
 
     return traced_method
+
+
+def messages_stream(handler: ReasoningHandler) -> Wrapper:
+    return _manager_wrapper(handler, _StreamManagerProxy)
 
 
 def async_messages_stream(handler: ReasoningHandler) -> Wrapper:
-    def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not _active(handler):
-            return wrapped(*args, **kwargs)
-        outgoing = _prepare(handler, instance, kwargs)
-        manager = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
-        return _AsyncStreamManagerProxy(manager, handler, instance, kwargs, outgoing)
-
-    return traced_method
+    return _manager_wrapper(handler, _AsyncStreamManagerProxy)
 
 
 class _ManagerMixin:

@@ -26,13 +26,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from loom_otel.core._bindings import RoundBlock, bindings_for
-from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._call import ModelCall
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of
-from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope
-from loom_otel.core._streams import StreamAccumulator
+from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 
@@ -220,28 +219,17 @@ class GeminiSession:
             self.adapter.record(hop.plan, hop.parts, capture)
 
 
-class _Tap:
+class _Tap(AccumulatorLayer):
     """A stream's accumulator, plus the parts for bindings; blanks thought text AFTER capture saw it."""
 
     def __init__(self, session: GeminiSession, inner: StreamAccumulator) -> None:
         self._session = session
-        self._inner = inner
-
-    @property
-    def text_deltas(self) -> list[tuple[int, str]] | None:
-        return self._inner.text_deltas
-
-    @text_deltas.setter
-    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
-        self._inner.text_deltas = value
+        super().__init__(inner)
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
         self._session.chunk(chunk)
         return deltas
-
-    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        return self._inner.result()
 
 
 def _position(layout: list[list[tr.StepItem]], part: tr.Part) -> tuple[int, int]:

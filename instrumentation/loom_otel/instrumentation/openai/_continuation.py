@@ -31,7 +31,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import UNRESOLVABLE
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope, resolve_text
-from loom_otel.core._streams import StreamAccumulator
+from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 
@@ -269,22 +269,14 @@ def _blank_item(item: Any) -> None:
             piece.text = ""
 
 
-class _Tap:
+class _Tap(AccumulatorLayer):
     """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
 
     def __init__(self, outgoing: Outgoing, inner: StreamAccumulator) -> None:
         self._outgoing = outgoing
-        self._inner = inner
+        super().__init__(inner)
         self._final: Any = None
         self._messages: dict[int, dict[str, Any]] = {}
-
-    @property
-    def text_deltas(self) -> list[tuple[int, str]] | None:
-        return self._inner.text_deltas
-
-    @text_deltas.setter
-    def text_deltas(self, value: list[tuple[int, str]] | None) -> None:
-        self._inner.text_deltas = value
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
