@@ -12,9 +12,13 @@ GENESIS: Final = "0" * 64
 """The ``prev`` of the first record of a chain."""
 
 
+_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""Built once: ``json.dumps`` with these options would build a new encoder on every call."""
+
+
 def canonical_json(value: object) -> bytes:
-    """Sorted keys, no insignificant white space, UTF-8: equal values give equal bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    """Sorted keys, no insignificant white space, UTF-8 (tuples as arrays): equal values give equal bytes."""
+    return _ENCODE(value).encode()
 
 
 def sha256_hex(data: bytes) -> str:
