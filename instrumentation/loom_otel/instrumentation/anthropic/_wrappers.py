@@ -157,21 +157,8 @@ def async_messages_stream(handler: ReasoningHandler) -> Wrapper:
     return _manager_wrapper(handler, _AsyncStreamManagerProxy)
 
 
-class _ManagerMixin:
-    _self_handler: ReasoningHandler
-    _self_instance: Any
-    _self_kwargs: dict[str, Any]
-    _self_outgoing: Outgoing | None
-
-    def _start(self) -> ModelCall:
-        call = self._self_handler.call(request_info(self._self_instance, self._self_kwargs, stream=True))
-        if self._self_outgoing is not None:
-            self._self_outgoing.emit(call)
-        return call
-
-
-class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
-    """``MessageStreamManager``: nothing is sent, and nothing recorded, until ``__enter__``."""
+class _ManagerProxy(wrapt.BaseObjectProxy[Any]):
+    """The state both stream-manager proxies keep; the call starts when the manager is entered."""
 
     def __init__(
         self,
@@ -186,6 +173,16 @@ class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
         self._self_instance = instance
         self._self_kwargs = kwargs
         self._self_outgoing = outgoing
+
+    def _start(self) -> ModelCall:
+        call = self._self_handler.call(request_info(self._self_instance, self._self_kwargs, stream=True))
+        if self._self_outgoing is not None:
+            self._self_outgoing.emit(call)
+        return call
+
+
+class _StreamManagerProxy(_ManagerProxy):
+    """``MessageStreamManager``: nothing is sent, and nothing recorded, until ``__enter__``."""
 
     def __enter__(self) -> Any:
         call = self._start()
@@ -204,22 +201,8 @@ class _StreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
         return self.__wrapped__.__exit__(exc_type, exc, tb)
 
 
-class _AsyncStreamManagerProxy(_ManagerMixin, wrapt.BaseObjectProxy[Any]):
+class _AsyncStreamManagerProxy(_ManagerProxy):
     """``AsyncMessageStreamManager``: the request is sent in ``__aenter__``."""
-
-    def __init__(
-        self,
-        manager: Any,
-        handler: ReasoningHandler,
-        instance: Any,
-        kwargs: dict[str, Any],
-        outgoing: Outgoing | None = None,
-    ) -> None:
-        super().__init__(manager)
-        self._self_handler = handler
-        self._self_instance = instance
-        self._self_kwargs = kwargs
-        self._self_outgoing = outgoing
 
     async def __aenter__(self) -> Any:
         call = self._start()
