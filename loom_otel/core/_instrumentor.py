@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
@@ -23,7 +23,7 @@ Wrap = tuple[str, str, Callable[[ReasoningHandler], Any]]
 """(module, "Class.method", wrapper factory taking the shared handler)."""
 
 
-class ReasoningInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class ReasoningInstrumentor(BaseInstrumentor):
     """Instrument with ``tracer_provider=`` and ``config=`` (a ``ReasoningConfig``; without one,
     everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``)."""
 
