@@ -8,6 +8,7 @@ consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -39,9 +40,14 @@ def _active(handler: ReasoningHandler) -> bool:
 
 def _is_raw(result: Any) -> bool:
     """``with_raw_response`` / ``with_streaming_response`` hand the wrapper an ``APIResponse``."""
-    from anthropic._response import BaseAPIResponse
+    return isinstance(result, _raw_response_type())
 
-    return isinstance(result, BaseAPIResponse)
+
+@functools.cache
+def _raw_response_type() -> type:
+    from anthropic._response import BaseAPIResponse  # the SDK is imported by then; resolved once
+
+    return BaseAPIResponse
 
 
 def _complete(call: ModelCall, message: Any, outgoing: Outgoing | None) -> None:
