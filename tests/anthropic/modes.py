@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import anthropic
 from anthropic.lib.streaming._messages import accumulate_event
 
 from loom_otel.testing.simulator import Simulator
@@ -111,7 +110,3 @@ def request(**overrides: Any) -> dict[str, Any]:
     }
     kw.update(overrides)
     return kw
-
-
-def bare_client_error() -> type[Exception]:
-    return anthropic.APIStatusError
