@@ -1,4 +1,9 @@
-"""The harness both SDK benchmarks share: a replaying transport, interleaved rounds, the variants, the table.
+"""The harness both SDK benchmarks share: the replayed vendor, interleaved rounds, the variants, the table.
+
+Transports (``--transport``): ``memory`` (default), an in-process ``httpx2.MockTransport``, so the bare
+call is the SDK's own work and nothing else (the hardest ratio); ``socket``, a replay server in its own
+process on 127.0.0.1 and the SDK's real HTTP transport (the cheapest real call). Both replay the same
+recorded bytes with new reasoning per call (``_replay.py``).
 
 Variants (each against ``bare``, the uninstrumented SDK call, in the same run):
 
@@ -16,14 +21,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx2
+from _replay import MARK, recorded_transport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -31,7 +40,7 @@ from loom_otel.core import ReasoningConfig, execution
 from loom_otel.core._config import reset_runtime
 from loom_otel.testing.simulator import Simulator
 
-__all__ = ["arguments", "recorded_transport", "run"]
+__all__ = ["arguments", "replayed", "run"]
 
 
 class _Discard(SpanExporter):
@@ -43,24 +52,29 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--transport", choices=("memory", "socket"), default="memory")
     return parser.parse_args()
 
 
-def recorded_transport(sim: Simulator) -> httpx2.MockTransport:
-    """Ask the simulator once per (path, streamed?) and replay those bytes: the bare figure is then the
-    SDK's own cost, not the simulator's."""
-    recorded: dict[tuple[str, bool], httpx2.Response] = {}
-    forward = sim.transport()
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        key = (request.url.path, b'"stream":true' in request.content or "alt=sse" in str(request.url))
-        if key not in recorded:
-            live = forward.handle_request(request)
-            recorded[key] = httpx2.Response(live.status_code, headers=live.headers, content=live.read())
-        cached = recorded[key]
-        return httpx2.Response(cached.status_code, headers=cached.headers, content=cached.content)
-
-    return httpx2.MockTransport(handler)
+@contextlib.contextmanager
+def replayed(args: argparse.Namespace) -> Iterator[tuple[str | None, httpx2.BaseTransport | None]]:
+    """(base URL, transport) for the SDK client: 8 KiB of new reasoning per call, streams in 50 deltas.
+    ``memory``: no URL of its own, an in-process transport; ``socket``: a server URL, the SDK's own transport."""
+    options = {"reasoning_text": MARK, "thinking_size": 8192, "stream_chunks": 50, "strict": False}
+    if args.transport == "memory":
+        yield None, recorded_transport(Simulator(**options))  # type: ignore[arg-type]
+        return
+    server = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("_replay.py")), json.dumps(options)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        yield server.stdout.readline().strip(), None
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def _timed(fn: Callable[[], Any], calls: int) -> list[float]:
@@ -106,7 +120,7 @@ def run(
                 finally:
                     instance.uninstrument()
     provider.shutdown()
-    print(f"{title}, {args.calls} calls x {args.rounds} rounds (medians per call)")
+    print(f"{title}, {args.transport} transport, {args.calls} calls x {args.rounds} rounds (medians per call)")
     print(f"{'call':9} {'variant':15} {'median us':>10} {'ratio':>6}")
     for name, _ in calls:
         bare = statistics.median(results[("bare", name)])

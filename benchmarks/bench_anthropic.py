@@ -1,22 +1,24 @@
 """Capture overhead at the Anthropic seam: the bare SDK call vs the instrumented call, in one run.
 
-    python benchmarks/bench_anthropic.py [--calls 200] [--rounds 3]
+    python benchmarks/bench_anthropic.py [--calls 200] [--rounds 3] [--transport memory|socket]
 
-The real ``anthropic`` SDK over an in-process transport that replays one response recorded from the
-built-in simulator: 8 KiB of thinking; streams carry it in 50 thinking deltas. Variants: see
-``_overhead.py``. Targets (issue 2): instrumented / bare <= 1.15 non-streaming, <= 1.10 streaming.
+The real ``anthropic`` SDK against replies recorded from the built-in simulator (``_replay.py``): 8 KiB
+of thinking, new text and signature on every call; streams carry it in 50 thinking deltas.
+Calls: ``create``, ``create(stream=True)`` iterated (``stream``), and the ``messages.stream()`` helper
+iterated (``helper``). Transports and variants: see ``_overhead.py``.
+Targets (issue 2): instrumented / bare <= 1.15 non-streaming, <= 1.10 streaming.
 """
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import anthropic
 import httpx2
-from _overhead import arguments, recorded_transport, run
+from _overhead import arguments, replayed, run
 
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.testing.simulator import Simulator
 
 REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-4-6",
@@ -27,15 +29,19 @@ REQUEST: dict[str, Any] = {
 
 
 def main() -> None:
-    transport = recorded_transport(Simulator(thinking_size=8192, stream_chunks=50, strict=False))
-    client = anthropic.Anthropic(
-        api_key="bench",
-        base_url="https://api.anthropic.bench",
-        max_retries=0,
-        open_telemetry=False,
-        http_client=httpx2.Client(transport=transport),
-    )
+    args = arguments()
+    with replayed(args) as (url, transport):
+        client = anthropic.Anthropic(
+            api_key="bench",
+            base_url=url or "https://api.anthropic.bench",
+            max_retries=0,
+            open_telemetry=False,
+            http_client=httpx2.Client(transport=transport),
+        )
+        measure(client, args)
 
+
+def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
     def create() -> Any:
         return client.messages.create(**REQUEST)
 
@@ -44,11 +50,16 @@ def main() -> None:
             for _ in events:
                 pass
 
+    def helper() -> None:
+        with client.messages.stream(**REQUEST) as events:
+            for _ in events:
+                pass
+
     run(
         f"anthropic {anthropic.__version__}, 8 KiB thinking",
         AnthropicInstrumentor,
-        [("create", create), ("stream", stream)],
-        arguments(),
+        [("create", create), ("stream", stream), ("helper", helper)],
+        args,
     )
 
 

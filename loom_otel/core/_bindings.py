@@ -22,6 +22,8 @@ from loom_otel.core._callbacks import logger
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 
 _VERSION: Final = 1
+_ENCODE: Final = json.JSONEncoder(separators=(",", ":")).encode
+"""Built once (``json.dumps`` with options builds an encoder per call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,7 @@ class BlockRecord:
         }
         if self.split:
             raw["x"] = list(self.split)
-        return json.dumps(raw, separators=(",", ":"))
+        return _ENCODE(raw)
 
     @classmethod
     def from_json(cls, line: str) -> tuple[bytes, BlockRecord] | None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry import context, trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
@@ -20,9 +20,6 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._live import LiveChannel
 from loom_otel.core._model import Reasoning
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
 
 __all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo"]
 
@@ -80,6 +77,21 @@ class ReasoningHandler:
         return ModelCall(self, request)
 
 
+class _Current:
+    """``with``: the span is the current span inside (a plain attach/detach, no generator)."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, span: Span) -> None:
+        self._context = trace.set_span_in_context(span)
+
+    def __enter__(self) -> None:
+        self._token = context.attach(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        context.detach(self._token)
+
+
 class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
@@ -99,9 +111,13 @@ class ModelCall:
         self.after_capture: Callable[[Capture | None], None] | None = None
         """Run once the response's reasoning is captured (the continuation layer records bindings)."""
 
-    def activate(self) -> Any:
-        """Make the span current while the SDK sends (its own spans and HTTP spans nest under it)."""
-        return trace.use_span(self.span, end_on_exit=False)
+    def activate(self) -> _Current:
+        """Make the span current while the SDK sends (its own spans and HTTP spans nest under it).
+
+        Unlike ``trace.use_span``, nothing is written on the span when the SDK raises: the wrapper's
+        ``fail`` records the error type, never the exception's message (which may quote a request).
+        """
+        return _Current(self.span)
 
     def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None:
         self.span.add_event(name, dict(attributes))

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = ["ExecutionScope", "current_execution", "current_step", "execution", "next_attempt", "step"]
 
@@ -65,12 +66,21 @@ def current_step() -> str | None:
 
 _attempts: dict[tuple[str | None, str, str], int] = {}
 _attempts_lock = threading.Lock()
+_ATTEMPTS_KEPT: Final = 65536
+"""Named steps whose counts are remembered; the oldest is forgotten first (it would count from 1 again)."""
 
 
 def next_attempt(tenant: str | None, execution_id: str, step_id: str) -> int:
-    """1 for the first capture of (tenant, execution, step) in this process, then 2, 3, ..."""
+    """1 for the first capture of (tenant, execution, step) in this process, then 2, 3, ...
+
+    Only named steps (``step()``) are counted: a step that defaults to the model-call span id is one
+    call, always attempt 1, and is not remembered."""
+    if step_id != _STEP.get():
+        return 1
     key = (tenant, execution_id, step_id)
     with _attempts_lock:
-        attempt = _attempts.get(key, 0) + 1
-        _attempts[key] = attempt
+        attempt = _attempts.pop(key, 0) + 1
+        _attempts[key] = attempt  # re-inserted: the dict's order is the order of last use
+        if len(_attempts) > _ATTEMPTS_KEPT:
+            del _attempts[next(iter(_attempts))]
     return attempt

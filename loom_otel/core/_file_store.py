@@ -91,6 +91,17 @@ def _index_pack(path: str, offset: int, size: int, into: dict[str, tuple[str, in
     return offset
 
 
+class _Pack:
+    """One open pack of this writer: its descriptor, its path and where its next record starts."""
+
+    __slots__ = ("end", "fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path
+        self.end = 0
+
+
 class FileReasoningStore:
     """The default store (``file:///dir``): sealed blobs in per-execution append-only packs.
 
@@ -104,9 +115,8 @@ class FileReasoningStore:
         self._blobs = self.root / "blobs"
         self._blobs_dir = str(self._blobs)
         self._lock = threading.Lock()
-        self._writer = ""
-        self._packs: OrderedDict[str, int] = OrderedDict()
-        self._pack_paths: dict[int, str] = {}
+        self._pid = os.getpid()
+        self._packs: OrderedDict[str, _Pack] = OrderedDict()
         self._scopes: dict[str, _Scope] = {}
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
@@ -139,66 +149,63 @@ class FileReasoningStore:
         ref_bytes = ref.encode("ascii")
         blob_len = sum(len(part) for part in blob)
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
+        size = _FRAME.size + len(ref_bytes) + blob_len
         for _ in range(2):
-            fd, path, offset = self._pack(scope)
+            pack = self._pack(scope)
             try:
-                written = os.writev(fd, chunks)
-                if written != _FRAME.size + len(ref_bytes) + blob_len:
+                written = os.writev(pack.fd, chunks)
+                if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
                 if self.fsync:
-                    os.fsync(fd)
+                    os.fsync(pack.fd)
             except BaseException:
                 self._drop_pack(scope)  # the next record goes to a new pack: a torn tail stays a tail
                 raise
-            if os.fstat(fd).st_nlink > 0:
+            offset, pack.end = pack.end, pack.end + written
+            if os.fstat(pack.fd).st_nlink > 0:
                 known = self._scope(scope)
-                known.entries[ref] = (path, offset + _FRAME.size + len(ref_bytes), blob_len)
-                known.scanned[path] = offset + written
+                known.entries[ref] = (pack.path, offset + _FRAME.size + len(ref_bytes), blob_len)
+                known.scanned[pack.path] = pack.end
                 return
             self._drop_pack(scope)  # erased while we wrote: write it again into a fresh pack
         raise OSError("reasoning pack was removed twice while being written")
 
-    def _pack(self, scope: str) -> tuple[int, str, int]:
-        """This writer's open pack for ``scope`` (new after a fork or an erasure), and its end offset."""
-        if self._writer != f"{os.getpid()}":
-            self._writer = f"{os.getpid()}"
-            self._packs.clear()  # a forked child writes its own packs
-            self._pack_paths.clear()
-        fd = self._packs.get(scope)
-        if fd is not None and os.fstat(fd).st_nlink == 0:
-            self._drop_pack(scope)
-            fd = None
-        directory = f"{self._blobs_dir}/{scope}"
-        if fd is None:
-            path = f"{directory}/{self._writer}-{os.urandom(6).hex()}.pack"
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-            created = False
-            try:
-                fd = os.open(path, flags, 0o600)
-            except FileNotFoundError:  # the execution's first blob: its directory is made once
-                os.makedirs(directory, exist_ok=True)
-                created = True
-                fd = os.open(path, flags, 0o600)
-            if self.fsync:
-                _fsync_dir(directory)
-                if created:
-                    _fsync_dir(self._blobs_dir)
-            self._packs[scope] = fd
-            self._pack_paths[fd] = path
-            while len(self._packs) > _OPEN_PACKS:
-                _, old = self._packs.popitem(last=False)
-                self._pack_paths.pop(old, None)
-                os.close(old)
-        else:
+    def _pack(self, scope: str) -> _Pack:
+        """This writer's open pack for ``scope`` (new after a fork or an erasure).
+
+        Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
+        erasure under it is noticed after the write (``_append``)."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._packs.clear()  # a forked child writes its own packs (the parent's fds stay the parent's)
+        pack = self._packs.get(scope)
+        if pack is not None:
             self._packs.move_to_end(scope)
-        path = self._pack_paths[fd]
-        return fd, path, os.lseek(fd, 0, os.SEEK_END)
+            return pack
+        directory = f"{self._blobs_dir}/{scope}"
+        path = f"{directory}/{self._pid}-{os.urandom(6).hex()}.pack"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+        created = False
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:  # the execution's first blob: its directory is made once
+            os.makedirs(directory, exist_ok=True)
+            created = True
+            fd = os.open(path, flags, 0o600)
+        if self.fsync:
+            _fsync_dir(directory)
+            if created:
+                _fsync_dir(self._blobs_dir)
+        pack = self._packs[scope] = _Pack(fd, path)
+        while len(self._packs) > _OPEN_PACKS:
+            _, old = self._packs.popitem(last=False)
+            os.close(old.fd)
+        return pack
 
     def _drop_pack(self, scope: str) -> None:
-        fd = self._packs.pop(scope, None)
-        if fd is not None:
-            self._pack_paths.pop(fd, None)
-            os.close(fd)
+        pack = self._packs.pop(scope, None)
+        if pack is not None:
+            os.close(pack.fd)
 
     def _scope(self, scope: str) -> _Scope:
         known = self._scopes.get(scope)

@@ -92,7 +92,8 @@ class Envelope:
         body = text.encode()
         digest = keyed_digest(body, key)
         scope = scope_of(tenant, execution_id)
-        address = hashlib.sha256(canonical_json(["loom-otel/blob/v1", scope, digest])).hexdigest()
+        # canonical_json(["loom-otel/blob/v1", scope, digest]): both are hex, so the bytes are built directly
+        address = hashlib.sha256(b'["loom-otel/blob/v1","%s","%s"]' % (scope.encode(), digest.encode())).hexdigest()
         return cls(tenant, execution_id, digest, f"{scope}/{address}", body)
 
     @property

@@ -3,7 +3,7 @@ proxies built on it. Vendor packages supply only a ``StreamAccumulator`` for the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -113,8 +113,27 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         super().__init__(wrapped)
         self._start_capture(call, accumulator)
 
-    def __iter__(self) -> SyncStreamProxy:
-        return self
+    def __iter__(self) -> Iterator[Any]:
+        """A ``for`` loop gets a generator over the wrapped stream's own iterator: per chunk, one resume
+        and the accumulator (``next()`` on the proxy itself goes through ``__next__``)."""
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[Any]:
+        live = self._self_live
+        feed = self._self_feed
+        try:
+            for chunk in self.__wrapped__:
+                if live:
+                    self._process_chunk(chunk)
+                else:
+                    feed(chunk)
+                yield chunk
+        except GeneratorExit:
+            raise  # the loop was left: close() or the proxy's end decides what is kept
+        except BaseException as exc:
+            self._on_stream_error(exc)
+            raise
+        self._on_stream_end()
 
     def __next__(self) -> Any:
         try:
@@ -165,8 +184,27 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         super().__init__(wrapped)
         self._start_capture(call, accumulator)
 
-    def __aiter__(self) -> AsyncStreamProxy:
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        """``async for`` gets an async generator (one resume per chunk instead of a coroutine per
+        ``__anext__``); ``__anext__`` stays for direct calls."""
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        live = self._self_live
+        feed = self._self_feed
+        try:
+            async for chunk in self.__wrapped__:
+                if live:
+                    self._process_chunk(chunk)
+                else:
+                    feed(chunk)
+                yield chunk
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            self._on_stream_error(exc)
+            raise
+        self._on_stream_end()
 
     async def __anext__(self) -> Any:
         try:

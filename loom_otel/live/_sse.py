@@ -11,11 +11,12 @@ from loom_otel.core._live_feed import Done, Partial, Reset
 __all__ = ["KEEPALIVE", "delta_body", "done_body", "frame", "partial_body", "reset_body"]
 
 KEEPALIVE: Final = b": keepalive\n\n"
+_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
     """One SSE event; JSON has no raw newline, so ``data`` is a single line."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+    return f"event: {event}\ndata: {_ENCODE(data)}\n\n".encode()
 
 
 def _call(call: LiveCall) -> dict[str, Any]:

@@ -230,6 +230,8 @@ class AnthropicContinuation:
         bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
         self.rule = Continuation(bindings, runtime.store)
         self.redact = runtime.transcript == "redact"
+        self._plain_digests = runtime.digest == "sha256"
+        """Captured parts carry the plain SHA-256 of their text: a record reuses it (no second hash)."""
 
     def prepare(self, provider: str, kwargs: dict[str, Any]) -> Outgoing | None:
         """Apply the rule to a request before the SDK serializes it; ``None``: leave it alone.
@@ -262,9 +264,14 @@ class AnthropicContinuation:
                 if found is None:
                     continue
                 text = found.text
-                digest = hashlib.sha256(text.encode()).hexdigest() if text else None
-                token = _get(block, "signature" if kind == "thinking" else "data")
                 ref = part.text_ref if part is not None else None
+                if not text:
+                    digest = None
+                elif self._plain_digests and part is not None and part.digest is not None:
+                    digest = part.digest
+                else:
+                    digest = hashlib.sha256(text.encode()).hexdigest()
+                token = _get(block, "signature" if kind == "thinking" else "data")
                 items.append(Produced(found.key, found.canon, kind, str(token), digest, ref))
                 continue
             if kind in _CALLS and isinstance(_get(block, "id"), str):

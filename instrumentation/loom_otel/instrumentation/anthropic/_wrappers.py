@@ -9,15 +9,16 @@ consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from loom_otel.core._call import ModelCall, ReasoningHandler
+from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo
 from loom_otel.core._guard import check_anthropic_request
+from loom_otel.core._model import Reasoning
 from loom_otel.core._streams import AsyncStreamProxy, SyncStreamProxy
 from loom_otel.core._streams import StreamAccumulator as Accumulator
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
@@ -62,6 +63,38 @@ def _complete(call: ModelCall, message: Any, outgoing: Outgoing | None) -> None:
 def _accumulator(call: ModelCall, outgoing: Outgoing | None) -> Accumulator:
     inner = StreamAccumulator(call.request)
     return inner if outgoing is None else outgoing.accumulator(call, inner)
+
+
+class _Snapshot:
+    """``messages.stream()`` keeps the message it streams (``current_message_snapshot``): with no live
+    view and no redaction, capture reads it once when the stream ends, as for a complete response,
+    instead of taking every event apart a second time."""
+
+    text_deltas: list[tuple[int, str]] | None = None
+
+    def __init__(self, stream: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
+        self._stream = stream
+        self._call = call
+        self._outgoing = outgoing
+
+    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
+        return ()
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        try:
+            message = self._stream.current_message_snapshot
+        except AssertionError:  # closed before message_start: nothing arrived
+            return [], ResponseInfo()
+        if self._outgoing is not None:
+            self._outgoing.finish(self._call, message)
+        return reasonings_of(message, self._call.request), response_info(message)
+
+
+def _helper_accumulator(call: ModelCall, stream: Any, outgoing: Outgoing | None) -> Accumulator:
+    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, redact)."""
+    if call.handler.live_sink is not None or (outgoing is not None and outgoing.adapter.redact):
+        return _accumulator(call, outgoing)
+    return _Snapshot(stream, call, outgoing)
 
 
 def _prepare(handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
@@ -198,7 +231,9 @@ class _StreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             call.fail(exc)
             raise
-        stream._raw_stream = SyncStreamProxy(stream._raw_stream, call, _accumulator(call, self._self_outgoing))
+        stream._raw_stream = SyncStreamProxy(
+            stream._raw_stream, call, _helper_accumulator(call, stream, self._self_outgoing)
+        )
         return stream
 
     def __exit__(
@@ -218,7 +253,9 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             call.fail(exc)
             raise
-        stream._raw_stream = AsyncStreamProxy(stream._raw_stream, call, _accumulator(call, self._self_outgoing))
+        stream._raw_stream = AsyncStreamProxy(
+            stream._raw_stream, call, _helper_accumulator(call, stream, self._self_outgoing)
+        )
         return stream
 
     async def __aexit__(

@@ -144,15 +144,25 @@ class GeminiContinuation:
 
 
 class _Hop:
-    __slots__ = ("parts", "plan")
+    """One HTTP request's plan and the parts its response produced. A stream hands over its parts chunk
+    by chunk; they are read once, when the bindings are recorded (or before redaction blanks them)."""
+
+    __slots__ = ("_parts", "_pending", "plan")
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.parts: list[tr.Part] = []
+        self._parts: list[tr.Part] = []
+        self._pending: list[Any] = []
 
     def take(self, raws: Sequence[Any]) -> None:
-        base = len(self.parts)
-        self.parts.extend(tr.read_part(raw, (0, base + n)) for n, raw in enumerate(raws))
+        self._pending.extend(raws)
+
+    def parts(self) -> list[tr.Part]:
+        if self._pending:
+            base = len(self._parts)
+            self._parts.extend(tr.read_part(raw, (0, base + n)) for n, raw in enumerate(self._pending))
+            self._pending.clear()
+        return self._parts
 
 
 class GeminiSession:
@@ -211,12 +221,14 @@ class GeminiSession:
         the automatic-function-calling history hold these same objects)."""
         if not self.adapter.redact:
             return
+        for hop in self.hops:
+            hop.parts()  # read what was produced before its text is blanked
         _blank([c.content for c in getattr(response, "candidates", None) or () if c.content is not None])
         _blank(getattr(response, "automatic_function_calling_history", None) or ())
 
     def _record(self, capture: Capture | None) -> None:
         for hop in self.hops:
-            self.adapter.record(hop.plan, hop.parts, capture)
+            self.adapter.record(hop.plan, hop.parts(), capture)
 
 
 class _Tap(AccumulatorLayer):

@@ -119,6 +119,9 @@ class Part:
     restored: bool = False
 
 
+_THOUGHT_PLAIN: Final = canonical({"thought": True})
+
+
 def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, str):
         return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
@@ -132,6 +135,9 @@ def read_part(raw: Any, loc: Loc) -> Part:
             # The streamed hot path (a text or thought part, maybe signed): the same dict model_dump
             # would give, read off the set fields without pydantic's serializer.
             data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
+            if data.get("thought") is True and "thought_signature" not in data:
+                text = data.get("text")  # a streamed thought piece: its plain form is always the same
+                return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
         else:
             dump = getattr(raw, "model_dump", None)
             data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}

@@ -171,7 +171,7 @@ def _stream(handler: ReasoningHandler, request: RequestInfo, chunks: Iterator[An
     proxy = SyncStreamProxy(chunks, call, turn.accumulator())
     context = contextvars.copy_context()
     context.run(_enter, turn, call)
-    step = proxy.__next__
+    step = iter(proxy).__next__  # the proxy's own generator: one resume per chunk
     try:
         while True:
             try:
@@ -196,11 +196,12 @@ async def _async_stream(
     turn = _Flight(handler, call)
     proxy = AsyncStreamProxy(chunks, call, turn.accumulator())
     current = trace.set_span_in_context(call.span)
+    step = aiter(proxy).__anext__  # the proxy's own async generator: one resume per chunk
     try:
         while True:
             token, otel_token = _TURN.set(turn), otel_context.attach(current)
             try:
-                chunk = await proxy.__anext__()
+                chunk = await step()
             except StopAsyncIteration:
                 return
             finally:
