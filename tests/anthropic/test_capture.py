@@ -298,3 +298,60 @@ def test_spans_are_json_serialisable_and_events_flat(sim, config):
     for key, value in event.items():
         assert isinstance(value, (str, int, bool, tuple)), key
     json.loads(telemetry.spans[0].to_json())
+
+
+@pytest.mark.parametrize("mode", ["sync", "stream", "messages.stream"])
+def test_a_vendor_error_quoting_the_request_leaves_no_text_on_the_span(mode, config):
+    """The SDK's exception message may quote the request (here: the canary); the span records the
+    error type only, never the message (no exception event, no status description)."""
+    import httpx2
+
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad block: {CANARY}"}}
+    transport = httpx2.MockTransport(lambda request: httpx2.Response(400, json=body))
+    client = anthropic.Anthropic(
+        api_key="k", base_url="https://api.anthropic.test", max_retries=0, http_client=httpx2.Client(transport=transport)
+    )
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        with pytest.raises(anthropic.BadRequestError) as info:
+            if mode == "sync":
+                client.messages.create(**request())
+            elif mode == "stream":
+                client.messages.create(stream=True, **request())
+            else:
+                with client.messages.stream(**request()):
+                    pass
+    assert CANARY in str(info.value)  # the application still gets the SDK's own message
+    (span,) = [s for s in telemetry.spans if s.name.startswith("chat")]
+    assert span.attributes["error.type"] == "BadRequestError"
+    assert find_leaks([CANARY], spans=telemetry.spans) == []
+
+
+def test_helper_closed_before_anything_arrived_captures_nothing(sim, config, journal_dir):
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        with sim.anthropic_client().messages.stream(**request()):
+            pass
+    (span,) = telemetry.spans
+    assert span.attributes["loom.stream.outcome"] == "closed_early"
+    assert reasoning_events(telemetry.spans) == [] and _records(journal_dir) == []
+
+
+@pytest.mark.parametrize("helper", [False, True])
+def test_stream_left_mid_thinking_keeps_exactly_what_was_received(helper, sim, config, store):
+    """``create(stream=True)`` reads events, ``messages.stream()`` its own snapshot: both keep what the
+    application had received when it left the loop, no more, no less."""
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        client = sim.anthropic_client()
+        manager = client.messages.stream(**request()) if helper else client.messages.create(stream=True, **request())
+        received = ""
+        with manager as stream:
+            first = next(iter(stream))  # next() first, then a for loop over the same stream
+            assert first.type == "message_start"
+            for event in stream:
+                if event.type == "content_block_delta" and event.delta.type == "thinking_delta":
+                    received += event.delta.thinking
+                    if len(received) > 10:
+                        break
+    (event,) = reasoning_events(telemetry.spans)
+    (ref,) = event["loom.reasoning.part.ref"]
+    assert store.get(ref, tenant=None, execution_id=event["loom.execution.id"]).decode() == received
+    assert telemetry.spans[0].attributes["loom.stream.outcome"] == "closed_early"
