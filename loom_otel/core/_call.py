@@ -129,10 +129,10 @@ class ModelCall:
         self._ended = True
         span = self.span
         try:
-            if response.attributes:
-                span.set_attributes(dict(response.attributes))
             if response.model:
-                span.set_attribute(attr.GEN_AI_RESPONSE_MODEL, response.model)
+                span.set_attributes({**response.attributes, attr.GEN_AI_RESPONSE_MODEL: response.model})
+            elif response.attributes:
+                span.set_attributes(dict(response.attributes))
             result = capture(
                 self.handler.runtime,
                 span,

@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from loom_otel.core._shapes import field as _get
+from loom_otel.core._shapes import is_mapping
 from loom_otel.core._untrusted import FENCE_OPEN, Untrusted
 from loom_otel.core.exceptions import ReasoningConfigError
 
@@ -57,12 +59,6 @@ class _Offense(Exception):
         self.path: Path = []
 
 
-def _get(value: object, key: str) -> Any:
-    if isinstance(value, Mapping):
-        return value.get(key)
-    return getattr(value, key, None)
-
-
 def _fields(value: object) -> Mapping[str, Any] | None:
     """The field values of an SDK (pydantic) object, without copying; ``None`` for anything else."""
     if hasattr(type(value), "model_fields"):
@@ -85,8 +81,8 @@ def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
     if depth >= _MAX_DEPTH:
         return
     items: Any
-    if isinstance(value, Mapping):
-        items = value.items()
+    if is_mapping(value):
+        items = value.items()  # type: ignore[attr-defined]
     elif isinstance(value, (list, tuple)):
         items = enumerate(value)
     else:

@@ -72,6 +72,12 @@ def scope_of(tenant: str | None, execution_id: str) -> str:
     return hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
 
 
+@functools.lru_cache(maxsize=4096)
+def _header_tail(tenant: str | None, execution_id: str) -> bytes:
+    """The part of a blob's seal after its digest (the same for every blob of an execution)."""
+    return canonical_json({"execution_id": execution_id, "tenant": tenant})[1:] + b"\n"
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """Readable text sealed to the execution (and tenant) that captured it.
@@ -101,8 +107,9 @@ class Envelope:
         return len(self.body)
 
     def header(self) -> bytes:
-        """The seal written in front of the body: who the blob belongs to and what it must hash to."""
-        return canonical_json({"tenant": self.tenant, "execution_id": self.execution_id, "digest": self.digest}) + b"\n"
+        """The seal written in front of the body: who the blob belongs to and what it must hash to
+        (``canonical_json({"digest", "execution_id", "tenant"})``; the digest is hex, so it is spliced in)."""
+        return b'{"digest":"' + self.digest.encode() + b'",' + _header_tail(self.tenant, self.execution_id)
 
 
 def _opens(ref: str, tenant: str | None, execution_id: str) -> bool:

@@ -309,7 +309,10 @@ def test_a_vendor_error_quoting_the_request_leaves_no_text_on_the_span(mode, con
     body = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad block: {CANARY}"}}
     transport = httpx2.MockTransport(lambda request: httpx2.Response(400, json=body))
     client = anthropic.Anthropic(
-        api_key="k", base_url="https://api.anthropic.test", max_retries=0, http_client=httpx2.Client(transport=transport)
+        api_key="k",
+        base_url="https://api.anthropic.test",
+        max_retries=0,
+        http_client=httpx2.Client(transport=transport),
     )
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
         with pytest.raises(anthropic.BadRequestError) as info:

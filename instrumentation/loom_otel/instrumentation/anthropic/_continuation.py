@@ -22,6 +22,8 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope
+from loom_otel.core._shapes import field as _get
+from loom_otel.core._shapes import is_mapping
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.instrumentation.anthropic._extractors import StreamAccumulator as _StreamedBlocks
 
@@ -37,18 +39,12 @@ def _path(i: int, j: int) -> str:
     return f"messages.{i}.content.{j}"
 
 
-def _get(obj: Any, name: str) -> Any:
-    if type(obj) is dict or isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 def _norm(value: Any) -> Any:
     """One reading of a JSON-ish value: ``None``, ``cache_control`` and empty citations left out."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float:
         return value
-    if kind is dict or isinstance(value, Mapping):
+    if is_mapping(value):
         return {
             str(k): _norm(v)
             for k, v in value.items()
@@ -58,8 +54,26 @@ def _norm(value: Any) -> Any:
         return [_norm(v) for v in value]
     dump = getattr(value, "model_dump", None)
     if dump is not None:
-        return _norm(dump(mode="json", exclude_none=True))
+        flat = _scalar_fields(value)
+        return flat if flat is not None else _norm(dump(mode="json", exclude_none=True))
     return value
+
+
+def _scalar_fields(model: Any) -> dict[str, Any] | None:
+    """What ``_norm(model.model_dump(mode="json", exclude_none=True))`` gives, read off the fields, for a
+    model whose every value is a plain scalar (a text block): ``None`` otherwise (the dump is needed)."""
+    if model.__pydantic_extra__ or type(model).model_computed_fields:
+        return None
+    out: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        kind = type(value)
+        if value is None or name in _IGNORED or (kind is list and not value and name == "citations"):
+            continue
+        if kind is not str and kind is not int and kind is not bool and kind is not float:
+            return None
+        out[name] = value
+    return out
 
 
 _ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
@@ -160,12 +174,23 @@ def _digest(value: Any) -> bytes:
     return hashlib.sha256(_json(value)).digest()
 
 
-def _system(system: Any) -> Any:
+_NOTHING: Final = _digest(None)
+"""The digest of an absent system prompt or tool list (most requests of some applications)."""
+_SYSTEMS: dict[str, bytes] = {}
+
+
+def _system_digest(system: Any) -> bytes:
+    """A string system prompt is one text block; its digest is memoized by the immutable string."""
     if isinstance(system, str):
-        return [{"type": "text", "text": system}] if system else None
+        found = _SYSTEMS.get(system)
+        if found is None:
+            if len(_SYSTEMS) > 1024:
+                _SYSTEMS.clear()
+            found = _SYSTEMS[system] = _digest([{"type": "text", "text": system}] if system else None)
+        return found
     if isinstance(system, list | tuple):
-        return _norm(system) or None
-    return None
+        return _digest(_norm(system) or None)
+    return _NOTHING
 
 
 def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
@@ -174,8 +199,8 @@ def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
     return Header(
         provider,
         str(model) if model is not None else None,
-        _digest(_system(kwargs.get("system"))),
-        _digest(_norm(tools) or None if isinstance(tools, list | tuple) else None),
+        _system_digest(kwargs.get("system")),
+        _digest(_norm(tools) or None) if isinstance(tools, list | tuple) else _NOTHING,
     )
 
 
@@ -347,7 +372,7 @@ class _Accumulator(AccumulatorLayer):
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         assert isinstance(self._inner, _StreamedBlocks)
         if self._inner.message is not None:  # final in message_start
-            vendor_dropped(self._call, getattr(self._inner.message, "input_transformations", None))
+            vendor_dropped(self._call, _get(self._inner.message, "input_transformations"))
         return self._inner.result()
 
     def blocks(self) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._shapes import field
 
 __all__ = ["StreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
@@ -103,11 +104,12 @@ class _Block:
 
     def __init__(self, start: Any) -> None:
         self.start = start
-        self.thinking: list[str] = [start.thinking] if getattr(start, "thinking", None) else []
+        thinking = field(start, "thinking")
+        self.thinking: list[str] = [thinking] if thinking else []
         self.texts: list[str] = []
         self.json: list[str] = []
         self.citations: list[Any] = []
-        self.signature: str = getattr(start, "signature", None) or ""
+        self.signature: str = field(start, "signature") or ""
 
 
 class StreamAccumulator:

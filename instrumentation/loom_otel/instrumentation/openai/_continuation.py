@@ -31,6 +31,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import UNRESOLVABLE
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope, resolve_text
+from loom_otel.core._shapes import field as _get
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
@@ -39,12 +40,6 @@ FIELDS: Final = ("reasoning_content", "reasoning")
 _SEPARATOR: Final = "\n\n"
 _TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
 _DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
 
 
 def _key(kind: str, data: object) -> bytes:
