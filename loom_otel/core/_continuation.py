@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Final
 from loom_otel.core import _attributes as attr
 from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._journal import AttributeValue
+from loom_otel.core._model import ReasoningPart
 from loom_otel.core._redact import Scope, resolve_text
-from loom_otel.core._store import ReasoningStore
+from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
 
 if TYPE_CHECKING:
     from loom_otel.core._call import ModelCall
@@ -39,6 +40,7 @@ __all__ = [
     "Plan",
     "Produced",
     "digest_of",
+    "record_digest",
 ]
 
 _DOMAIN: Final = b"loom-otel/binding/v1\x00"
@@ -56,6 +58,17 @@ UNRESOLVABLE: Final = "unresolvable"
 
 def digest_of(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
+
+
+def record_digest(text: str | None, part: ReasoningPart | None, *, keyed: bool) -> str | None:
+    """The digest a binding record keeps of a produced block's readable text: the captured part's
+    (plain or keyed, as ``LOOM_OTEL_DIGEST`` says); without one, the plain SHA-256, unless digests
+    are keyed (``hmac-sha256``: no plain digest of a text is ever written beside the journal)."""
+    if not text:
+        return None
+    if part is not None and part.digest:
+        return part.digest
+    return None if keyed else hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,13 +260,23 @@ class Continuation:
             return PREFIX_CHANGED
         if record.text_digest is None or block.text is None:
             return None
-        if block.text and self._digest(block.text) == record.text_digest:
+        if block.text and self._same_text(block.text, record.text_digest, scope):
             return None
         text = resolve_text(self.store, scope, record.ref, record.text_digest)
         if text is None:
             return UNRESOLVABLE
         plan.texts[at] = text
         return None
+
+    def _same_text(self, text: str, digest: str, scope: Scope | None) -> bool:
+        """Whether the application sends the text the record was made for (a keyed digest is checked
+        under the execution's key, asked of the store only when the plain digest differs)."""
+        if self._digest(text) == digest:
+            return True
+        store = self.store
+        if scope is None or not isinstance(store, DigestKeyStore):
+            return False
+        return digest_matches(text.encode(), digest, lambda: store.digest_key(scope.tenant, scope.execution_id))
 
     def _restore(self, plan: Plan, i: int, message: MessageView, scope: Scope | None) -> list[Item] | None:
         """Put back the reasoning of a tool round the application stripped, if nothing before it or in

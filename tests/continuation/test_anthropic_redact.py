@@ -4,6 +4,7 @@ still accepts every rehydrated block across a five-round tool loop, sync and str
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,19 @@ def test_five_round_tool_loop_app_never_sees_reasoning(mode: str, digest: str, t
     assert find_leaks([CANARY], texts=visible) == []
     assert all(b.signature for r in responses for b in r.content if b.type == "thinking")
     assert len(store) == 1  # the text is kept in the store (one text, content-addressed)
+    # hmac-sha256: no plain digest of the text anywhere beside the journal (records, binding files).
+    plain = {hashlib.sha256(b["thinking"].encode()).hexdigest() for b in _thinking_blocks(sim)}
+    assert plain
+    leaks = find_leaks(sorted(plain), directories=[tmp_path])
+    assert (leaks == []) if digest == "hmac-sha256" else leaks
+
+
+def _thinking_blocks(sim: Simulator) -> list[dict[str, Any]]:
+    return [
+        b
+        for request in sim.requests
+        for m in request.body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "thinking"
+    ]

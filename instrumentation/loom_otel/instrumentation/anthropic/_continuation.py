@@ -19,7 +19,7 @@ from loom_otel.core._bindings import RoundBlock, bindings_for
 from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
-from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced
+from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced, record_digest
 from loom_otel.core._model import Reasoning
 from loom_otel.core._redact import request_scope
 from loom_otel.core._shapes import field as _get
@@ -255,8 +255,7 @@ class AnthropicContinuation:
         bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
         self.rule = Continuation(bindings, runtime.store)
         self.redact = runtime.transcript == "redact"
-        self._plain_digests = runtime.digest == "sha256"
-        """Captured parts carry the plain SHA-256 of their text: a record reuses it (no second hash)."""
+        self._keyed = runtime.digest != "sha256"
 
     def prepare(self, provider: str, kwargs: dict[str, Any]) -> Outgoing | None:
         """Apply the rule to a request before the SDK serializes it; ``None``: leave it alone.
@@ -290,12 +289,7 @@ class AnthropicContinuation:
                     continue
                 text = found.text
                 ref = part.text_ref if part is not None else None
-                if not text:
-                    digest = None
-                elif self._plain_digests and part is not None and part.digest is not None:
-                    digest = part.digest
-                else:
-                    digest = hashlib.sha256(text.encode()).hexdigest()
+                digest = record_digest(text, part, keyed=self._keyed)
                 token = _get(block, "signature" if kind == "thinking" else "data")
                 items.append(Produced(found.key, found.canon, kind, str(token), digest, ref))
                 continue

@@ -29,7 +29,7 @@ from loom_otel.core._bindings import RoundBlock, bindings_for
 from loom_otel.core._call import ModelCall
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
-from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of
+from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
 from loom_otel.core._redact import request_scope
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.instrumentation.google_genai import _transcript as tr
@@ -69,6 +69,7 @@ class GeminiContinuation:
         bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
         self.rule = Continuation(bindings, runtime.store)
         self.redact = runtime.transcript == "redact"
+        self._keyed = runtime.digest != "sha256"
         self._signatures: dict[str, bytes] = {}
         """Function-call signatures this process saw produced (memory only, never written)."""
 
@@ -132,10 +133,12 @@ class GeminiContinuation:
             ref: str | None = None
             split: tuple[int, ...] = ()
             if step.kind == tr.THOUGHT and item.text:
-                digest = hashlib.sha256(item.text.encode()).hexdigest()
-                same = [p for p in captured if p.text_ref and p.digest == digest]
+                plain = None if self._keyed else hashlib.sha256(item.text.encode()).hexdigest()
+                same = [p for p in captured if p.text_ref and p.digest == plain]
                 signed = [p for p in captured if p.text_ref and p.signature == step.signature]
-                ref = next((p.text_ref for p in (*same, *signed)), None)
+                part = next(iter((*same, *signed)), None)
+                ref = part.text_ref if part is not None else None
+                digest = plain or record_digest(item.text, part, keyed=self._keyed)
                 if len(step.parts) > 1:
                     split = tuple(len(p.text or "") for p in step.parts)
             items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))

@@ -28,8 +28,8 @@ from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._canonical import canonical_json
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
-from loom_otel.core._continuation import UNRESOLVABLE
-from loom_otel.core._model import Reasoning
+from loom_otel.core._continuation import UNRESOLVABLE, record_digest
+from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._redact import request_scope, resolve_text
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
@@ -68,8 +68,9 @@ def item_key(field: str, item: Any) -> bytes | None:
     return _key(f"responses/{field}", token) if isinstance(token, str) and token else None
 
 
-def _record(text: str, ref: str | None, split: tuple[int, ...] = ()) -> BlockRecord:
-    return BlockRecord(b"", "openai", None, b"", b"", hashlib.sha256(text.encode()).hexdigest(), ref, split)
+def _record(text: str, part: ReasoningPart | None, keyed: bool, split: tuple[int, ...] = ()) -> BlockRecord:
+    ref = part.text_ref if part is not None else None
+    return BlockRecord(b"", "openai", None, b"", b"", record_digest(text, part, keyed=keyed), ref, split)
 
 
 def _item_texts(item: Any) -> tuple[str, list[str]]:
@@ -95,6 +96,7 @@ class OpenAiContinuation:
         self.bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
         self.store = runtime.store
         self.redact = runtime.transcript == "redact"
+        self.keyed = runtime.digest != "sha256"
 
     def prepare(self, call: ModelCall, chat: bool, kwargs: dict[str, Any]) -> Outgoing:
         """Put readable reasoning back into what the application sends (redact mode); raises
@@ -201,7 +203,7 @@ class Outgoing:
             if field is None:
                 continue
             part = next(parts, None)
-            records.append((message_key(field, message), _record(extra[field], part.text_ref if part else None)))
+            records.append((message_key(field, message), _record(extra[field], part, self.adapter.keyed)))
         self.adapter.remember(records)
 
     def _record_items(self, snapshot: Sequence[tuple[bytes | None, list[str]]], capture: Capture | None) -> None:
@@ -212,7 +214,7 @@ class Outgoing:
             if key is None or not any(pieces):
                 continue
             text = _SEPARATOR.join(pieces)
-            records.append((key, _record(text, part.text_ref if part else None, tuple(len(p) for p in pieces))))
+            records.append((key, _record(text, part, self.adapter.keyed, tuple(len(p) for p in pieces))))
         self.adapter.remember(records)
 
     def _vendor_dropped(self, transformations: Any) -> None:
