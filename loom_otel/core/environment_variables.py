@@ -43,8 +43,8 @@ lets a background group commit fsync every record within about 5 ms (a power los
 window), ``os`` leaves it to the OS. Default: ``batch``."""
 
 LOOM_OTEL_STORE_FSYNC: Final = "LOOM_OTEL_STORE_FSYNC"
-"""``false`` skips the fsync of file-store blobs (the rename stays atomic; a power loss may lose the
-newest blobs). Only for benchmarks and throw-away runs. Default: ``true``."""
+"""``false`` skips the fsync of file-store blobs (a blob is still never visible half written; a power
+loss may lose the newest blobs). Only for benchmarks and throw-away runs. Default: ``true``."""
 
 LOOM_OTEL_CHECKPOINT_KEY: Final = "LOOM_OTEL_CHECKPOINT_KEY"
 """Path of an Ed25519 private key (PEM, ``loom-otel keygen``) that signs journal checkpoints.
