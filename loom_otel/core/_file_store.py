@@ -44,6 +44,8 @@ _FRAME: Final = struct.Struct(">8sHQ")
 _FRAME_MAGIC: Final = b"LOOMPK1\n"
 _OPEN_PACKS: Final = 64
 """Open pack files kept per store (one per recently written execution)."""
+_KNOWN_SCOPES: Final = 1024
+"""Executions whose blob index is kept in memory (a long-running process captures for many)."""
 
 
 class _Scope:
@@ -117,7 +119,7 @@ class FileReasoningStore:
         self._lock = threading.Lock()
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
-        self._scopes: dict[str, _Scope] = {}
+        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
@@ -214,6 +216,10 @@ class FileReasoningStore:
         if known is None:
             known = self._scopes[scope] = _Scope()
             known.refresh(f"{self._blobs_dir}/{scope}")
+            if len(self._scopes) > _KNOWN_SCOPES:
+                self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
+        else:
+            self._scopes.move_to_end(scope)
         return known
 
     # -- reading -------------------------------------------------------------------------------------

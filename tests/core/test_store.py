@@ -151,3 +151,16 @@ def test_a_pack_erased_under_its_writer_gets_the_blob_again(tmp_path):
     second = writer.put(Envelope.seal("two", execution_id="e1"))  # into a pack that no longer exists
     assert eraser.get(second, tenant=None, execution_id="e1") == b"two"
     assert eraser.get(first, tenant=None, execution_id="e1") is None
+
+
+def test_the_blob_index_is_bounded_and_rebuilt_from_disk(tmp_path, monkeypatch):
+    from loom_otel.core import _file_store
+
+    monkeypatch.setattr(_file_store, "_KNOWN_SCOPES", 4)
+    store = FileReasoningStore(tmp_path / "s")
+    refs = [store.put(Envelope.seal(f"text {n}", execution_id=f"e{n}")) for n in range(10)]
+    assert len(store._scopes) <= 4
+    assert store.get(refs[0], tenant=None, execution_id="e0") == b"text 0"  # evicted, read from disk again
+    size = sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.pack"))
+    assert store.put(Envelope.seal("text 1", execution_id="e1")) == refs[1]  # still content-addressed
+    assert sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.pack")) == size
