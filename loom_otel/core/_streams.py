@@ -74,6 +74,10 @@ class StreamCaptureMixin:
             text: list[tuple[int, str]] = []
             self._self_text = accumulator.text_deltas = text
 
+    def _chunk_step(self) -> Any:
+        """What each chunk of a loop goes through: the accumulator alone, or with the live view."""
+        return self._process_chunk if self._self_live else self._self_feed
+
     def _process_chunk(self, chunk: Any) -> None:
         deltas = self._self_feed(chunk)
         if self._self_live:
@@ -119,14 +123,10 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         return self._iterate()
 
     def _iterate(self) -> Iterator[Any]:
-        live = self._self_live
-        feed = self._self_feed
+        take = self._chunk_step()
         try:
             for chunk in self.__wrapped__:
-                if live:
-                    self._process_chunk(chunk)
-                else:
-                    feed(chunk)
+                take(chunk)
                 yield chunk
         except GeneratorExit:
             raise  # the loop was left: close() or the proxy's end decides what is kept
@@ -190,14 +190,10 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Any]:
-        live = self._self_live
-        feed = self._self_feed
+        take = self._chunk_step()
         try:
             async for chunk in self.__wrapped__:
-                if live:
-                    self._process_chunk(chunk)
-                else:
-                    feed(chunk)
+                take(chunk)
                 yield chunk
         except GeneratorExit:
             raise
