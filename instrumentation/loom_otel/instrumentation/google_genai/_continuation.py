@@ -55,11 +55,19 @@ def _blank(contents: Sequence[Any]) -> None:
                 part.text = ""
 
 
+_NOTHING: Final = digest_of(tr.canonical(None))
+"""The digest of an absent system instruction or tool list."""
+
+
+def _digest(value: Any) -> bytes:
+    return _NOTHING if value is None else digest_of(tr.canonical(value))
+
+
 def header_of(provider: str, kwargs: dict[str, Any]) -> Header:
     config = kwargs.get("config")
     system = tr.system_value(tr.config_value(config, "system_instruction"))
     tools = tr.tools_value(tr.config_value(config, "tools"))
-    return Header(provider, None, digest_of(tr.canonical(system)), digest_of(tr.canonical(tools)))
+    return Header(provider, None, _digest(system), _digest(tools))
 
 
 class GeminiContinuation:
