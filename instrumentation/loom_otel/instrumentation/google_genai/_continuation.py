@@ -224,8 +224,10 @@ class GeminiSession:
         return _Tap(self, inner)
 
     def chunk(self, chunk: Any) -> None:
-        self.hop_response(chunk)
-        self.scrub(chunk)
+        if self.hops:
+            self.hops[-1].take(_candidate_parts(chunk))
+        if self.adapter.redact:
+            self.scrub(chunk)
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application gets no readable thought text (the chat history and

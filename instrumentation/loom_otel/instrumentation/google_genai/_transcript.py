@@ -134,10 +134,10 @@ def read_part(raw: Any, loc: Loc) -> Part:
         if fields is not None and fields <= _TEXT_FIELDS:
             # The streamed hot path (a text or thought part, maybe signed): the same dict model_dump
             # would give, read off the set fields without pydantic's serializer.
-            data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
-            if data.get("thought") is True and "thought_signature" not in data:
-                text = data.get("text")  # a streamed thought piece: its plain form is always the same
+            if raw.thought is True and raw.thought_signature is None:
+                text = raw.text  # an unsigned streamed thought piece: its plain form is always the same
                 return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
+            data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
         else:
             dump = getattr(raw, "model_dump", None)
             data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
