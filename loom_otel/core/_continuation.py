@@ -27,7 +27,7 @@ from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRec
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._redact import Scope, resolve_text
-from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
+from loom_otel.core._store import DigestKeyStore, ReasoningStore, keyed_digest
 
 if TYPE_CHECKING:
     from loom_otel.core._call import ModelCall
@@ -276,7 +276,8 @@ class Continuation:
         store = self.store
         if scope is None or not isinstance(store, DigestKeyStore):
             return False
-        return digest_matches(text.encode(), digest, lambda: store.digest_key(scope.tenant, scope.execution_id))
+        key = store.digest_key(scope.tenant, scope.execution_id)
+        return key is not None and keyed_digest(text.encode(), key) == digest
 
     def _restore(self, plan: Plan, i: int, message: MessageView, scope: Scope | None) -> list[Item] | None:
         """Put back the reasoning of a tool round the application stripped, if nothing before it or in

@@ -224,8 +224,7 @@ class GeminiSession:
         return _Tap(self, inner)
 
     def chunk(self, chunk: Any) -> None:
-        if self.hops:
-            self.hops[-1].take(_candidate_parts(chunk))
+        self.hop_response(chunk)
         if self.adapter.redact:
             self.scrub(chunk)
 
