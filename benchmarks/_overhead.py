@@ -60,9 +60,9 @@ def arguments() -> argparse.Namespace:
 def replayed(args: argparse.Namespace) -> Iterator[tuple[str | None, httpx2.BaseTransport | None]]:
     """(base URL, transport) for the SDK client: 8 KiB of new reasoning per call, streams in 50 deltas.
     ``memory``: no URL of its own, an in-process transport; ``socket``: a server URL, the SDK's own transport."""
-    options = {"reasoning_text": MARK, "thinking_size": 8192, "stream_chunks": 50, "strict": False}
+    options: dict[str, Any] = {"reasoning_text": MARK, "thinking_size": 8192, "stream_chunks": 50, "strict": False}
     if args.transport == "memory":
-        yield None, recorded_transport(Simulator(**options))  # type: ignore[arg-type]
+        yield None, recorded_transport(Simulator(**options))
         return
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("_replay.py")), json.dumps(options)],
