@@ -9,19 +9,25 @@ needed to put back a stripped tool round are kept in memory only (this process's
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from loom_otel.core._callbacks import logger
 
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 
 _VERSION: Final = 1
+KEPT: Final = 200_000
+"""Records kept in memory (about 80 MB at most): a block older than the newest ``KEPT`` is unknown to
+this process, and an unknown block is sent as the application holds it (never dropped)."""
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 _ENCODE: Final = json.JSONEncoder(separators=(",", ":")).encode
 """Built once (``json.dumps`` with options builds an encoder per call)."""
 
@@ -131,6 +137,8 @@ class Bindings:
                 self._blocks[key] = record
             for call_id, round_ in rounds:
                 self._rounds[call_id] = round_
+            _forget_oldest(self._blocks, KEPT)
+            _forget_oldest(self._rounds, KEPT)
             if fresh and self.directory is not None:
                 self._append("".join(r.to_json(k) + "\n" for k, r in fresh).encode())
 
@@ -161,7 +169,7 @@ class Bindings:
             directory = self.directory
             if directory is None or not directory.is_dir():
                 return
-            for path in sorted(directory.glob("*.jsonl")):
+            for path in sorted(directory.glob("*.jsonl"), key=_modified):  # oldest first: the newest are kept
                 try:
                     lines = path.read_text().splitlines()
                 except OSError as exc:
@@ -171,6 +179,22 @@ class Bindings:
                     parsed = BlockRecord.from_json(line)
                     if parsed is not None:
                         self._blocks.setdefault(parsed[0], parsed[1])
+            _forget_oldest(self._blocks, KEPT)
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _forget_oldest(records: dict[_K, _V], kept: int) -> None:
+    """Keep the ``kept`` newest entries (a dict iterates oldest first)."""
+    excess = len(records) - kept
+    if excess > 0:
+        for key in list(itertools.islice(records, excess)):
+            del records[key]
 
 
 _registry: dict[Path, Bindings] = {}

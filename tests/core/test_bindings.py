@@ -1,0 +1,36 @@
+"""Binding records: the newest ``KEPT`` stay in memory; older ones are unknown (their blocks are sent
+as the application holds them) and a restart loads the newest files last."""
+
+from __future__ import annotations
+
+import os
+
+from loom_otel.core import _bindings
+from loom_otel.core._bindings import Bindings, BlockRecord
+
+
+def _record(n: int) -> tuple[bytes, BlockRecord]:
+    return n.to_bytes(32, "big"), BlockRecord(bytes(32), "anthropic", "m", bytes(32), bytes(32), f"{n:064x}", None)
+
+
+def test_only_the_newest_records_are_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(_bindings, "KEPT", 3)
+    bindings = Bindings(tmp_path / "b")
+    for n in range(5):
+        bindings.add([_record(n)], [])
+    assert [bindings.block(_record(n)[0]) is not None for n in range(5)] == [False, False, True, True, True]
+
+
+def test_a_restart_keeps_the_newest_files(tmp_path, monkeypatch):
+    writer = Bindings(tmp_path / "b")
+    writer.add([_record(n) for n in range(4)], [])
+    writer.close()
+    older = next((tmp_path / "b").glob("*.jsonl"))
+    os.utime(older, (1_000_000, 1_000_000))
+    newer = Bindings(tmp_path / "b")
+    newer.add([_record(9)], [])  # a second writer's file, written after
+    newer.close()
+    monkeypatch.setattr(_bindings, "KEPT", 2)
+    restarted = Bindings(tmp_path / "b")
+    assert restarted.block(_record(9)[0]) is not None and restarted.block(_record(3)[0]) is not None
+    assert restarted.block(_record(0)[0]) is None
