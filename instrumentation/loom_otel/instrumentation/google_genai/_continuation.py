@@ -40,14 +40,6 @@ __all__ = ["GeminiContinuation", "GeminiSession"]
 _MAX_SIGNATURES: Final = 65536
 
 
-def _candidate_parts(response: Any) -> list[Any]:
-    for candidate in getattr(response, "candidates", None) or ():
-        if (candidate.index or 0) == 0:
-            content = candidate.content
-            return list(getattr(content, "parts", None) or ()) if content is not None else []
-    return []
-
-
 def _blank(contents: Sequence[Any]) -> None:
     for content in contents:
         for part in getattr(content, "parts", None) or ():
@@ -81,8 +73,8 @@ class GeminiContinuation:
         self._signatures: dict[str, bytes] = {}
         """Function-call signatures this process saw produced (memory only, never written)."""
 
-    def session(self, call: ModelCall, provider: str) -> GeminiSession:
-        return GeminiSession(self, call, provider)
+    def session(self, call: ModelCall, provider: str, produced: list[Any]) -> GeminiSession:
+        return GeminiSession(self, call, provider, produced)
 
     def thread(self, contents: list[tuple[str, list[tr.Part]]]) -> list[tr.Part]:
         """Give each current-turn function call that lost its signature the recorded one back."""
@@ -155,36 +147,48 @@ class GeminiContinuation:
 
 
 class _Hop:
-    """One HTTP request's plan and the parts its response produced. A stream hands over its parts chunk
-    by chunk; they are read once, when the bindings are recorded (or before redaction blanks them)."""
+    """One HTTP request's plan and the parts its response produced: a slice of the call's produced parts
+    (the accumulator keeps them in arrival order), read once, when the bindings are recorded (or before
+    redaction blanks them)."""
 
-    __slots__ = ("_parts", "_pending", "plan")
+    __slots__ = ("_end", "_parts", "_produced", "_start", "plan")
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, produced: list[Any]) -> None:
         self.plan = plan
+        self._produced = produced
+        self._start = len(produced)
+        self._end: int | None = None
         self._parts: list[tr.Part] = []
-        self._pending: list[Any] = []
 
-    def take(self, raws: Sequence[Any]) -> None:
-        self._pending.extend(raws)
+    def close(self) -> None:
+        """The next request starts: what arrives from now on is its response."""
+        self._end = len(self._produced)
 
     def parts(self) -> list[tr.Part]:
-        if self._pending:
+        end = len(self._produced) if self._end is None else self._end
+        read = self._start + len(self._parts)
+        if read < end:
             base = len(self._parts)
-            self._parts.extend(tr.read_part(raw, (0, base + n)) for n, raw in enumerate(self._pending))
-            self._pending.clear()
+            self._parts.extend(tr.read_part(raw, (0, base + n)) for n, raw in enumerate(self._produced[read:end]))
         return self._parts
 
 
 class GeminiSession:
     """The continuation state of one public call (all its HTTP requests)."""
 
-    def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str) -> None:
+    def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str, produced: list[Any]) -> None:
         self.adapter = adapter
         self.call = call
         self.provider = provider
         self.hops: list[_Hop] = []
+        self._produced = produced
+        """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
         call.after_capture = self._record
+
+    def _begin(self, plan: Plan) -> None:
+        if self.hops:
+            self.hops[-1].close()
+        self.hops.append(_Hop(plan, self._produced))
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Apply the rule to one HTTP request before the SDK serializes it; returns the kwargs to send.
@@ -196,7 +200,7 @@ class GeminiSession:
         if contents is None:
             plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], request_scope())
             if not resuming:
-                self.hops.append(_Hop(plan))
+                self._begin(plan)
             return kwargs
         restored = self.adapter.thread(contents)
         views, layout = tr.views(contents)
@@ -210,23 +214,15 @@ class GeminiSession:
                 (j, RoundBlock(j, tr.SIGNATURE, block.key, block.canon, token), None)
             )
         if not resuming:
-            self.hops.append(_Hop(plan))
+            self._begin(plan)
             plan.emit(self.call, lambda i, j: _path(layout, i, j))
         if plan.changes:
             kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan)}
         return kwargs
 
-    def hop_response(self, response: Any) -> None:
-        if self.hops:
-            self.hops[-1].take(_candidate_parts(response))
-
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
-        return _Tap(self, inner)
-
-    def chunk(self, chunk: Any) -> None:
-        self.hop_response(chunk)
-        if self.adapter.redact:
-            self.scrub(chunk)
+        """A stream's accumulator: as it is, or (redact mode) blanking each chunk after capture saw it."""
+        return _Scrubbing(self, inner) if self.adapter.redact else inner
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application gets no readable thought text (the chat history and
@@ -243,8 +239,8 @@ class GeminiSession:
             self.adapter.record(hop.plan, hop.parts(), capture)
 
 
-class _Tap(AccumulatorLayer):
-    """A stream's accumulator, plus the parts for bindings; blanks thought text AFTER capture saw it."""
+class _Scrubbing(AccumulatorLayer):
+    """Redact mode: blanks each chunk's thought text AFTER capture (and the bindings) saw it."""
 
     def __init__(self, session: GeminiSession, inner: StreamAccumulator) -> None:
         self._session = session
@@ -252,7 +248,7 @@ class _Tap(AccumulatorLayer):
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
-        self._session.chunk(chunk)
+        self._session.scrub(chunk)
         return deltas
 
 

@@ -101,6 +101,8 @@ class ResponseAccumulator:
         self._model: str | None = None
         self._finish_reasons: list[str] = []
         self.hops = 0
+        self.produced: list[Any] = []
+        """Every part of candidate 0, every hop, in arrival order (what the continuation layer records)."""
         self.text_deltas: list[tuple[int, str]] | None = None
         """Set by a stream whose live view carries text: ``feed`` then appends the answer text of each
         non-thought part as (candidate index, text)."""
@@ -126,6 +128,8 @@ class ResponseAccumulator:
             parts = getattr(content, "parts", None) if content is not None else None
             if parts:
                 self._fold(number, parts, deltas)
+                if number == 0:
+                    self.produced.extend(parts)
             if candidate.finish_reason is not None:
                 reason = candidate.finish_reason
                 finish.append(str(getattr(reason, "value", reason)))

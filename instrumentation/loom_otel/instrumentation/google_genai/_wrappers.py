@@ -54,7 +54,9 @@ class _Flight:
         self.turn = ResponseAccumulator(call.request)
         adapter = handler.continuation
         self.session: GeminiSession | None = (
-            adapter.session(call, call.request.provider) if isinstance(adapter, GeminiContinuation) else None
+            adapter.session(call, call.request.provider, self.turn.produced)
+            if isinstance(adapter, GeminiContinuation)
+            else None
         )
 
     def accumulator(self) -> StreamAccumulator:
@@ -77,10 +79,9 @@ def _hop_request(flight: _Flight, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _hop_response(flight: _Flight, response: Any) -> None:
-    """The complete response of one HTTP request of a non-streamed call."""
+    """The complete response of one HTTP request of a non-streamed call (the continuation session reads
+    what it produced from the accumulator)."""
     flight.turn.feed(response)
-    if flight.session is not None:
-        flight.session.hop_response(response)
 
 
 def _finish(call: ModelCall, flight: _Flight, response: Any) -> Any:
