@@ -22,6 +22,10 @@ class StreamAccumulator(Protocol):
     ``text_deltas`` is ``None`` unless the live view carries text (``live_text``): the stream then sets
     a list, ``feed`` appends the answer text deltas of each chunk to it (block index, text) and the
     stream drains it after every chunk. Otherwise ``feed`` pays one ``is None`` test per text delta.
+
+    An accumulator whose ``result`` reads the whole response from elsewhere (the SDK's own snapshot)
+    sets ``reads_whole_response = True``: a loop over the stream then hands chunks straight through
+    (``feed`` is still called by ``next()`` and whenever the live view needs the chunks).
     """
 
     text_deltas: list[tuple[int, str]] | None
@@ -75,8 +79,13 @@ class StreamCaptureMixin:
             self._self_text = accumulator.text_deltas = text
 
     def _chunk_step(self) -> Any:
-        """What each chunk of a loop goes through: the accumulator alone, or with the live view."""
-        return self._process_chunk if self._self_live else self._self_feed
+        """What each chunk of a loop goes through: the accumulator alone, with the live view, or
+        nothing (``None``: the accumulator reads the whole response at the end)."""
+        if self._self_live:
+            return self._process_chunk
+        if getattr(self._self_accumulator, "reads_whole_response", False):
+            return None
+        return self._self_feed
 
     def _process_chunk(self, chunk: Any) -> None:
         deltas = self._self_feed(chunk)
@@ -125,9 +134,12 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
     def _iterate(self) -> Iterator[Any]:
         take = self._chunk_step()
         try:
-            for chunk in self.__wrapped__:
-                take(chunk)
-                yield chunk
+            if take is None:
+                yield from self.__wrapped__
+            else:
+                for chunk in self.__wrapped__:
+                    take(chunk)
+                    yield chunk
         except GeneratorExit:
             raise  # the loop was left: close() or the proxy's end decides what is kept
         except BaseException as exc:
@@ -193,7 +205,8 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         take = self._chunk_step()
         try:
             async for chunk in self.__wrapped__:
-                take(chunk)
+                if take is not None:
+                    take(chunk)
                 yield chunk
         except GeneratorExit:
             raise

@@ -71,6 +71,7 @@ class _Snapshot:
     instead of taking every event apart a second time."""
 
     text_deltas: list[tuple[int, str]] | None = None
+    reads_whole_response = True
 
     def __init__(self, stream: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
         self._stream = stream
