@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._capture import identify
 from loom_otel.core._context import current_execution
-from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff
+from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
 from loom_otel.core._untrusted import Untrusted
 
 if TYPE_CHECKING:
@@ -186,13 +185,9 @@ def dropped_deltas(sink: object | None = None) -> int:
 
 
 def flush_live(timeout: float | None = 5.0) -> bool:
-    """Wait until every sink consumed what was offered so far (tests, shutdown); ``False`` on timeout."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    for channel in list(_channels):
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not channel.flush(remaining):
-            return False
-    return True
+    """Wait until every sink consumed what was offered so far (tests, shutdown), an uninstrumented
+    channel's included; ``False`` on timeout."""
+    return flush_handoffs(timeout)
 
 
 def _label(sink: object) -> str:
@@ -376,16 +371,6 @@ class LiveChannel:
     def dropped(self, sink: object | None = None) -> int:
         with self._lock:
             return sum(o.handoff.dropped for o in self._outlets if sink is None or o.sink is sink)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            outlets = list(self._outlets)
-        for outlet in outlets:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not outlet.handoff.flush(remaining):
-                return False
-        return True
 
 
 _warned: set[str] = set()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from loom_otel.core._callbacks import logger, shielded
 
-__all__ = ["DEFAULT_CAPACITY", "Handoff"]
+__all__ = ["DEFAULT_CAPACITY", "Handoff", "flush_handoffs"]
 
 T = TypeVar("T")
 
@@ -55,6 +56,7 @@ class Handoff(Generic[T]):
         self._waiting = 0
         self._dropped = 0
         self._warned = False
+        _handoffs.add(self)
 
     @property
     def dropped(self) -> int:
@@ -117,3 +119,18 @@ class Handoff(Generic[T]):
                     return False
                 self._cond.wait(remaining)
         return True
+
+
+_handoffs: weakref.WeakSet[Handoff[Any]] = weakref.WeakSet()
+"""Every hand-off still alive: a worker with items keeps its own alive, even after the channel that
+made it was uninstrumented and collected, so a flush still waits for what it has to deliver."""
+
+
+def flush_handoffs(timeout: float | None = None) -> bool:
+    """Wait until every live hand-off consumed what was offered so far; ``False`` on timeout."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for handoff in list(_handoffs):
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not handoff.flush(remaining):
+            return False
+    return True

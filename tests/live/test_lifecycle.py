@@ -76,3 +76,27 @@ def test_core_exports_the_live_names():
     from loom_otel import core, live
 
     assert core.ReasoningDelta is live.ReasoningDelta and core.LiveReasoningHub is live.LiveReasoningHub
+
+
+def test_flush_waits_for_an_uninstrumented_channel(store, journal_dir):
+    """What a slow sink still has to deliver when the instrumentor is uninstrumented (and its channel
+    collected) is waited for by ``flush_live``: nothing offered is left behind at shutdown."""
+    import time
+
+    received: list[object] = []
+
+    def slow(delta: object) -> None:
+        time.sleep(0.05)
+        received.append(delta)
+
+    sim = Simulator(reasoning_text="one two three four five six", stream_chunks=6)
+    config = ReasoningConfig(store=store, journal=journal_dir, live=True, on_reasoning=slow)
+    with instrumented(AnthropicInstrumentor(), config=config), execution("slow-1"):
+        with sim.anthropic_client().messages.create(stream=True, **anthropic_request()) as stream:
+            for _ in stream:
+                pass
+    del stream
+    gc.collect()  # the handler and its live channel are gone; the hand-off's worker is not
+    assert len(received) < 6
+    assert flush_live()
+    assert len(received) == 6
