@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from _replay import MARK, recorded_transport
+from _replay import MARK, Recording
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from loom_otel.core import ReasoningConfig, execution
 from loom_otel.core._config import reset_runtime
-from loom_otel.testing.simulator import Simulator
 
 __all__ = ["arguments", "replayed", "run"]
 
@@ -62,7 +61,7 @@ def replayed(args: argparse.Namespace) -> Iterator[tuple[str | None, httpx2.Base
     ``memory``: no URL of its own, an in-process transport; ``socket``: a server URL, the SDK's own transport."""
     options: dict[str, Any] = {"reasoning_text": MARK, "thinking_size": 8192, "stream_chunks": 50, "strict": False}
     if args.transport == "memory":
-        yield None, recorded_transport(Simulator(**options))
+        yield None, Recording(**options).transport()
         return
     server = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("_replay.py")), json.dumps(options)],

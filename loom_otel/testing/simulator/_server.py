@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real API servers: no 40 ms delayed-ACK stall between writes
     simulator: ClassVar[Simulator]
 
     def log_message(self, format: str, *args: object) -> None:
