@@ -22,6 +22,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
 
@@ -39,17 +40,11 @@ def provider_of(instance: Any) -> str:
     return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
 
 
-def _config_value(config: Any, name: str) -> Any:
-    if isinstance(config, Mapping):
-        return config.get(name)
-    return getattr(config, name, None)
-
-
 def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
     attributes: dict[str, AttributeValue] = {}
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     server_attributes(getattr(options, "base_url", None), attributes)
-    max_tokens = _config_value(kwargs.get("config"), "max_output_tokens")
+    max_tokens = config_value(kwargs.get("config"), "max_output_tokens")
     if isinstance(max_tokens, int):
         attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
     model = kwargs.get("model")
@@ -64,7 +59,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
 
 def resumes(kwargs: Mapping[str, Any]) -> bool:
     """The request continues an earlier hop of the same generation (automatic continuation)."""
-    return bool(_config_value(kwargs.get("config"), "continuation_token"))
+    return bool(config_value(kwargs.get("config"), "continuation_token"))
 
 
 class _Summary:
