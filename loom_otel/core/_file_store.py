@@ -149,9 +149,7 @@ class FileReasoningStore:
 
     def _append(self, scope: str, ref: str, blob: tuple[bytes, ...]) -> None:
         ref_bytes = ref.encode("ascii")
-        blob_len = 0
-        for part in blob:
-            blob_len += len(part)
+        blob_len = sum(map(len, blob))
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
         size = _FRAME.size + len(ref_bytes) + blob_len
         for _ in range(2):
