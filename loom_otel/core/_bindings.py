@@ -134,8 +134,10 @@ class Bindings:
         with self._lock:
             fresh = [(k, r) for k, r in records if self._blocks.get(k) != r]
             for key, record in fresh:
+                self._blocks.pop(key, None)  # re-inserted: the dict's order is the order of recording
                 self._blocks[key] = record
             for call_id, round_ in rounds:
+                self._rounds.pop(call_id, None)
                 self._rounds[call_id] = round_
             _forget_oldest(self._blocks, KEPT)
             _forget_oldest(self._rounds, KEPT)

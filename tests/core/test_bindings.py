@@ -34,3 +34,14 @@ def test_a_restart_keeps_the_newest_files(tmp_path, monkeypatch):
     restarted = Bindings(tmp_path / "b")
     assert restarted.block(_record(9)[0]) is not None and restarted.block(_record(3)[0]) is not None
     assert restarted.block(_record(0)[0]) is None
+
+
+def test_a_record_made_again_counts_as_new(tmp_path, monkeypatch):
+    monkeypatch.setattr(_bindings, "KEPT", 2)
+    bindings = Bindings(tmp_path / "b")
+    bindings.add([_record(0)], [])
+    bindings.add([_record(1)], [])
+    key = _record(0)[0]
+    bindings.add([(key, BlockRecord(bytes(32), "anthropic", "other-model", bytes(32), bytes(32), None, None))], [])
+    bindings.add([_record(2)], [])  # the oldest is now record 1, not the re-made record 0
+    assert bindings.block(key) is not None and bindings.block(_record(1)[0]) is None
