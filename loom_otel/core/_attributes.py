@@ -9,6 +9,8 @@ EVENT_CAPTURED: Final = "loom.reasoning.captured"
 EVENT_DROPPED: Final = "loom.reasoning.dropped"
 EVENT_RESTORED: Final = "loom.reasoning.restored"
 EVENT_VENDOR_DROPPED: Final = "loom.reasoning.vendor_dropped"
+EVENT_KEPT: Final = "loom.reasoning.kept"
+"""A block the drop rule would drop, sent as the application holds it (never worse than bare)."""
 EVENT_CHECKPOINT: Final = "loom.audit.checkpoint"
 
 # Journal record types.
@@ -33,10 +35,16 @@ AUDIT_PREV: Final = "loom.audit.prev"
 AUDIT_HASH: Final = "loom.audit.hash"
 AUDIT_TYPE: Final = "loom.audit.type"
 
+# Model-call span fields of loom-otel's own.
+STREAM_OUTCOME: Final = "loom.stream.outcome"
+"""How a stream ended without its vendor end: ``closed_early``, ``abandoned``, ``raw_response``."""
+
 # Continuation event fields.
 DROP_REASON: Final = "loom.reasoning.drop.reason"
 DROP_COUNT: Final = "loom.reasoning.drop.count"
 DROP_POSITIONS: Final = "loom.reasoning.drop.positions"
+KEPT_BECAUSE: Final = "loom.reasoning.kept.because"
+"""``vendor_drops`` (the request lets the vendor drop stale blocks) or ``tool_round`` (a vendor rule needs it)."""
 RESTORE_KIND: Final = "loom.reasoning.restore.kind"
 RESTORE_COUNT: Final = "loom.reasoning.restore.count"
 RESTORE_POSITIONS: Final = "loom.reasoning.restore.positions"
@@ -54,6 +62,7 @@ GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 ERROR_TYPE: Final = "error.type"

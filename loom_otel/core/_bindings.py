@@ -47,6 +47,9 @@ class BlockRecord:
     split: tuple[int, ...] = ()
     """Where a block spread over several vendor parts held its text: each part's length in characters
     (Gemini streams one thought part per chunk); ``()`` for a block that is one part."""
+    execution: str | None = None
+    """The execution that produced the block (a request holding it joins it); ``None`` in older files."""
+    tenant: str | None = None
 
     def to_json(self, key: bytes) -> str:
         raw: dict[str, object] = {
@@ -62,6 +65,10 @@ class BlockRecord:
         }
         if self.split:
             raw["x"] = list(self.split)
+        if self.execution is not None:
+            raw["e"] = self.execution
+        if self.tenant is not None:
+            raw["n"] = self.tenant
         return _ENCODE(raw)
 
     @classmethod
@@ -79,10 +86,16 @@ class BlockRecord:
                 raw.get("d"),
                 raw.get("r"),
                 tuple(int(n) for n in raw.get("x") or ()),
+                _text_or_none(raw.get("e")),
+                _text_or_none(raw.get("n")),
             )
             return bytes.fromhex(raw["k"]), record
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""One model call as the wrappers see it: the GenAI span, capture on success, status on failure.
+"""One model call as the call skeleton sees it: the GenAI span, whose the call is, capture on success,
+status on failure.
 
 Vendor packages describe a request (``RequestInfo``) and a response (``ResponseInfo`` plus the
 ``Reasoning`` items in vendor order); everything else happens here, once for every vendor.
@@ -7,8 +8,9 @@ Vendor packages describe a request (``RequestInfo``) and a response (``ResponseI
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
@@ -17,11 +19,18 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import ExecutionScope, current_execution, current_step
+from loom_otel.core._identity import CallIdentity, decide
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._live import LiveChannel
 from loom_otel.core._model import Reasoning
 
-__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo"]
+if TYPE_CHECKING:
+    from loom_otel.core._adapter import Outgoing, VendorAdapter
+
+__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
+
+_CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +64,20 @@ class ResponseInfo:
 
 
 class ReasoningHandler:
-    """Shared by every wrapper of one instrumentor: the tracer and the process runtime."""
+    """Shared by every wrapper of one instrumentor: the tracer, the process runtime, the vendor adapter."""
 
-    def __init__(self, tracer_provider: TracerProvider | None, runtime: Runtime, name: str, version: str) -> None:
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None,
+        runtime: Runtime,
+        name: str,
+        version: str,
+        adapter: VendorAdapter,
+    ) -> None:
         self.runtime = runtime
+        self.adapter = adapter
         self.tracer = trace.get_tracer(name, version, tracer_provider)
         self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
-        self.continuation: Any = None
-        """The vendor's continuation adapter (set by the instrumentor; ``None``: requests pass unchanged)."""
         self.live_end: Callable[[ModelCall, str, Capture | None], None] | None = None
         self.live_text_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
         """Set only with live text on (and no guard refusing live delivery): streams then report text."""
@@ -77,25 +92,45 @@ class ReasoningHandler:
         return ModelCall(self, request)
 
 
+def current_call() -> ModelCall | None:
+    """The model call whose SDK method is running in this context (the per-request hooks report to it)."""
+    return _CURRENT.get()
+
+
 class _Current:
-    """``with``: the span is the current span inside (a plain attach/detach, no generator)."""
+    """``with``: the span is the current span and the call the current call inside (a plain
+    attach/detach, no generator)."""
 
-    __slots__ = ("_context", "_token")
+    __slots__ = ("_call", "_call_token", "_context", "_token")
 
-    def __init__(self, span: Span) -> None:
-        self._context = trace.set_span_in_context(span)
+    def __init__(self, call: ModelCall) -> None:
+        self._call = call
+        self._context = trace.set_span_in_context(call.span)
 
     def __enter__(self) -> None:
         self._token = context.attach(self._context)
+        self._call_token = _CURRENT.set(self._call)
 
     def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._call_token)
         context.detach(self._token)
 
 
 class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
-    __slots__ = ("_ended", "after_capture", "handler", "live", "request", "span")
+    __slots__ = (
+        "_ended",
+        "_explicit",
+        "_identity",
+        "_step",
+        "after_capture",
+        "handler",
+        "live",
+        "outgoing",
+        "request",
+        "span",
+    )
 
     def __init__(self, handler: ReasoningHandler, request: RequestInfo) -> None:
         self.handler = handler
@@ -106,18 +141,62 @@ class ModelCall:
             attributes=request.span_attributes(),
         )
         self._ended = False
+        self._explicit = current_execution()
+        self._step = current_step()
+        self._identity: CallIdentity | None = None
+        self.outgoing: Outgoing | None = None
+        """The request after the continuation pass (the vendor's; ``None`` without continuation)."""
         self.live: object = None
         """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
         self.after_capture: Callable[[Capture | None], None] | None = None
         """Run once the response's reasoning is captured (the continuation layer records bindings)."""
 
     def activate(self) -> _Current:
-        """Make the span current while the SDK sends (its own spans and HTTP spans nest under it).
+        """Make the span (and this call) current while the SDK sends: its own spans and HTTP spans nest
+        under it, and per-request hooks find the call (``current_call()``).
 
         Unlike ``trace.use_span``, nothing is written on the span when the SDK raises: the wrapper's
         ``fail`` records the error type, never the exception's message (which may quote a request).
         """
-        return _Current(self.span)
+        return _Current(self)
+
+    def make_current(self) -> None:
+        """Make the span and the call current for good: only inside a context copy of the caller's own
+        (a stream's steps run in one; its tokens are dropped with the copy, never reset)."""
+        context.attach(trace.set_span_in_context(self.span))
+        _CURRENT.set(self)
+
+    # -- identity: DESIGN "Execution identity", decided once (``loom_otel.core._identity``) ----------
+
+    def request_scope(self) -> ExecutionScope | None:
+        """The execution a request of this call may read reasoning back from, if already known (an
+        explicit scope, or the decided identity); ``None``: the request's lineage decides."""
+        if self._explicit is not None:
+            return self._explicit
+        return self._identity.scope if self._identity is not None else None
+
+    def join(self, lineage: ExecutionScope | None) -> CallIdentity:
+        """Decide the call's identity now, joining ``lineage`` (the execution the request's own reasoning
+        blocks belong to) unless a scope is explicit; once decided, later calls change nothing."""
+        if self._identity is None:
+            self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step)
+            if self.span.is_recording():
+                self.span.set_attributes(
+                    {attr.EXECUTION_ID: self._identity.execution_id, **self._conversation(self._identity)}
+                )
+        return self._identity
+
+    def _conversation(self, identity: CallIdentity) -> dict[str, AttributeValue]:
+        """``gen_ai.conversation.id`` is the execution, unless something already set one on the span."""
+        existing = getattr(self.span, "attributes", None)
+        if existing is not None and attr.GEN_AI_CONVERSATION_ID in existing:
+            return {}
+        return {attr.GEN_AI_CONVERSATION_ID: identity.execution_id}
+
+    @property
+    def identity(self) -> CallIdentity:
+        """Whose the call is (decided at the first request, or now when no request decided it)."""
+        return self._identity if self._identity is not None else self.join(None)
 
     def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None:
         self.span.add_event(name, dict(attributes))
@@ -140,6 +219,7 @@ class ModelCall:
                 provider=self.request.provider,
                 request_model=self.request.model,
                 response_model=response.model,
+                identity=self.identity,
             )
         except BaseException as exc:
             span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
@@ -168,7 +248,7 @@ class ModelCall:
         if self._ended:
             return
         self._ended = True
-        self.span.set_attribute("loom.stream.outcome", reason)
+        self.span.set_attribute(attr.STREAM_OUTCOME, reason)
         self.span.end()
         self._live_end(reason, None)
 

@@ -3,31 +3,21 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from opentelemetry.trace import Span, format_span_id, format_trace_id
+from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._identity import CallIdentity, decide
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store import DigestKeyStore, Envelope
 from loom_otel.core.exceptions import ReasoningCaptureError
 
-__all__ = ["Capture", "CallIdentity", "capture", "identify"]
-
-
-@dataclass(frozen=True, slots=True)
-class CallIdentity:
-    """Whose capture this is: explicit scopes, else the trace id and the model-call span id."""
-
-    execution_id: str
-    step_id: str
-    tenant: str | None
-    principal: str | None
+__all__ = ["Capture", "capture"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +28,6 @@ class Capture:
     attempt: int
     parts: tuple[ReasoningPart, ...]
     attributes: dict[str, AttributeValue]
-
-
-def identify(span: Span) -> CallIdentity:
-    context = span.get_span_context()
-    scope = current_execution()
-    if scope is not None:
-        execution_id, tenant, principal = scope.execution_id, scope.tenant, scope.principal
-    else:
-        execution_id = format_trace_id(context.trace_id) if context.is_valid else uuid.uuid4().hex
-        tenant = principal = None
-    step_id = current_step() or (format_span_id(context.span_id) if context.is_valid else uuid.uuid4().hex[:16])
-    return CallIdentity(execution_id, step_id, tenant, principal)
 
 
 def _digest_key(runtime: Runtime, identity: CallIdentity) -> bytes | None:
@@ -89,17 +67,20 @@ def capture(
     provider: str,
     request_model: str,
     response_model: str | None,
+    identity: CallIdentity | None = None,
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
-    Raises ``ReasoningCaptureError`` when the store or the journal cannot keep what is configured;
-    then no event claims the parts.
+    ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
+    call) it is decided from ``span`` and the current scopes. Raises ``ReasoningCaptureError`` when the
+    store or the journal cannot keep what is configured; then no event claims the parts.
     """
     if not reasonings or not runtime.enabled:
         return None
-    identity = identify(span)
+    if identity is None:
+        identity = decide(span.get_span_context(), current_execution(), None, current_step())
     parts = tuple(_part(runtime, identity, r) for r in reasonings)
-    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id)
+    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,

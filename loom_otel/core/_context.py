@@ -70,12 +70,12 @@ _ATTEMPTS_KEPT: Final = 65536
 """Named steps whose counts are remembered; the oldest is forgotten first (it would count from 1 again)."""
 
 
-def next_attempt(tenant: str | None, execution_id: str, step_id: str) -> int:
+def next_attempt(tenant: str | None, execution_id: str, step_id: str, *, named: bool) -> int:
     """1 for the first capture of (tenant, execution, step) in this process, then 2, 3, ...
 
-    Only named steps (``step()``) are counted: a step that defaults to the model-call span id is one
-    call, always attempt 1, and is not remembered."""
-    if step_id != _STEP.get():
+    Only named steps (``step()``, ``named=True``) are counted: a step that defaults to the model-call
+    span id is one call, always attempt 1, and is not remembered."""
+    if not named:
         return 1
     key = (tenant, execution_id, step_id)
     with _attempts_lock:

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Final
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
+from loom_otel.core._context import ExecutionScope
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._model import ReasoningPart
-from loom_otel.core._redact import Scope, resolve_text
+from loom_otel.core._rehydrate import resolve_text
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, keyed_digest
 
 if TYPE_CHECKING:
@@ -133,6 +134,12 @@ class Plan:
     texts: dict[tuple[int, int], str] = field(default_factory=dict)
     restored: dict[int, list[tuple[int, RoundBlock, str | None]]] = field(default_factory=dict)
     """message index -> (position in the new content, block, text to send)."""
+    kept: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
+    """Blocks the rule would drop but that go out as the application holds them: position ->
+    (the drop reason, why not: ``vendor_drops`` or ``tool_round``)."""
+    lineage: ExecutionScope | None = None
+    """The execution of the request's latest reasoning block this process recorded (DESIGN "Execution
+    identity", rule 2), when the plan was made without a known scope."""
 
     @property
     def changes(self) -> bool:
@@ -149,6 +156,21 @@ class Plan:
                 (
                     attr.EVENT_DROPPED,
                     {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
+                )
+            )
+        kept: dict[tuple[str, str], list[str]] = {}
+        for (i, j), reasons in self.kept.items():
+            kept.setdefault(reasons, []).append(path(i, j))
+        for (reason, because), positions in kept.items():
+            out.append(
+                (
+                    attr.EVENT_KEPT,
+                    {
+                        attr.DROP_REASON: reason,
+                        attr.KEPT_BECAUSE: because,
+                        attr.DROP_COUNT: len(positions),
+                        attr.DROP_POSITIONS: positions,
+                    },
                 )
             )
         if self.restored:
@@ -196,10 +218,40 @@ class Continuation:
         self.store = store
         self._digest = _TextDigests()
 
-    def plan(self, header: Header, messages: Sequence[MessageView], scope: Scope | None) -> Plan:
+    def lineage(self, messages: Sequence[MessageView]) -> ExecutionScope | None:
+        """The execution (of no tenant: only an explicit scope names one) this process recorded the
+        request's latest known reasoning block for; a block it does not know proves nothing."""
+        lookup = self.bindings.block
+        for message in reversed(messages):
+            for item in reversed(message.items):
+                if isinstance(item, Block):
+                    record = lookup(item.key)
+                    if record is not None and record.execution is not None and record.tenant is None:
+                        return ExecutionScope(record.execution)
+        return None
+
+    def plan(
+        self,
+        header: Header,
+        messages: Sequence[MessageView],
+        scope: ExecutionScope | None,
+        *,
+        vendor_drops: bool = False,
+        protected: frozenset[tuple[int, int]] = frozenset(),
+    ) -> Plan:
         """Decide drops, texts and restorations for a request; raises ``ReasoningContinuationError``
-        when the store fails while a text is being fetched."""
+        when the store fails while a text is being fetched.
+
+        ``scope`` is the call's execution when known (``ModelCall.request_scope()``); ``None``: the
+        request's lineage is found (``Plan.lineage``) and texts are read back from that execution.
+
+        Never worse than bare (DESIGN): with ``vendor_drops`` (the request asks the vendor to drop stale
+        blocks itself) nothing is dropped here; a block at a ``protected`` position (one a vendor rule
+        requires, such as the thinking block an in-flight tool round starts with) is never dropped.
+        Either way the block goes out as the application holds it and ``Plan.kept`` says why."""
         plan = Plan(header, header.start())
+        if scope is None:
+            scope = plan.lineage = self.lineage(messages)
         h = plan.chain
         shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
         lookup = self.bindings.block
@@ -223,6 +275,9 @@ class Continuation:
                     reason = self._check(plan, record=record, h=h, shadow=shadow, block=item, at=(i, j), scope=scope)
                     if reason is None:
                         keep = True
+                    elif vendor_drops or (i, j) in protected:
+                        plan.kept[(i, j)] = (reason, "vendor_drops" if vendor_drops else "tool_round")
+                        keep = True
                     else:
                         plan.drops[(i, j)] = reason
                         if shadow is None:
@@ -242,7 +297,7 @@ class Continuation:
         shadow: hashlib._Hash | None,
         block: Block,
         at: tuple[int, int],
-        scope: Scope | None,
+        scope: ExecutionScope | None,
     ) -> str | None:
         """``None`` when the block goes out (with its text put back if needed); else the drop reason."""
         header = plan.header
@@ -268,7 +323,7 @@ class Continuation:
         plan.texts[at] = text
         return None
 
-    def _same_text(self, text: str, digest: str, scope: Scope | None) -> bool:
+    def _same_text(self, text: str, digest: str, scope: ExecutionScope | None) -> bool:
         """Whether the application sends the text the record was made for (a keyed digest is checked
         under the execution's key, asked of the store only when the plain digest differs)."""
         if self._digest(text) == digest:
@@ -279,7 +334,7 @@ class Continuation:
         key = store.digest_key(scope.tenant, scope.execution_id)
         return key is not None and keyed_digest(text.encode(), key) == digest
 
-    def _restore(self, plan: Plan, i: int, message: MessageView, scope: Scope | None) -> list[Item] | None:
+    def _restore(self, plan: Plan, i: int, message: MessageView, scope: ExecutionScope | None) -> list[Item] | None:
         """Put back the reasoning of a tool round the application stripped, if nothing before it or in
         it changed and every text can be had."""
         assert message.round_key is not None
@@ -312,8 +367,16 @@ class Continuation:
         plan.restored[i] = blocks
         return items
 
-    def record(self, plan: Plan, head: bytes, items: Sequence[bytes | Produced], round_keys: Sequence[str]) -> None:
-        """Remember the binding of every reasoning block of a response to the request ``plan`` saw."""
+    def record(
+        self,
+        plan: Plan,
+        head: bytes,
+        items: Sequence[bytes | Produced],
+        round_keys: Sequence[str],
+        owner: ExecutionScope,
+    ) -> None:
+        """Remember the binding of every reasoning block of a response to the request ``plan`` saw, and
+        the execution (``owner``) that produced it."""
         header = plan.header
         h = plan.chain.copy()
         prefix = h.digest()
@@ -339,6 +402,8 @@ class Continuation:
                         item.text_digest,
                         item.ref,
                         item.split,
+                        owner.execution_id,
+                        owner.tenant,
                     ),
                 )
             )

@@ -1,8 +1,8 @@
 """The one instrumentor shape every vendor package declares: what to wrap, with which factories.
 
 A vendor instrumentor is a subclass that only sets ``provider``, ``instruments``, ``wraps`` and
-``continuation``; building the shared handler, the boot warning and the mirrored wrap/unwrap list
-live here once.
+``adapter`` (its ``VendorAdapter``); building the shared handler, the boot warning and the mirrored
+wrap/unwrap list live here once.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from loom_otel.core._adapter import VendorAdapter
 from loom_otel.core._call import ReasoningHandler
 from loom_otel.core._config import runtime_for
 
@@ -30,8 +31,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
     provider: ClassVar[str]
     instruments: ClassVar[Collection[str]]
     wraps: ClassVar[Sequence[Wrap]]
-    continuation: ClassVar[type[Any] | None] = None
-    """The vendor's continuation adapter, built with the runtime (``handler.continuation``)."""
+    adapter: ClassVar[type[VendorAdapter]]
+    """The vendor's adapter to the call skeleton, built with the runtime (``handler.adapter``)."""
     version: ClassVar[str] = "0.1.0"
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -40,9 +41,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
-        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version)
-        if runtime.enabled and self.continuation is not None:
-            handler.continuation = self.continuation(runtime)
+        adapter = type(self).adapter(runtime)
+        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version, adapter)
         for module, name, factory in self.wraps:
             wrap_function_wrapper(module, name, factory(handler))
 

@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from loom_otel.core._callbacks import logger, shielded
-from loom_otel.core._capture import identify
-from loom_otel.core._context import current_execution
 from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
 from loom_otel.core._untrusted import Untrusted
 
@@ -264,9 +262,8 @@ class LiveChannel:
         state = call.live
         if isinstance(state, _CallState):
             return state
-        identity = identify(call.span)
-        scope = current_execution()
-        owner = scope.owner if scope is not None and scope.execution_id == identity.execution_id else None
+        identity = call.identity
+        owner = identity.owner
         live_call = LiveCall(
             next(_call_ids),
             identity.execution_id,

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 import wrapt
 
+from loom_otel.core import _attributes as attr
 from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._callbacks import logger
 from loom_otel.core._model import Reasoning
@@ -111,7 +112,7 @@ class StreamCaptureMixin:
         call = self._self_call
         if call.ended:
             return
-        call.span.set_attribute("loom.stream.outcome", "closed_early")
+        call.span.set_attribute(attr.STREAM_OUTCOME, "closed_early")
         try:
             reasonings, response = self._self_accumulator.result()
             call.complete(reasonings, response)

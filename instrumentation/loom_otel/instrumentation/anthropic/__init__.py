@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from loom_otel.core._instrumentor import ReasoningInstrumentor, Wrap
-from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
+from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,
     async_messages_stream,
@@ -54,5 +54,5 @@ class AnthropicInstrumentor(ReasoningInstrumentor):
     provider = "anthropic"
     instruments = _instruments
     wraps = _WRAPS
-    continuation = AnthropicContinuation
+    adapter = AnthropicAdapter
     version = __version__

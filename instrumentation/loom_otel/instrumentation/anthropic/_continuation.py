@@ -10,6 +10,7 @@ holds without text (``transcript="redact"``) binds exactly like the one the vend
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -19,13 +20,13 @@ from loom_otel.core._bindings import RoundBlock, bindings_for
 from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import current_execution
 from loom_otel.core._continuation import Block, Continuation, Header, MessageView, Plan, Produced, record_digest
 from loom_otel.core._model import Reasoning
-from loom_otel.core._redact import request_scope
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
-from loom_otel.instrumentation.anthropic._extractors import StreamAccumulator as _StreamedBlocks
+from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 
 __all__ = ["AnthropicContinuation", "Outgoing"]
 
@@ -117,12 +118,19 @@ def _canon(kind: str, key: bytes) -> bytes:
     return b"\x01" + kind.encode() + b"\x00" + key
 
 
-def _reasoning_block(block: Any, kind: str) -> Block | None:
+def _reasoning_block(block: Any, kind: str, known: Callable[[bytes], bool] | None = None) -> Block | None:
+    """The block model of a reasoning block. With ``known`` (the binding records), a
+    ``redacted_thinking`` whose ``data`` is a recorded thinking block's signature (google-adk's form of
+    an emptied thinking block) is read as that thinking block, without text: it is put back as one."""
     token = _get(block, "signature" if kind == "thinking" else "data")
     if not isinstance(token, str) or not token:
         return None
     key = _key(kind, token)
-    text = _get(block, "thinking") if kind == "thinking" else None
+    if kind == "redacted_thinking":
+        if known is not None and not known(key) and known(thinking := _key("thinking", token)):
+            return Block(thinking, _canon("thinking", thinking), "")
+        return Block(key, _canon(kind, key), None)
+    text = _get(block, "thinking")
     return Block(key, _canon(kind, key), text if isinstance(text, str) else None)
 
 
@@ -145,7 +153,8 @@ def _text_item(text: str) -> bytes:
     return found
 
 
-def message_view(message: Any) -> MessageView:
+def message_view(message: Any, known: Callable[[bytes], bool] | None = None) -> MessageView:
+    """The block model of one request message (``known``: see ``_reasoning_block``)."""
     role = str(_get(message, "role") or "")
     head = b"M\x00" + role.encode() + b"\x00"
     content = _content(message)
@@ -159,7 +168,7 @@ def message_view(message: Any) -> MessageView:
     for block in content or ():
         kind = _get(block, "type")
         if kind in _REASONING:
-            found = _reasoning_block(block, kind)
+            found = _reasoning_block(block, kind, known)
             if found is not None:
                 items.append(found)
                 continue
@@ -214,15 +223,16 @@ class Outgoing:
         self.kwargs = kwargs
         self.plan = plan
 
-    def emit(self, call: ModelCall) -> None:
-        """The decisions as span events (the call's span exists by now)."""
+    def attach(self, call: ModelCall) -> None:
+        """The call joins the request's lineage; the decisions become span events."""
+        call.join(self.plan.lineage)
         self.plan.emit(call, _path)
 
     def finish(self, call: ModelCall, message: Any) -> None:
         """Before capture of a complete response: record its bindings once captured; vendor drops."""
         vendor_dropped(call, _get(message, "input_transformations"))
         blocks = list(_get(message, "content") or ())
-        call.after_capture = lambda capture: self.adapter.record(self.plan, blocks, capture)
+        call.after_capture = lambda capture: self.adapter.record(self.plan, blocks, capture, call)
 
     def accumulator(self, call: ModelCall, inner: StreamAccumulator) -> StreamAccumulator:
         return _Accumulator(self, call, inner)
@@ -271,12 +281,22 @@ class AnthropicContinuation:
         if not isinstance(messages, list):
             messages = list(messages)
             kwargs = {**kwargs, "messages": messages}
-        plan = self.rule.plan(header_of(provider, kwargs), [message_view(m) for m in messages], request_scope())
+        views = [message_view(m, self._known) for m in messages]
+        plan = self.rule.plan(
+            header_of(provider, kwargs),
+            views,
+            current_execution(),
+            vendor_drops=_vendor_drops(kwargs),
+            protected=_tool_round(messages, views),
+        )
         if plan.changes:
             kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
         return Outgoing(self, kwargs, plan)
 
-    def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None) -> None:
+    def _known(self, key: bytes) -> bool:
+        return self.rule.bindings.block(key) is not None
+
+    def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None, call: ModelCall) -> None:
         parts = iter(capture.parts if capture is not None else ())
         items: list[bytes | Produced] = []
         calls: list[str] = []
@@ -296,7 +316,28 @@ class AnthropicContinuation:
             if kind in _CALLS and isinstance(_get(block, "id"), str):
                 calls.append(_get(block, "id"))
             items.append(_plain(block))
-        self.rule.record(plan, _ASSISTANT_HEAD, items, calls)
+        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity.scope)
+
+
+def _vendor_drops(kwargs: Mapping[str, Any]) -> bool:
+    """The request opts into the vendor's server-side handling of stale blocks (``block_binding`` with
+    ``drop_block``): the vendor decides what goes, loom-otel drops nothing."""
+    thinking = kwargs.get("thinking")
+    binding = _get(thinking, "block_binding") if thinking is not None else None
+    return binding is not None and _get(binding, "prefix_mismatch_behavior") == "drop_block"
+
+
+def _tool_round(messages: list[Any], views: list[MessageView]) -> frozenset[tuple[int, int]]:
+    """The leading reasoning blocks of an in-flight tool round (the last message answers the tool
+    calls of the assistant message before it): the vendor requires that message to start with its
+    thinking block, so they are never dropped."""
+    if len(messages) < 2 or _get(messages[-1], "role") != "user" or views[-2].round_key is None:
+        return frozenset()
+    if not any(_get(b, "type") == "tool_result" for b in _content(messages[-1]) or ()):
+        return frozenset()
+    i = len(messages) - 2
+    leading = itertools.takewhile(lambda item: isinstance(item, Block), views[i].items)
+    return frozenset((i, j) for j, _ in enumerate(leading))
 
 
 def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
@@ -318,8 +359,9 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
             text = plan.texts.get((i, j))
             if text is None:
                 new.append(block)
-            else:
-                new.append({"type": "thinking", "thinking": text, "signature": _get(block, "signature")})
+            else:  # a thinking block (or google-adk's redacted form of one) with its text put back
+                signature = _get(block, "signature") or _get(block, "data")
+                new.append({"type": "thinking", "thinking": text, "signature": signature})
         out[i] = {**message, "content": new}
     return out
 
@@ -364,14 +406,14 @@ class _Accumulator(AccumulatorLayer):
         return deltas
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        assert isinstance(self._inner, _StreamedBlocks)
+        assert isinstance(self._inner, MessageStreamAccumulator)
         if self._inner.message is not None:  # final in message_start
             vendor_dropped(self._call, _get(self._inner.message, "input_transformations"))
         return self._inner.result()
 
     def blocks(self) -> list[dict[str, Any]]:
         """Every streamed block in order, normalized like a complete response's blocks."""
-        assert isinstance(self._inner, _StreamedBlocks)
+        assert isinstance(self._inner, MessageStreamAccumulator)
         out = []
         for _, block in sorted(self._inner.blocks.items()):
             normalized = _norm(block.start)
@@ -393,4 +435,4 @@ class _Accumulator(AccumulatorLayer):
         return out
 
     def _record(self, capture: Capture | None) -> None:
-        self._outgoing.adapter.record(self._outgoing.plan, self.blocks(), capture)
+        self._outgoing.adapter.record(self._outgoing.plan, self.blocks(), capture, self._call)

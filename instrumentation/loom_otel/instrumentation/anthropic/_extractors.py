@@ -12,7 +12,7 @@ from loom_otel.core._journal import AttributeValue
 from loom_otel.core._semconv import model_name, server_attributes
 from loom_otel.core._shapes import field
 
-__all__ = ["StreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
+__all__ = ["MessageStreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
 _PROVIDERS = {"AnthropicVertex": "gcp.vertex_ai", "AsyncAnthropicVertex": "gcp.vertex_ai"}
 _BEDROCK = "aws.bedrock"
@@ -112,7 +112,7 @@ class _Block:
         self.signature: str = field(start, "signature") or ""
 
 
-class StreamAccumulator:
+class MessageStreamAccumulator:
     """Rebuilds a ``Messages`` stream (``create(stream=True)`` and the ``messages.stream()`` helper
     alike) in one pass per event: thinking and redacted blocks for capture, and every block in order for
     the continuation layer. ``thinking_delta`` appends, ``signature_delta`` replaces (as the SDK does)."""

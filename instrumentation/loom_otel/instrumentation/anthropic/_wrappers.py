@@ -1,68 +1,38 @@
 """The wrapt wrappers, one factory per wrapped method; sync and async twins differ only by ``await``.
 
-``Messages.parse`` goes through ``messages_create`` (it is a non-streaming create with a parser).
-``Messages.stream`` returns a manager that sends nothing until entered: its proxy starts the call in
-``__enter__`` and hangs the stream proxy under the ``MessageStream`` it returns, so every way of
+``create`` and ``parse`` run the core's call skeleton as they are (``parse`` is a non-streaming create
+with a parser). ``Messages.stream`` returns a manager that sends nothing until entered: the guard and
+the continuation pass run when it is made (the helper binds the request body then), the call starts in
+``__enter__``, and the stream proxy hangs under the ``MessageStream`` it returns, so every way of
 consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import wrapt
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from loom_otel.core._adapter import Outgoing
 from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo
-from loom_otel.core._guard import check_anthropic_request
 from loom_otel.core._model import Reasoning
-from loom_otel.core._streams import AsyncStreamProxy, SyncStreamProxy
-from loom_otel.core._streams import StreamAccumulator as Accumulator
-from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
-from loom_otel.instrumentation.anthropic._extractors import (
-    StreamAccumulator,
-    provider_of,
-    reasonings_of,
-    request_info,
-    response_info,
-)
+from loom_otel.core._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
+from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
+from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
 
 __all__ = ["async_messages_create", "async_messages_stream", "messages_create", "messages_stream"]
 
-Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+def messages_create(handler: ReasoningHandler) -> Wrapper:
+    """``Messages.create`` and ``Messages.parse``."""
+    return sync_method(handler)
 
 
-def _active(handler: ReasoningHandler) -> bool:
-    return handler.runtime.enabled and is_instrumentation_enabled()
-
-
-def _is_raw(result: Any) -> bool:
-    """``with_raw_response`` / ``with_streaming_response`` hand the wrapper an ``APIResponse``."""
-    return isinstance(result, _raw_response_type())
-
-
-@functools.cache
-def _raw_response_type() -> type:
-    from anthropic._response import BaseAPIResponse  # the SDK is imported by then; resolved once
-
-    return BaseAPIResponse
-
-
-def _complete(call: ModelCall, message: Any, outgoing: Outgoing | None) -> None:
-    """Capture, record the bindings of what was produced, then (redact mode) blank readable thinking."""
-    if outgoing is not None:
-        outgoing.finish(call, message)
-    call.complete(reasonings_of(message, call.request), response_info(message))
-    if outgoing is not None:
-        outgoing.scrub(message)
-
-
-def _accumulator(call: ModelCall, outgoing: Outgoing | None) -> Accumulator:
-    inner = StreamAccumulator(call.request)
-    return inner if outgoing is None else outgoing.accumulator(call, inner)
+def async_messages_create(handler: ReasoningHandler) -> Wrapper:
+    return async_method(handler)
 
 
 class _Snapshot:
@@ -73,10 +43,9 @@ class _Snapshot:
     text_deltas: list[tuple[int, str]] | None = None
     reads_whole_response = True
 
-    def __init__(self, stream: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
+    def __init__(self, stream: Any, call: ModelCall) -> None:
         self._stream = stream
         self._call = call
-        self._outgoing = outgoing
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
         return ()
@@ -86,104 +55,28 @@ class _Snapshot:
             message = self._stream.current_message_snapshot
         except AssertionError:  # closed before message_start: nothing arrived
             return [], ResponseInfo()
-        if self._outgoing is not None:
-            self._outgoing.finish(self._call, message)
+        outgoing = outgoing_of(self._call)
+        if outgoing is not None:
+            outgoing.finish(self._call, message)
         return reasonings_of(message, self._call.request), response_info(message)
 
 
-def _helper_accumulator(call: ModelCall, stream: Any, outgoing: Outgoing | None) -> Accumulator:
+def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any) -> StreamAccumulator:
     """The helper's stream: read its snapshot, unless events must be seen one by one (live view, redact)."""
+    adapter = handler.adapter
+    assert isinstance(adapter, AnthropicAdapter)
+    outgoing = outgoing_of(call)
     if call.handler.live_sink is not None or (outgoing is not None and outgoing.adapter.redact):
-        return _accumulator(call, outgoing)
-    return _Snapshot(stream, call, outgoing)
-
-
-def _prepare(handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
-    """Refuse untrusted text in instruction positions, then run the continuation pass on the request the
-    SDK is about to serialize (``None``: no continuation configured)."""
-    check_anthropic_request(kwargs)
-    continuation = handler.continuation
-    if not isinstance(continuation, AnthropicContinuation):
-        return None
-    return continuation.prepare(provider_of(instance), kwargs)
-
-
-def _sync_result(call: ModelCall, result: Any, outgoing: Outgoing | None) -> Any:
-    if _is_raw(result):
-        if call.request.stream:
-            return _RawResponseProxy(result, call, outgoing)
-        _complete(call, result.parse(), outgoing)
-        return result
-    if call.request.stream:
-        return SyncStreamProxy(result, call, _accumulator(call, outgoing))
-    _complete(call, result, outgoing)
-    return result
-
-
-async def _async_result(call: ModelCall, result: Any, outgoing: Outgoing | None) -> Any:
-    if _is_raw(result):
-        if call.request.stream:
-            return _AsyncRawResponseProxy(result, call, outgoing)
-        _complete(call, await result.parse(), outgoing)
-        return result
-    if call.request.stream:
-        return AsyncStreamProxy(result, call, _accumulator(call, outgoing))
-    _complete(call, result, outgoing)
-    return result
-
-
-def messages_create(handler: ReasoningHandler) -> Wrapper:
-    def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not _active(handler):
-            return wrapped(*args, **kwargs)
-        call = handler.call(request_info(instance, kwargs, stream=bool(kwargs.get("stream"))))
-        try:
-            outgoing = _prepare(handler, instance, kwargs)
-            if outgoing is not None:
-                outgoing.emit(call)
-                kwargs = outgoing.kwargs
-            with call.activate():
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        return _sync_result(call, result, outgoing)
-
-    return traced_method
-
-
-def async_messages_create(handler: ReasoningHandler) -> Wrapper:
-    def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not _active(handler):
-            return wrapped(*args, **kwargs)
-
-        async def send() -> Any:
-            call = handler.call(request_info(instance, kwargs, stream=bool(kwargs.get("stream"))))
-            try:
-                outgoing = _prepare(handler, instance, kwargs)
-                sent = kwargs
-                if outgoing is not None:
-                    outgoing.emit(call)
-                    sent = outgoing.kwargs
-                with call.activate():
-                    result = await wrapped(*args, **sent)
-            except BaseException as exc:
-                call.fail(exc)
-                raise
-            return await _async_result(call, result, outgoing)
-
-        return send()
-
-    return traced_method
+        return adapter.accumulator(call)
+    return _Snapshot(stream, call)
 
 
 def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy | _AsyncStreamManagerProxy]) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not _active(handler):
+        if not active(handler):
             return wrapped(*args, **kwargs)
-        # The helper binds the request body now: the pass runs here, its events when the span starts.
-        outgoing = _prepare(handler, instance, kwargs)
-        manager = wrapped(*args, **(outgoing.kwargs if outgoing is not None else kwargs))
+        outgoing = prepare(handler, instance, kwargs)  # the helper binds the request body now
+        manager = wrapped(*args, **sent(kwargs, outgoing))
         return proxy(manager, handler, instance, kwargs, outgoing)
 
     return traced_method
@@ -206,7 +99,7 @@ class _ManagerProxy(wrapt.BaseObjectProxy[Any]):
         handler: ReasoningHandler,
         instance: Any,
         kwargs: dict[str, Any],
-        outgoing: Outgoing | None = None,
+        outgoing: Outgoing | None,
     ) -> None:
         super().__init__(manager)
         self._self_handler = handler
@@ -215,10 +108,7 @@ class _ManagerProxy(wrapt.BaseObjectProxy[Any]):
         self._self_outgoing = outgoing
 
     def _start(self) -> ModelCall:
-        call = self._self_handler.call(request_info(self._self_instance, self._self_kwargs, stream=True))
-        if self._self_outgoing is not None:
-            self._self_outgoing.emit(call)
-        return call
+        return start(self._self_handler, self._self_instance, self._self_kwargs, self._self_outgoing, stream=True)
 
 
 class _StreamManagerProxy(_ManagerProxy):
@@ -233,7 +123,7 @@ class _StreamManagerProxy(_ManagerProxy):
             call.fail(exc)
             raise
         stream._raw_stream = SyncStreamProxy(
-            stream._raw_stream, call, _helper_accumulator(call, stream, self._self_outgoing)
+            stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )
         return stream
 
@@ -255,7 +145,7 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
             call.fail(exc)
             raise
         stream._raw_stream = AsyncStreamProxy(
-            stream._raw_stream, call, _helper_accumulator(call, stream, self._self_outgoing)
+            stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )
         return stream
 
@@ -263,31 +153,3 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Any:
         return await self.__wrapped__.__aexit__(exc_type, exc, tb)
-
-
-class _RawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    """A raw streaming response: the stream the application parses out of it is captured."""
-
-    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None = None) -> None:
-        super().__init__(response)
-        self._self_call = call
-        self._self_outgoing = outgoing
-
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
-        parsed = self.__wrapped__.parse(*args, **kwargs)
-        if isinstance(parsed, SyncStreamProxy) or not hasattr(parsed, "__next__"):
-            return parsed
-        return SyncStreamProxy(parsed, self._self_call, _accumulator(self._self_call, self._self_outgoing))
-
-
-class _AsyncRawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None = None) -> None:
-        super().__init__(response)
-        self._self_call = call
-        self._self_outgoing = outgoing
-
-    async def parse(self, *args: Any, **kwargs: Any) -> Any:
-        parsed = await self.__wrapped__.parse(*args, **kwargs)
-        if isinstance(parsed, AsyncStreamProxy) or not hasattr(parsed, "__anext__"):
-            return parsed
-        return AsyncStreamProxy(parsed, self._self_call, _accumulator(self._self_call, self._self_outgoing))

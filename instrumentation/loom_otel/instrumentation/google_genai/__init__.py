@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from loom_otel.core._instrumentor import ReasoningInstrumentor, Wrap
-from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation
+from loom_otel.instrumentation.google_genai._adapter import GeminiAdapter
 from loom_otel.instrumentation.google_genai._wrappers import (
     async_models_generate_content,
     async_models_generate_content_hop,
@@ -54,5 +54,5 @@ class GoogleGenAiInstrumentor(ReasoningInstrumentor):
     provider = "google-genai"
     instruments = _instruments
     wraps = _WRAPS
-    continuation = GeminiContinuation
+    adapter = GeminiAdapter
     version = __version__

@@ -30,7 +30,6 @@ from loom_otel.core._call import ModelCall
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
-from loom_otel.core._redact import request_scope
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
@@ -118,7 +117,7 @@ class GeminiContinuation:
                     self._signatures[key] = part.signature
             rank += 1
 
-    def record(self, plan: Plan, parts: Sequence[tr.Part], capture: Capture | None) -> None:
+    def record(self, plan: Plan, parts: Sequence[tr.Part], capture: Capture | None, call: ModelCall) -> None:
         """Remember the binding of every block of one response to the request ``plan`` saw."""
         captured = capture.parts if capture is not None else ()
         items: list[bytes | Produced] = []
@@ -142,7 +141,7 @@ class GeminiContinuation:
                 if len(step.parts) > 1:
                     split = tuple(len(p.text or "") for p in step.parts)
             items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))
-        self.rule.record(plan, tr.MODEL_HEAD, items, ())
+        self.rule.record(plan, tr.MODEL_HEAD, items, (), call.identity.scope)
         self.remember(parts)
 
 
@@ -197,14 +196,17 @@ class GeminiSession:
         """
         resuming = bool(self.hops) and resumes(kwargs)
         contents = tr.read_contents(kwargs.get("contents"))
+        call = self.call
         if contents is None:
-            plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], request_scope())
+            plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], call.request_scope())
+            call.join(plan.lineage)
             if not resuming:
                 self._begin(plan)
             return kwargs
         restored = self.adapter.thread(contents)
         views, layout = tr.views(contents)
-        plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, request_scope())
+        plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())
+        call.join(plan.lineage)  # the first request decides the call's execution
         for part in restored:
             i, j = _position(layout, part)
             block = layout[i][j].item
@@ -236,7 +238,7 @@ class GeminiSession:
 
     def _record(self, capture: Capture | None) -> None:
         for hop in self.hops:
-            self.adapter.record(hop.plan, hop.parts(), capture)
+            self.adapter.record(hop.plan, hop.parts(), capture, self.call)
 
 
 class _Scrubbing(AccumulatorLayer):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Final
 
 from loom_otel.core._instrumentor import ReasoningInstrumentor, Wrap
-from loom_otel.instrumentation.openai._continuation import OpenAiContinuation
+from loom_otel.instrumentation.openai._adapter import OpenAiAdapter
 from loom_otel.instrumentation.openai._wrappers import (
     async_chat_completions_create,
     async_responses_create,
@@ -51,5 +51,5 @@ class OpenAiInstrumentor(ReasoningInstrumentor):
     provider = "openai"
     instruments = _instruments
     wraps = _WRAPS
-    continuation = OpenAiContinuation
+    adapter = OpenAiAdapter
     version = __version__

@@ -28,9 +28,10 @@ from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._canonical import canonical_json
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import ExecutionScope, current_execution
 from loom_otel.core._continuation import UNRESOLVABLE, record_digest
 from loom_otel.core._model import Reasoning, ReasoningPart
-from loom_otel.core._redact import request_scope, resolve_text
+from loom_otel.core._rehydrate import resolve_text
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 
@@ -68,9 +69,12 @@ def item_key(field: str, item: Any) -> bytes | None:
     return _key(f"responses/{field}", token) if isinstance(token, str) and token else None
 
 
-def _record(text: str, part: ReasoningPart | None, keyed: bool, split: tuple[int, ...] = ()) -> BlockRecord:
+def _record(
+    text: str, part: ReasoningPart | None, keyed: bool, owner: ExecutionScope, split: tuple[int, ...] = ()
+) -> BlockRecord:
     ref = part.text_ref if part is not None else None
-    return BlockRecord(b"", "openai", None, b"", b"", record_digest(text, part, keyed=keyed), ref, split)
+    digest = record_digest(text, part, keyed=keyed)
+    return BlockRecord(b"", "openai", None, b"", b"", digest, ref, split, owner.execution_id, owner.tenant)
 
 
 def _item_texts(item: Any) -> tuple[str, list[str]]:
@@ -98,30 +102,42 @@ class OpenAiContinuation:
         self.redact = runtime.transcript == "redact"
         self.keyed = runtime.digest != "sha256"
 
-    def prepare(self, call: ModelCall, chat: bool, kwargs: dict[str, Any]) -> Outgoing:
-        """Put readable reasoning back into what the application sends (redact mode); raises
-        ``ReasoningContinuationError`` when the store fails."""
-        outgoing = Outgoing(self, call, chat, kwargs)
+    def prepare(self, chat: bool, kwargs: dict[str, Any]) -> Outgoing:
+        """Find the request's lineage and put readable reasoning back into what the application sends
+        (redact mode); raises ``ReasoningContinuationError`` when the store fails."""
+        outgoing = Outgoing(self, chat, kwargs)
+        name = "messages" if chat else "input"
+        items = kwargs.get(name)
+        if not isinstance(items, list | tuple):
+            return outgoing
+        explicit = current_execution()
+        if explicit is None:
+            outgoing.lineage = self._lineage(items, chat)
         if self.redact:
-            name = "messages" if chat else "input"
-            items = kwargs.get(name)
-            if isinstance(items, list | tuple):
-                rebuilt, lost = self._rehydrate(list(items), chat)
-                if rebuilt is not None:
-                    outgoing.kwargs = {**kwargs, name: rebuilt}
-                if lost:
-                    call.add_event(
-                        attr.EVENT_DROPPED,
-                        {
-                            attr.DROP_REASON: UNRESOLVABLE,
-                            attr.DROP_COUNT: len(lost),
-                            attr.DROP_POSITIONS: [f"{name}.{i}" for i in lost],
-                        },
-                    )
+            rebuilt, lost = self._rehydrate(list(items), chat, explicit or outgoing.lineage)
+            if rebuilt is not None:
+                outgoing.kwargs = {**kwargs, name: rebuilt}
+            outgoing.lost = [f"{name}.{i}" for i in lost]
         return outgoing
 
-    def _rehydrate(self, items: list[Any], chat: bool) -> tuple[list[Any] | None, list[int]]:
-        scope = request_scope()
+    def _lineage(self, items: Sequence[Any], chat: bool) -> ExecutionScope | None:
+        """The execution of the latest reasoning the request carries that this process recorded."""
+        for item in reversed(items):
+            if chat and _get(item, "role") == "assistant":
+                found = self._lookup([(f, message_key(f, item)) for f in FIELDS])
+                record = found[1] if found is not None else None
+            elif not chat and _get(item, "type") == "reasoning":
+                key = item_key(_item_texts(item)[0], item)
+                record = self.bindings.block(key) if key is not None else None
+            else:
+                continue
+            if record is not None and record.execution is not None and record.tenant is None:
+                return ExecutionScope(record.execution)
+        return None
+
+    def _rehydrate(
+        self, items: list[Any], chat: bool, scope: ExecutionScope | None
+    ) -> tuple[list[Any] | None, list[int]]:
         changed, lost = False, []
         for i, item in enumerate(items):
             if chat and _get(item, "role") == "assistant" and not any(_get(item, f) for f in FIELDS):
@@ -173,14 +189,26 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "original")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original")
 
-    def __init__(self, adapter: OpenAiContinuation, call: ModelCall, chat: bool, kwargs: dict[str, Any]) -> None:
+    def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
-        self.call = call
         self.chat = chat
         self.kwargs = kwargs
         self.original = kwargs
+        self.lineage: ExecutionScope | None = None
+        self.lost: list[str] = []
+        """Positions whose reasoning could not be put back (redact mode)."""
+
+    def attach(self, call: ModelCall) -> None:
+        """The call joins the request's lineage; reasoning that could not be put back is an event."""
+        self.call = call
+        call.join(self.lineage)
+        if self.lost:
+            call.add_event(
+                attr.EVENT_DROPPED,
+                {attr.DROP_REASON: UNRESOLVABLE, attr.DROP_COUNT: len(self.lost), attr.DROP_POSITIONS: self.lost},
+            )
 
     def finish(self, response: Any) -> None:
         """Before capture of a complete response: vendor drops; record (redact) once captured."""
@@ -203,7 +231,8 @@ class Outgoing:
             if field is None:
                 continue
             part = next(parts, None)
-            records.append((message_key(field, message), _record(extra[field], part, self.adapter.keyed)))
+            owner = self.call.identity.scope
+            records.append((message_key(field, message), _record(extra[field], part, self.adapter.keyed, owner)))
         self.adapter.remember(records)
 
     def _record_items(self, snapshot: Sequence[tuple[bytes | None, list[str]]], capture: Capture | None) -> None:
@@ -214,7 +243,8 @@ class Outgoing:
             if key is None or not any(pieces):
                 continue
             text = _SEPARATOR.join(pieces)
-            records.append((key, _record(text, part, self.adapter.keyed, tuple(len(p) for p in pieces))))
+            split = tuple(len(p) for p in pieces)
+            records.append((key, _record(text, part, self.adapter.keyed, self.call.identity.scope, split)))
         self.adapter.remember(records)
 
     def _vendor_dropped(self, transformations: Any) -> None:

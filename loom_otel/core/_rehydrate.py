@@ -7,45 +7,24 @@ erased, absent or altered" (the block is dropped); a store that raises fails the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from opentelemetry import trace
-from opentelemetry.trace import format_trace_id
-
-from loom_otel.core._context import current_execution
+from loom_otel.core._context import ExecutionScope
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
 from loom_otel.core.exceptions import ReasoningContinuationError
 
-__all__ = ["Scope", "request_scope", "resolve_text"]
+__all__ = ["resolve_text"]
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
-    """The (tenant, execution) a request belongs to: the only one whose blobs it may read."""
-
-    tenant: str | None
-    execution_id: str
-
-
-def request_scope() -> Scope | None:
-    """The ``execution()`` scope, else the current trace id (the default execution id), else none."""
-    scope = current_execution()
-    if scope is not None:
-        return Scope(scope.tenant, scope.execution_id)
-    context = trace.get_current_span().get_span_context()
-    if context.is_valid:
-        return Scope(None, format_trace_id(context.trace_id))
-    return None
-
-
-def _digest_key(store: ReasoningStore, scope: Scope) -> bytes | None:
+def _digest_key(store: ReasoningStore, scope: ExecutionScope) -> bytes | None:
     if isinstance(store, DigestKeyStore):
         return store.digest_key(scope.tenant, scope.execution_id)
     return None
 
 
-def resolve_text(store: ReasoningStore | None, scope: Scope | None, ref: str | None, digest: str) -> str | None:
-    """The text sealed under ``ref`` for ``scope`` if it still hashes to ``digest``; else ``None``.
+def resolve_text(
+    store: ReasoningStore | None, scope: ExecutionScope | None, ref: str | None, digest: str
+) -> str | None:
+    """The text sealed under ``ref`` for ``scope`` (the request's execution) if it still hashes to
+    ``digest``; else ``None``.
 
     Raises ``ReasoningContinuationError`` when the store itself fails (the message names the store
     type and the exception type only).

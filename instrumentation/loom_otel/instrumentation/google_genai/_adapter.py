@@ -1,0 +1,96 @@
+"""Google GenAI ``generate_content`` as the call skeleton's vendor (``loom_otel.core._adapter``).
+
+A public call may send several HTTP requests (automatic function calling, automatic continuation):
+its ``CallHops`` (the call's ``Outgoing``) accumulates every request's response and carries the
+continuation session, which plans each request when the per-request wrappers report it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loom_otel.core._call import ModelCall, RequestInfo
+from loom_otel.core._config import Runtime
+from loom_otel.core._guard import check_gemini_request
+from loom_otel.core._streams import StreamAccumulator
+from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
+from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
+
+__all__ = ["CallHops", "GeminiAdapter", "hops_of"]
+
+
+class CallHops:
+    """One public call across its HTTP requests: the response accumulator and the continuation session.
+
+    The call's execution is decided by its first request (``GeminiSession.prepare`` joins its lineage)."""
+
+    __slots__ = ("continuation", "kwargs", "session", "turn")
+
+    def __init__(self, continuation: GeminiContinuation | None, kwargs: dict[str, Any]) -> None:
+        self.continuation = continuation
+        self.kwargs = kwargs
+        self.session: GeminiSession | None = None
+
+    def attach(self, call: ModelCall) -> None:
+        self.turn = ResponseAccumulator(call.request)
+        if self.continuation is not None:
+            self.session = self.continuation.session(call, call.request.provider, self.turn.produced)
+
+    def accumulator(self) -> StreamAccumulator:
+        return self.turn if self.session is None else self.session.tap(self.turn)
+
+    def request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP request of the call is about to be built from ``kwargs`` (model, contents, config):
+        the continuation pass decides what is sent (raises ``ReasoningContinuationError`` on a store
+        failure)."""
+        self.turn.begin_hop(resumes(kwargs))
+        return kwargs if self.session is None else self.session.prepare(kwargs)
+
+    def response(self, response: Any) -> None:
+        """The complete response of one HTTP request of a non-streamed call."""
+        self.turn.feed(response)
+
+    def finish(self, call: ModelCall, response: Any) -> Any:
+        """The public call returned: capture every request (fail-closed), then (redact) blank thought text."""
+        turn = self.turn
+        if not turn.hops:  # the SDK did not go through the per-request method: the response is all there is
+            turn.feed(response)
+        reasonings, info = turn.result()
+        call.complete(reasonings, info)
+        if self.session is not None:
+            self.session.scrub(response)
+        return response
+
+
+def hops_of(call: ModelCall | None) -> CallHops | None:
+    """The public call's state, for a per-request wrapper running inside it."""
+    outgoing = call.outgoing if call is not None else None
+    return outgoing if isinstance(outgoing, CallHops) else None
+
+
+class GeminiAdapter:
+    """``Models.generate_content(_stream)`` (chats included: they call these) and ``AsyncModels``'."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.continuation = GeminiContinuation(runtime) if runtime.enabled else None
+
+    def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
+        check_gemini_request(kwargs.get("contents"), kwargs.get("config"))
+
+    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> CallHops:
+        return CallHops(self.continuation, kwargs)
+
+    def streams(self, kwargs: Mapping[str, Any]) -> bool:
+        return False  # the stream methods are their own wrappers (they send when iterated)
+
+    def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+        return request_info(instance, kwargs, stream=stream)
+
+    def sync_result(self, call: ModelCall, result: Any) -> Any:
+        hops = hops_of(call)
+        assert hops is not None
+        return hops.finish(call, result)
+
+    async def async_result(self, call: ModelCall, result: Any) -> Any:
+        return self.sync_result(call, result)

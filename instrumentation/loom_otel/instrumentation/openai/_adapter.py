@@ -1,0 +1,88 @@
+"""OpenAI Chat Completions and Responses as the call skeleton's vendor
+(``loom_otel.core._adapter.VendorAdapter``): the API is told by the resource the method belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from loom_otel.core._call import ModelCall, RequestInfo
+from loom_otel.core._config import Runtime
+from loom_otel.core._guard import check_openai_chat_request, check_openai_responses_request
+from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
+from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
+
+__all__ = ["OpenAiAdapter"]
+
+_CHAT_RESOURCES: Final = frozenset({"Completions", "AsyncCompletions"})
+_RESPONSES_HINTS: Final = {"api": "responses"}
+
+
+def _is_chat(instance: Any) -> bool:
+    return type(instance).__name__ in _CHAT_RESOURCES
+
+
+class OpenAiAdapter:
+    """``create`` and ``parse`` of Chat Completions and of the Responses API. ``with_raw_response``
+    results are parsed (the body is already read; the SDK caches the parse); a raw streaming response is
+    not read: its span ends with ``loom.stream.outcome = "raw_response"`` and nothing captured."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.continuation = OpenAiContinuation(runtime) if runtime.enabled else None
+
+    def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
+        if _is_chat(instance):
+            check_openai_chat_request(kwargs)
+        else:
+            check_openai_responses_request(kwargs)
+
+    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
+        continuation = self.continuation
+        return None if continuation is None else continuation.prepare(_is_chat(instance), kwargs)
+
+    def streams(self, kwargs: Mapping[str, Any]) -> bool:
+        return kwargs.get("stream") is True
+
+    def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+        if _is_chat(instance):
+            return CHAT.request_info(instance, kwargs, stream)
+        return replace(RESPONSES.request_info(instance, kwargs, stream), hints=_RESPONSES_HINTS)
+
+    def sync_result(self, call: ModelCall, result: Any) -> Any:
+        return self._result(call, result, SyncStreamProxy)
+
+    async def async_result(self, call: ModelCall, result: Any) -> Any:
+        return self._result(call, result, AsyncStreamProxy)
+
+    def _result(self, call: ModelCall, result: Any, proxy: type[SyncStreamProxy] | type[AsyncStreamProxy]) -> Any:
+        from openai._legacy_response import LegacyAPIResponse
+        from openai._response import BaseAPIResponse
+
+        outgoing = call.outgoing if isinstance(call.outgoing, Outgoing) else None
+        api = _api_of(call)
+        if isinstance(result, LegacyAPIResponse) and not call.request.stream:
+            _complete(call, api, result.parse(), outgoing)
+            return result
+        if isinstance(result, LegacyAPIResponse | BaseAPIResponse):
+            call.abandon("raw_response")
+            return result
+        if call.request.stream:
+            accumulator: StreamAccumulator = api.accumulator(call.request)
+            return proxy(result, call, accumulator if outgoing is None else outgoing.tap(accumulator))
+        _complete(call, api, result, outgoing)
+        return result
+
+
+def _api_of(call: ModelCall) -> Api:
+    return RESPONSES if call.request.hints.get("api") == "responses" else CHAT
+
+
+def _complete(call: ModelCall, api: Api, response: Any, outgoing: Outgoing | None) -> None:
+    """The complete response is known: vendor drops, capture (fail-closed), then (redact) scrub."""
+    if outgoing is not None:
+        outgoing.finish(response)
+    call.complete(api.reasonings_of(response, call.request), api.response_info(response))
+    if outgoing is not None:
+        outgoing.scrub(response)

@@ -1,0 +1,55 @@
+"""Whose a model call is (DESIGN "Execution identity"): decided once per call, in one place.
+
+1. an explicit ``execution()`` scope;
+2. else the transcript's lineage: the execution (of the same tenant: none, without a scope) that this
+   process's binding records attribute the request's latest known reasoning block to;
+3. else a new execution whose id is the trace id of the call's span.
+
+The step is the ``step()`` scope, else the model-call span id. ``ModelCall`` owns the decision; capture,
+the continuation pass (which blobs a request may read back) and the live view all read it from there.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
+
+from loom_otel.core._context import ExecutionScope
+
+__all__ = ["CallIdentity", "decide"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallIdentity:
+    """The execution, step and people a call's captures belong to."""
+
+    execution_id: str
+    step_id: str
+    tenant: str | None
+    principal: str | None
+    owner: str | None = None
+    named_step: bool = False
+    """``True`` when the step came from ``step()`` (its attempts are counted); else the span id."""
+
+    @property
+    def scope(self) -> ExecutionScope:
+        """The (tenant, execution) whose blobs this call writes and may read back."""
+        return ExecutionScope(self.execution_id, self.tenant)
+
+
+def decide(
+    context: SpanContext, explicit: ExecutionScope | None, lineage: ExecutionScope | None, step: str | None
+) -> CallIdentity:
+    """The identity of a call whose span has ``context`` (rules 1-3 of the module docstring)."""
+    scope = explicit or lineage
+    if scope is not None:
+        execution_id, tenant, principal, owner = scope.execution_id, scope.tenant, scope.principal, scope.owner
+    else:
+        execution_id = format_trace_id(context.trace_id) if context.is_valid else uuid.uuid4().hex
+        tenant = principal = owner = None
+    if step is not None:
+        return CallIdentity(execution_id, step, tenant, principal, owner, named_step=True)
+    step_id = format_span_id(context.span_id) if context.is_valid else uuid.uuid4().hex[:16]
+    return CallIdentity(execution_id, step_id, tenant, principal, owner)
