@@ -37,24 +37,31 @@ def _responses_delta(event: Any) -> str:
     return str(event.delta) if event.type == "response.reasoning_summary_text.delta" else ""
 
 
-def _kwargs(api: str, tools: bool) -> dict[str, Any]:
+def _kwargs(api: str, tools: bool, overrides: dict[str, Any]) -> dict[str, Any]:
     tool_list = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     if api == "chat":
         extra = {"tools": tool_list} if tools else {}
-        return {"model": CHAT_MODEL, "messages": [{"role": "user", "content": "Which is cheaper?"}], **extra}
+        messages = [{"role": "user", "content": "Which is cheaper?"}]
+        return {"model": CHAT_MODEL, "messages": messages, **extra, **overrides}
     extra = {"tools": [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]} if tools else {}
-    return {"model": RESPONSES_MODEL, "input": "Which is cheaper?", "reasoning": {"summary": "auto"}, **extra}
+    return {
+        "model": RESPONSES_MODEL,
+        "input": "Which is cheaper?",
+        "reasoning": {"summary": "auto"},
+        **extra,
+        **overrides,
+    }
 
 
-def run(api: str, mode: str, make: Callable[[bool], Any], *, tools: bool = False) -> str:
+def run(api: str, mode: str, make: Callable[[bool], Any], *, tools: bool = False, **overrides: Any) -> str:
     """One user call of ``api`` (``chat`` | ``responses``) in ``mode`` on a fresh client (``make(is_async)``);
-    returns the reasoning text the application saw."""
+    returns the reasoning text the application saw. ``overrides`` replace request arguments."""
     if mode.startswith("async"):
-        return asyncio.run(_run_async(api, mode, make(True), tools))
+        return asyncio.run(_run_async(api, mode, make(True), tools, overrides))
     client = make(False)
     resource = client.chat.completions if api == "chat" else client.responses
     text, delta = (_chat_text, _chat_delta) if api == "chat" else (_responses_text, _responses_delta)
-    kwargs = _kwargs(api, tools)
+    kwargs = _kwargs(api, tools, overrides)
     if mode in ("sync", "parse"):
         return text(getattr(resource, "create" if mode == "sync" else "parse")(**kwargs))
     if mode == "stream":
@@ -63,12 +70,12 @@ def run(api: str, mode: str, make: Callable[[bool], Any], *, tools: bool = False
         return "".join(delta(e.chunk if api == "chat" else e) for e in stream if api != "chat" or e.type == "chunk")
 
 
-async def _run_async(api: str, mode: str, client: Any, tools: bool) -> str:
+async def _run_async(api: str, mode: str, client: Any, tools: bool, overrides: dict[str, Any]) -> str:
     if not isinstance(client, openai.AsyncOpenAI):
         raise TypeError("async modes need an AsyncOpenAI client")
     resource: Any = client.chat.completions if api == "chat" else client.responses
     text, delta = (_chat_text, _chat_delta) if api == "chat" else (_responses_text, _responses_delta)
-    kwargs = _kwargs(api, tools)
+    kwargs = _kwargs(api, tools, overrides)
     if mode in ("async", "async_parse"):
         return text(await getattr(resource, "create" if mode == "async" else "parse")(**kwargs))
     if mode == "async_stream":
