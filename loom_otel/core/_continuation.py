@@ -210,6 +210,24 @@ class _TextDigests:
         return found
 
 
+def _mismatch(header: Header, record: BlockRecord, h: hashlib._Hash, shadow: hashlib._Hash | None) -> str | None:
+    """Why the block's recorded binding does not match the request as it will be sent (``h``: the chain
+    so far; ``shadow``: the chain as the application sent it, once a drop made them differ)."""
+    if h.copy().digest() == record.binding:
+        return None
+    if record.provider != header.provider:
+        return PROVIDER_CHANGED
+    if record.model != header.model:
+        return MODEL_CHANGED
+    if record.system != header.system:
+        return SYSTEM_CHANGED
+    if record.tools != header.tools:
+        return TOOLS_CHANGED
+    if shadow is not None and shadow.copy().digest() == record.binding:
+        return FOLLOWS_DROPPED
+    return PREFIX_CHANGED
+
+
 class Continuation:
     """The rule, bound to one process's records and store."""
 
@@ -272,11 +290,15 @@ class Continuation:
                 keep = record is None or not item.droppable
                 if not keep:
                     assert record is not None
-                    reason = self._check(plan, record=record, h=h, shadow=shadow, block=item, at=(i, j), scope=scope)
+                    reason = _mismatch(plan.header, record, h, shadow)
                     if reason is None:
-                        keep = True
+                        reason = None if self._put_back(plan, record, item, (i, j), scope) else UNRESOLVABLE
                     elif vendor_drops or (i, j) in protected:
+                        self._put_back(plan, record, item, (i, j), scope)  # as produced, where it can be had
+                    if reason is not None and (vendor_drops or (i, j) in protected):
                         plan.kept[(i, j)] = (reason, "vendor_drops" if vendor_drops else "tool_round")
+                        reason = None
+                    if reason is None:
                         keep = True
                     else:
                         plan.drops[(i, j)] = reason
@@ -288,40 +310,20 @@ class Continuation:
                     shadow.update(item.canon + _SEP)
         return plan
 
-    def _check(
-        self,
-        plan: Plan,
-        *,
-        record: BlockRecord,
-        h: hashlib._Hash,
-        shadow: hashlib._Hash | None,
-        block: Block,
-        at: tuple[int, int],
-        scope: ExecutionScope | None,
-    ) -> str | None:
-        """``None`` when the block goes out (with its text put back if needed); else the drop reason."""
-        header = plan.header
-        if h.copy().digest() != record.binding:
-            if record.provider != header.provider:
-                return PROVIDER_CHANGED
-            if record.model != header.model:
-                return MODEL_CHANGED
-            if record.system != header.system:
-                return SYSTEM_CHANGED
-            if record.tools != header.tools:
-                return TOOLS_CHANGED
-            if shadow is not None and shadow.copy().digest() == record.binding:
-                return FOLLOWS_DROPPED
-            return PREFIX_CHANGED
+    def _put_back(
+        self, plan: Plan, record: BlockRecord, block: Block, at: tuple[int, int], scope: ExecutionScope | None
+    ) -> bool:
+        """Whether the block can go out with the text it was produced with: it has none, the application
+        sends it, or it is put back from the store (``plan.texts``); ``False``: it cannot be had."""
         if record.text_digest is None or block.text is None:
-            return None
+            return True
         if block.text and self._same_text(block.text, record.text_digest, scope):
-            return None
+            return True
         text = resolve_text(self.store, scope, record.ref, record.text_digest)
         if text is None:
-            return UNRESOLVABLE
+            return False
         plan.texts[at] = text
-        return None
+        return True
 
     def _same_text(self, text: str, digest: str, scope: ExecutionScope | None) -> bool:
         """Whether the application sends the text the record was made for (a keyed digest is checked
