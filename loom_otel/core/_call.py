@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
@@ -28,7 +28,15 @@ from loom_otel.core._model import Reasoning
 if TYPE_CHECKING:
     from loom_otel.core._adapter import Outgoing, VendorAdapter
 
-__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
+__all__ = [
+    "ModelCall",
+    "ReasoningHandler",
+    "RequestInfo",
+    "ResponseInfo",
+    "current_call",
+    "peer_outside",
+    "without_peers",
+]
 
 _CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
@@ -87,9 +95,35 @@ class ReasoningHandler:
             if runtime.live_text and not channel.refuses:
                 self.live_text_sink = channel.deliver_text
 
-    def call(self, request: RequestInfo) -> ModelCall:
-        """A call whose span starts now (the request is about to be sent)."""
-        return ModelCall(self, request)
+    def call(self, request: RequestInfo, *, peer_outside: bool = False) -> ModelCall:
+        """A call whose span starts now (the request is about to be sent), or whose events go on the
+        model-call span another GenAI instrumentation already started for it (one span per call).
+        ``peer_outside``: another GenAI instrumentation wraps the method outside loom-otel (its span is
+        the call's GenAI span even where it is not made current): loom-otel's span then carries its
+        events and identity but no GenAI attributes, so no backend counts the call twice."""
+        return ModelCall(self, request, _foreign_model_span(), genai=not peer_outside)
+
+
+_MODEL_CALL_OPERATIONS: Final = frozenset({"chat", "generate_content", "text_completion", "completion"})
+
+
+def _foreign_model_span() -> Span | None:
+    """The current span when another GenAI instrumentation started it for this model call (the official
+    OTel, OpenLLMetry and OpenInference instrumentations, a framework's model-request span); else ``None``."""
+    span = trace.get_current_span()
+    attributes = getattr(span, "attributes", None)
+    if not attributes or not span.is_recording():
+        return None
+    current = _CURRENT.get()
+    if current is not None and current.span is span:
+        return None  # this instrumentation's own call (a per-request hook inside it)
+    if (
+        attributes.get(attr.GEN_AI_OPERATION_NAME) in _MODEL_CALL_OPERATIONS
+        or attributes.get("llm.request.type") in _MODEL_CALL_OPERATIONS
+        or attributes.get("openinference.span.kind") == "LLM"
+    ):
+        return span
+    return None
 
 
 def current_call() -> ModelCall | None:
@@ -116,13 +150,57 @@ class _Current:
         context.detach(self._token)
 
 
+_PEERS: Final = ("opentelemetry.instrumentation.", "opentelemetry.util.genai", "openinference.instrumentation.")
+"""Where other GenAI instrumentations' wrappers live (the official OTel ones, OpenLLMetry, OpenInference)."""
+
+
+def _is_peer(wrapper: object) -> bool:
+    if wrapper is None:
+        return False
+    function = getattr(wrapper, "func", wrapper)  # a functools.partial names its function
+    module = getattr(function, "__module__", None) or type(function).__module__
+    return isinstance(module, str) and module.startswith(_PEERS)
+
+
+def _is_ours(wrapper: object) -> bool:
+    return str(getattr(wrapper, "__module__", "")).startswith("loom_otel.")
+
+
+def peer_outside(wrapped: object, instance: object) -> bool:
+    """Whether another GenAI instrumentation wrapped this method outside loom-otel's wrapper (it was
+    instrumented after loom-otel): read off the wrappers on the instance's class, outermost first."""
+    name = getattr(wrapped, "__name__", None)
+    if not isinstance(name, str) or instance is None:
+        return False
+    found: Any = next((k.__dict__[name] for k in type(instance).__mro__ if name in k.__dict__), None)
+    while (wrapper := getattr(found, "_self_wrapper", None)) is not None:
+        if _is_ours(wrapper):
+            return False
+        if _is_peer(wrapper):
+            return True
+        found = found.__wrapped__
+    return False
+
+
+def without_peers(wrapped: Callable[..., Any]) -> Callable[..., Any]:
+    """The SDK method below other GenAI instrumentations' wrappers of it (they were instrumented before
+    loom-otel, so loom-otel's wrapper is outside theirs): loom-otel's span is the call's one span, and
+    theirs would count the call again. Any other wrapper stays."""
+    found: Any = wrapped
+    while _is_peer(getattr(found, "_self_wrapper", None)):  # a wrapt function wrapper of a peer
+        found = found.__wrapped__
+    return cast("Callable[..., Any]", found)
+
+
 class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
     __slots__ = (
         "_ended",
         "_explicit",
+        "_genai",
         "_identity",
+        "_owns_span",
         "_step",
         "after_capture",
         "handler",
@@ -132,14 +210,23 @@ class ModelCall:
         "span",
     )
 
-    def __init__(self, handler: ReasoningHandler, request: RequestInfo) -> None:
+    def __init__(
+        self, handler: ReasoningHandler, request: RequestInfo, shared: Span | None = None, *, genai: bool = True
+    ) -> None:
         self.handler = handler
         self.request = request
-        self.span: Span = handler.tracer.start_span(
-            f"{request.operation} {request.model}",
-            kind=SpanKind.CLIENT,
-            attributes=request.span_attributes(),
-        )
+        self._owns_span = shared is None
+        self._genai = genai and shared is None
+        if shared is not None:
+            self.span: Span = shared
+        elif genai:
+            name, kind, attributes = f"{request.operation} {request.model}", SpanKind.CLIENT, request.span_attributes()
+            self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
+        else:
+            self.span = handler.tracer.start_span(f"loom.reasoning {request.model}", kind=SpanKind.INTERNAL)
+        """The model-call span: loom-otel's own; or (``shared``) the one another instrumentation started
+        for this call, which loom-otel adds its events and attributes to and never ends; or (not
+        ``genai``) loom-otel's own without GenAI attributes, beside another instrumentation's."""
         self._ended = False
         self._explicit = current_execution()
         self._step = current_step()
@@ -152,8 +239,8 @@ class ModelCall:
         """Run once the response's reasoning is captured (the continuation layer records bindings)."""
 
     def activate(self) -> _Current:
-        """Make the span (and this call) current while the SDK sends: its own spans and HTTP spans nest
-        under it, and per-request hooks find the call (``current_call()``).
+        """Make the span (and this call) current while the SDK sends: HTTP spans nest under it, and
+        per-request hooks find the call (``current_call()``).
 
         Unlike ``trace.use_span``, nothing is written on the span when the SDK raises: the wrapper's
         ``fail`` records the error type, never the exception's message (which may quote a request).
@@ -189,7 +276,7 @@ class ModelCall:
     def _conversation(self, identity: CallIdentity) -> dict[str, AttributeValue]:
         """``gen_ai.conversation.id`` is the execution, unless something already set one on the span."""
         existing = getattr(self.span, "attributes", None)
-        if existing is not None and attr.GEN_AI_CONVERSATION_ID in existing:
+        if (self._owns_span and not self._genai) or (existing is not None and attr.GEN_AI_CONVERSATION_ID in existing):
             return {}
         return {attr.GEN_AI_CONVERSATION_ID: identity.execution_id}
 
@@ -208,7 +295,9 @@ class ModelCall:
         self._ended = True
         span = self.span
         try:
-            if response.model:
+            if not self._genai:
+                pass  # the other instrumentation records the response on its span
+            elif response.model:
                 span.set_attributes({**response.attributes, attr.GEN_AI_RESPONSE_MODEL: response.model})
             elif response.attributes:
                 span.set_attributes(dict(response.attributes))
@@ -222,12 +311,9 @@ class ModelCall:
                 identity=self.identity,
             )
         except BaseException as exc:
-            span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
-            span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
-            span.end()
-            self._live_end("failed", None)
+            self._end_with_error(exc)
             raise
-        span.end()
+        self._end()
         if self.after_capture is not None:
             shielded("recording reasoning bindings", self.after_capture, result)
         self._live_end("completed", result)
@@ -238,10 +324,7 @@ class ModelCall:
         if self._ended:
             return
         self._ended = True
-        self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
-        self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
-        self.span.end()
-        self._live_end("failed", None)
+        self._end_with_error(exc)
 
     def abandon(self, reason: str) -> None:
         """A stream dropped without an end: close the span, capture nothing."""
@@ -249,8 +332,20 @@ class ModelCall:
             return
         self._ended = True
         self.span.set_attribute(attr.STREAM_OUTCOME, reason)
-        self.span.end()
+        self._end()
         self._live_end(reason, None)
+
+    def _end(self) -> None:
+        if self._owns_span:
+            self.span.end()
+
+    def _end_with_error(self, exc: BaseException) -> None:
+        """The error type only, never the message (it may quote a request); the live view is told."""
+        if self._owns_span:
+            self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
+            self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            self.span.end()
+        self._live_end("failed", None)
 
     def _live_end(self, outcome: str, result: Capture | None) -> None:
         """Tell the live view the call ended (clears its catch-up buffer; never raises)."""

@@ -7,6 +7,7 @@ wrap/unwrap list live here once.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
@@ -31,6 +32,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
     provider: ClassVar[str]
     instruments: ClassVar[Collection[str]]
     wraps: ClassVar[Sequence[Wrap]]
+    optional_wraps: ClassVar[Sequence[Wrap]] = ()
+    """Wrapped when the SDK version has them (private seams of newer releases)."""
     adapter: ClassVar[type[VendorAdapter]]
     """The vendor's adapter to the call skeleton, built with the runtime (``handler.adapter``)."""
     version: ClassVar[str] = "0.1.0"
@@ -43,10 +46,24 @@ class ReasoningInstrumentor(BaseInstrumentor):
         runtime.boot_warning(self.provider)
         adapter = type(self).adapter(runtime)
         handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version, adapter)
-        for module, name, factory in self.wraps:
+        for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):
             wrap_function_wrapper(module, name, factory(handler))
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        for module, name, _ in self.wraps:
-            cls, method = name.split(".")
-            unwrap(f"{module}.{cls}", method)
+        for module, name, _ in (*self.wraps, *_present(self.optional_wraps)):
+            owner, _, attribute = f"{module}.{name}".rpartition(".")
+            unwrap(owner, attribute)
+
+
+def _present(wraps: Sequence[Wrap]) -> list[Wrap]:
+    """The entries whose module and attribute exist in the installed SDK."""
+    present = []
+    for module, name, factory in wraps:
+        try:
+            target: Any = importlib.import_module(module)
+            for part in name.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError):
+            continue
+        present.append((module, name, factory))
+    return present

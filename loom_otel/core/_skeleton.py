@@ -4,8 +4,9 @@
 2. prepare: the continuation pass decides what is sent and finds the request's lineage;
 3. start: the GenAI span starts, the call's execution is decided (``ModelCall.join``), the pass's
    decisions become span events;
-4. send: the SDK method runs with the span (and the call) current; a failure ends the call with its
-   error type and is re-raised unchanged;
+4. send: the SDK method runs with the span (and the call) current, below any other GenAI
+   instrumentation's wrapper of it (one span per call); a failure ends the call with its error type
+   and is re-raised unchanged;
 5. finish: the vendor's ``sync_result`` / ``async_result`` captures a complete response (fail-closed) or
    wraps the stream, whose proxy captures at its end.
 
@@ -21,7 +22,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._adapter import Outgoing
-from loom_otel.core._call import ModelCall, ReasoningHandler
+from loom_otel.core._call import ModelCall, ReasoningHandler, peer_outside, without_peers
 
 __all__ = ["Wrapper", "active", "async_method", "prepare", "sent", "start", "sync_method"]
 
@@ -42,11 +43,19 @@ def prepare(handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) ->
 
 
 def start(
-    handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any], outgoing: Outgoing | None, *, stream: bool
+    handler: ReasoningHandler,
+    instance: Any,
+    kwargs: dict[str, Any],
+    outgoing: Outgoing | None,
+    *,
+    stream: bool,
+    wrapped: object = None,
 ) -> ModelCall:
-    """Step 3: the span starts; the call joins the request's lineage (else its identity is decided
-    now); the decisions become events."""
-    call = handler.call(handler.adapter.request_info(instance, kwargs, stream=stream))
+    """Step 3: the span starts (one GenAI span per call, beside other instrumentations of ``wrapped``);
+    the call joins the request's lineage (else its identity is decided now); the decisions become
+    events."""
+    request = handler.adapter.request_info(instance, kwargs, stream=stream)
+    call = handler.call(request, peer_outside=peer_outside(wrapped, instance))
     call.outgoing = outgoing
     if outgoing is None:
         call.join(None)
@@ -68,10 +77,10 @@ def sync_method(handler: ReasoningHandler) -> Wrapper:
             return wrapped(*args, **kwargs)
         adapter = handler.adapter
         outgoing = prepare(handler, instance, kwargs)
-        call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs))
+        call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
         try:
             with call.activate():
-                result = wrapped(*args, **sent(kwargs, outgoing))
+                result = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
         except BaseException as exc:
             call.fail(exc)
             raise
@@ -90,10 +99,10 @@ def async_method(handler: ReasoningHandler) -> Wrapper:
         async def send() -> Any:
             adapter = handler.adapter
             outgoing = prepare(handler, instance, kwargs)
-            call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs))
+            call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
             try:
                 with call.activate():
-                    result = await wrapped(*args, **sent(kwargs, outgoing))
+                    result = await without_peers(wrapped)(*args, **sent(kwargs, outgoing))
             except BaseException as exc:
                 call.fail(exc)
                 raise

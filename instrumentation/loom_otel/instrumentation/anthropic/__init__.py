@@ -21,6 +21,7 @@ from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_stream,
     messages_create,
     messages_stream,
+    sdk_call_span,
 )
 from loom_otel.instrumentation.anthropic.package import _instruments
 from loom_otel.instrumentation.anthropic.version import __version__
@@ -47,6 +48,10 @@ _WRAPS: Final[tuple[Wrap, ...]] = tuple(
 )
 
 
+# The SDK's own span of an API call (anthropic >= 2.14): none inside a loom-otel model call.
+_OPTIONAL: Final[tuple[Wrap, ...]] = (("anthropic._base_client", "start_api_call_span", sdk_call_span),)
+
+
 class AnthropicInstrumentor(ReasoningInstrumentor):
     """Captures thinking and redacted_thinking blocks of every Messages call (sync, async, streamed,
     ``messages.stream()``, ``parse``, beta, Vertex and Bedrock beta copies)."""
@@ -54,5 +59,6 @@ class AnthropicInstrumentor(ReasoningInstrumentor):
     provider = "anthropic"
     instruments = _instruments
     wraps = _WRAPS
+    optional_wraps = _OPTIONAL
     adapter = AnthropicAdapter
     version = __version__

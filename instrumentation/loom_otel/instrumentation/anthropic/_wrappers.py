@@ -16,14 +16,14 @@ from typing import Any
 import wrapt
 
 from loom_otel.core._adapter import Outgoing
-from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo
+from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
 from loom_otel.core._model import Reasoning
 from loom_otel.core._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
 from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
 from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
 
-__all__ = ["async_messages_create", "async_messages_stream", "messages_create", "messages_stream"]
+__all__ = ["async_messages_create", "async_messages_stream", "messages_create", "messages_stream", "sdk_call_span"]
 
 
 def messages_create(handler: ReasoningHandler) -> Wrapper:
@@ -33,6 +33,19 @@ def messages_create(handler: ReasoningHandler) -> Wrapper:
 
 def async_messages_create(handler: ReasoningHandler) -> Wrapper:
     return async_method(handler)
+
+
+def sdk_call_span(handler: ReasoningHandler) -> Wrapper:
+    """``anthropic._base_client.start_api_call_span``: the SDK's own span of an API call. Inside a
+    loom-otel model call it would be a second GenAI span of the same call (a backend counts its tokens
+    twice), so none starts; the SDK then sends as it does without tracing. Outside, it is untouched."""
+
+    def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if current_call() is not None:
+            return None
+        return wrapped(*args, **kwargs)
+
+    return traced_method
 
 
 class _Snapshot:
@@ -76,8 +89,8 @@ def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy 
         if not active(handler):
             return wrapped(*args, **kwargs)
         outgoing = prepare(handler, instance, kwargs)  # the helper binds the request body now
-        manager = wrapped(*args, **sent(kwargs, outgoing))
-        return proxy(manager, handler, instance, kwargs, outgoing)
+        manager = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
+        return proxy(manager, handler, instance, kwargs, outgoing=outgoing, wrapped=wrapped)
 
     return traced_method
 
@@ -99,16 +112,20 @@ class _ManagerProxy(wrapt.BaseObjectProxy[Any]):
         handler: ReasoningHandler,
         instance: Any,
         kwargs: dict[str, Any],
+        *,
         outgoing: Outgoing | None,
+        wrapped: object,
     ) -> None:
         super().__init__(manager)
         self._self_handler = handler
         self._self_instance = instance
         self._self_kwargs = kwargs
         self._self_outgoing = outgoing
+        self._self_method = wrapped
 
     def _start(self) -> ModelCall:
-        return start(self._self_handler, self._self_instance, self._self_kwargs, self._self_outgoing, stream=True)
+        handler, instance, kwargs = self._self_handler, self._self_instance, self._self_kwargs
+        return start(handler, instance, kwargs, self._self_outgoing, stream=True, wrapped=self._self_method)
 
 
 class _StreamManagerProxy(_ManagerProxy):
