@@ -11,8 +11,10 @@
 - ``reset``: forget what was shown for ``step`` (a re-run superseded it; ``null``: for every step);
 - ``done``: a step's call ended; ``kept: false`` says no record was kept (no store, capture off).
 
-``GET /executions/{id}/reasoning/record?step=`` answers the captured record as JSON, at most 256
-parts and 1 MiB of text (``truncated: true`` past either).
+``GET /executions/{id}/reasoning/record?step=`` answers as JSON the captures of the ended calls the
+viewer may read (of that step, or without ``step`` of every step), at most 256 parts and 1 MiB of text
+(``truncated: true`` past either); ``received: true`` marks the parts of the newest such call of a
+step (a later call of another principal's does not count).
 
 Audience (ADR D6 shared mode): a call is served only to its asker (``execution(principal=...)``) and
 the execution's owner (``owner=``), in the same tenant, and a reader gets only the captures of the calls
