@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from loom_otel.audit._bounded import BoundedReading, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
+from loom_otel.audit._bounded import (
+    BoundedReading,
+    CaptureKey,
+    ReasoningLimits,
+    ReasoningQuery,
+    read_reasoning_bounded,
+)
 from loom_otel.audit._erase import ErasureResult, erase_execution
 from loom_otel.audit._read import (
     AttemptReading,
@@ -17,6 +23,7 @@ from loom_otel.audit._verify import OriginReport, VerifyReport, verify
 __all__ = [
     "AttemptReading",
     "BoundedReading",
+    "CaptureKey",
     "ErasureResult",
     "OriginReport",
     "PartReading",

@@ -1,6 +1,7 @@
 """``read_reasoning_bounded``: an endpoint-safe read (ADR D4).
 
-Selection (execution, tenant, step id or step prefix) happens BEFORE any store read; then parts are
+Selection (execution, tenant, step id or step prefix, and optionally the captures themselves) happens
+BEFORE any store read; then parts are
 taken in log order while ``max_parts`` and ``max_bytes`` allow, the RECORDED size gating each fetch,
 so no blob past either cap is ever read. When a cap stops the read, the parts so far are returned
 with ``truncated=True``.
@@ -25,20 +26,36 @@ from loom_otel.audit._records import CaptureRecord, ReasoningSource, SpanLike, i
 from loom_otel.core._store import ReasoningStore
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["BoundedReading", "ReasoningLimits", "ReasoningQuery", "read_reasoning_bounded"]
+__all__ = ["BoundedReading", "CaptureKey", "ReasoningLimits", "ReasoningQuery", "read_reasoning_bounded"]
 
 MAX_PARTS: Final = 256
 MAX_BYTES: Final = 1 << 20
 
 
+@dataclass(frozen=True, slots=True)
+class CaptureKey:
+    """One capture as the call that made it knows it: its attempt and its part refs in order (``""`` for
+    a part that kept no text). Refs are content addressed and sealed to the execution, so a record that
+    matches carries no text but the call's own."""
+
+    attempt: int
+    refs: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningQuery:
-    """Which parts: one execution (of one tenant), optionally one step or the steps under a prefix."""
+    """Which parts: one execution (of one tenant), optionally one step or the steps under a prefix, and
+    optionally only the ``captures`` named (``None``: every capture), matched before any store read."""
 
     execution_id: str
     tenant: str | None = None
     step_id: str | None = None
     step_prefix: str | None = None
+    captures: frozenset[CaptureKey] | None = None
+
+    def chooses(self, record: CaptureRecord) -> bool:
+        """``captures`` allows ``record`` (the other fields are matched by the caller or the index)."""
+        return self.captures is None or CaptureKey(record.attempt, record.refs) in self.captures
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +87,7 @@ def _matches(record: CaptureRecord, query: ReasoningQuery) -> bool:
         and record.tenant == query.tenant
         and (query.step_id is None or record.step_id == query.step_id)
         and (not query.step_prefix or record.step_id.startswith(query.step_prefix))
+        and query.chooses(record)
     )
 
 
@@ -127,6 +145,7 @@ def read_reasoning_bounded(
         for attempt in range(2):
             index.refresh()
             selected = index.select(query.execution_id, query.tenant, query.step_id, query.step_prefix)
+            selected = (r for r in selected if query.chooses(r))
             try:
                 # Selection is complete before the first store read: the lines are re-read and checked first.
                 records = list(_bounded_prefix(selected, limits.max_parts))

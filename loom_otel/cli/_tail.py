@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import urllib.error
@@ -13,6 +14,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any, Final, TextIO
+
+from loom_otel.core import environment_variables as env
 
 __all__ = ["register", "run", "sanitize", "sse_events"]
 
@@ -28,13 +31,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tail",
         help="follow an execution's reasoning live (the loom_otel.live.asgi endpoint)",
         description="Print an execution's model reasoning as it streams: first what is already in "
-        "progress (or the captured record of ended steps), then each delta. Exit codes: 0 done or "
-        "stream closed, 1 not found or not yours, 2 endpoint unreachable.",
+        "progress (or the captured record of ended steps), then each delta. Who you are is proven by "
+        "--token (or a credential of your deployment's authenticator passed with --header), never "
+        "claimed. Exit codes: 0 done or stream closed, 1 not found or not yours, 2 endpoint unreachable "
+        "or busy.",
     )
     parser.add_argument("--execution", required=True, metavar="ID", help="the execution id to follow")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"base URL of the live view (default: {DEFAULT_URL})")
-    parser.add_argument("--principal", help="sent as X-Loom-Principal (the default authenticator)")
-    parser.add_argument("--tenant", help="sent as X-Loom-Tenant (the default authenticator)")
+    parser.add_argument(
+        "--token",
+        help=f"the bearer token that proves who you are to the live view (default: ${env.LOOM_OTEL_LIVE_TOKEN}); "
+        "sent as Authorization: Bearer",
+    )
     parser.add_argument(
         "--header", action="append", default=[], metavar="NAME:VALUE", help="an extra request header (repeatable)"
     )
@@ -128,14 +136,23 @@ def _request(args: argparse.Namespace) -> urllib.request.Request:
     execution = urllib.parse.quote(args.execution, safe="")
     url = f"{args.url.rstrip('/')}/executions/{execution}/reasoning"
     headers = {"Accept": "text/event-stream"}
-    if args.principal:
-        headers["X-Loom-Principal"] = args.principal
-    if args.tenant:
-        headers["X-Loom-Tenant"] = args.tenant
+    token = args.token or os.environ.get(env.LOOM_OTEL_LIVE_TOKEN, "").strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     for item in args.header:
         name, _, value = item.partition(":")
         headers[name.strip()] = value.strip()
     return urllib.request.Request(url, headers=headers)
+
+
+def _why(error: urllib.error.HTTPError) -> str:
+    """The server's own reason (a 429 or 503 names the feed cap), cleaned for the terminal."""
+    try:
+        body = json.loads(error.read(4096) or b"null")
+    except (ValueError, OSError):
+        return ""
+    reason = body.get("error") if isinstance(body, dict) else None
+    return f": {sanitize(str(reason))}" if reason else ""
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -152,7 +169,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if error.code == 404:
             print(f"loom-otel tail: no execution {args.execution!r} that you may read", file=sys.stderr)
             return EXIT_NOT_FOUND
-        print(f"loom-otel tail: the live view answered HTTP {error.code}", file=sys.stderr)
+        print(f"loom-otel tail: the live view answered HTTP {error.code}{_why(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)

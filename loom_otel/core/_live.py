@@ -110,13 +110,15 @@ class CallStarted:
 class CallEnded:
     """A call ended. ``outcome``: ``completed``, ``failed``, or why a stream stopped (``abandoned``).
     ``kept``: readable reasoning went to the store, so the record can be read back. ``streamed``:
-    live deltas were offered (``False`` for complete responses and calls a guard refused)."""
+    live deltas were offered (``False`` for complete responses and calls a guard refused). ``refs``: the
+    capture's part refs (``""`` where a part kept no text): with ``attempt``, which record is this call's."""
 
     call: LiveCall
     outcome: str
     kept: bool = False
     attempt: int | None = None
     streamed: bool = True
+    refs: tuple[str, ...] = ()
 
 
 LiveEvent = CallStarted | ReasoningDelta | TextDelta | CallEnded
@@ -340,13 +342,14 @@ class LiveChannel:
             return
         if state is None:
             state = self._state(call)
-        kept = result is not None and any(p.text_ref for p in result.parts)
+        refs = tuple(p.text_ref or "" for p in result.parts) if result is not None else ()
         ended = CallEnded(
             state.call,
             outcome,
-            kept=kept,
+            kept=any(refs),
             attempt=result.attempt if result is not None else None,
             streamed=state.started,
+            refs=refs,
         )
         for outlet in outlets:
             outlet.offer(ended)

@@ -28,8 +28,9 @@ class Viewer:
 
 def admits(call: LiveCall, viewer: Viewer | None) -> bool:
     """ADR D6 shared mode: only the call's principal (the asker) and the execution's owner, in the same
-    tenant. A call with no principal is the owner's alone; with neither, nobody's."""
-    if viewer is None or viewer.tenant != call.tenant:
+    tenant. A call with no principal is the owner's alone; with neither, nobody's. A viewer without a
+    principal (``None`` or empty) is nobody, and an empty principal or owner names nobody."""
+    if viewer is None or not viewer.principal or viewer.tenant != call.tenant:
         return False
     return viewer.principal in (call.principal, call.owner)
 
@@ -54,7 +55,8 @@ class Reset:
 @dataclass(frozen=True, slots=True)
 class Done:
     """A step's call ended. ``replay``: it had ended before this viewer attached (so the viewer saw no
-    delta of it); ``streamed``: it delivered live deltas; ``kept``: its record can be read back."""
+    delta of it); ``streamed``: it delivered live deltas; ``kept``: its record can be read back;
+    ``refs``: its capture's part refs (with ``attempt``, which record is this call's and no one else's)."""
 
     call: LiveCall
     outcome: str
@@ -62,6 +64,7 @@ class Done:
     attempt: int | None
     streamed: bool
     replay: bool = False
+    refs: tuple[str, ...] = ()
 
 
 FeedEvent = Partial | ReasoningDelta | TextDelta | Reset | Done

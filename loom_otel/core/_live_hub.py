@@ -1,12 +1,20 @@
 """``LiveReasoningHub``: the catch-up buffer of the live view (ADR D6 "Catch-up").
 
 Pass one as the live sink (``ReasoningConfig(live=True, on_reasoning=hub)``). It keeps the
-in-progress reasoning of each (tenant, execution, step), bounded (the head is dropped past
-``max_partial_chars``), superseded by a re-run of the same step (viewers get ``Reset``) and cleared
-when the call ends (viewers get ``Done``). A viewer that attaches late gets a ``Partial`` per step in
-progress, a replayed ``Done`` per step already ended (its durable record is read by the transport,
-through ``read_reasoning``), then the live deltas. Every event is filtered by the audience rule
-(``admits``): a viewer sees only the steps whose asker or owner they are.
+in-progress reasoning of each call, bounded (the head is dropped past ``max_partial_chars``),
+superseded by a re-run (viewers get ``Reset``) and cleared when the call ends (viewers get ``Done``).
+A re-run is a later call of the same step with the same audience (principal and owner, in one
+tenant and execution): calls of other principals that share a step name are kept apart, never
+superseded by, merged with or served as each other. A viewer that attaches late gets a ``Partial``
+per call in progress, a replayed ``Done`` per call already ended (its durable record is read by the
+transport, that call's capture only), then the live deltas. Every event is filtered by the audience
+rule (``admits``): a viewer sees only the calls whose asker or owner they are, and ``readable`` names
+the ended calls whose captures it may read.
+
+Bounded in size (``max_partial_chars`` per call, ``max_executions``, ``max_steps`` ended calls kept
+per execution, ``subscriber_capacity`` events per viewer) and in number of viewers: at most
+``max_subscribers`` feeds in all and ``max_subscribers_per_viewer`` per viewer;
+``subscribe`` past either raises ``LiveSubscriberLimitError``.
 
 With live text on, the answer's text deltas (``TextDelta``) are passed on to the same audience as they
 arrive, as their own event type; they are not buffered, so a late viewer's catch-up is reasoning only.
@@ -17,6 +25,7 @@ The hub holds text only in memory and only until the call ends; it never logs it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections import OrderedDict, deque
 from typing import Final
@@ -32,14 +41,25 @@ from loom_otel.core._live_feed import (
     Viewer,
     admits,
 )
+from loom_otel.core.exceptions import LiveSubscriberLimitError, ReasoningConfigError
 
 __all__ = ["LiveReasoningHub"]
 
 MAX_PARTIAL_CHARS: Final = 256 * 1024
 MAX_EXECUTIONS: Final = 1024
 MAX_STEPS: Final = 256
+MAX_SUBSCRIBERS: Final = 256
+"""Open feeds in all: a slow viewer holds up to ``SUBSCRIBER_CAPACITY`` events (about 240 KiB measured)."""
+MAX_SUBSCRIBERS_PER_VIEWER: Final = 16
+"""Open feeds of one viewer (principal and tenant): one viewer cannot take every place."""
 
 _Key = tuple[str | None, str]
+_Lane = tuple[str, str | None, str | None]
+"""(step, principal, owner): the calls of one step that one audience sees; a re-run supersedes within it."""
+
+
+def _lane(call: LiveCall) -> _Lane:
+    return (call.step_id, call.principal, call.owner)
 
 
 class _Buffer:
@@ -77,14 +97,45 @@ class _Buffer:
 
 
 class _Execution:
-    __slots__ = ("active", "ended")
+    """One (tenant, execution): the calls streaming now (by call id) and the ended calls of each lane
+    (oldest first; lanes in the order they last ended, the oldest forgotten first)."""
+
+    __slots__ = ("active", "ended", "kept")
 
     def __init__(self) -> None:
-        self.active: dict[str, _Buffer] = {}
-        self.ended: OrderedDict[str, Done] = OrderedDict()
+        self.active: dict[int, _Buffer] = {}
+        self.ended: OrderedDict[_Lane, list[Done]] = OrderedDict()
+        self.kept = 0
+
+    def streaming(self, lane: _Lane) -> _Buffer | None:
+        return next((b for b in self.active.values() if _lane(b.call) == lane), None)
+
+    def newest(self, lane: _Lane) -> LiveCall | None:
+        """The lane's newest call, streaming or ended."""
+        buffer, ended = self.streaming(lane), self.ended.get(lane)
+        calls = [*([buffer.call] if buffer else []), *([ended[-1].call] if ended else [])]
+        return max(calls, key=lambda c: c.call_id, default=None)
+
+    def keep(self, lane: _Lane, done: Done, limit: int) -> None:
+        calls = self.ended.pop(lane, [])
+        calls.append(done)
+        calls.sort(key=lambda d: d.call.call_id)
+        self.ended[lane] = calls
+        self.kept += 1
+        while self.kept > limit:
+            oldest_lane, oldest = next(iter(self.ended.items()))
+            del oldest[0]
+            self.kept -= 1
+            if not oldest:
+                del self.ended[oldest_lane]
 
     def calls(self) -> list[LiveCall]:
-        return [d.call for d in self.ended.values()] + [b.call for b in self.active.values()]
+        return [d.call for calls in self.ended.values() for d in calls] + [b.call for b in self.active.values()]
+
+    def latest(self) -> list[Done]:
+        """The newest ended call of each lane with no call streaming (what a late viewer is replayed)."""
+        streaming = {_lane(b.call) for b in self.active.values()}
+        return [calls[-1] for lane, calls in self.ended.items() if lane not in streaming]
 
 
 class LiveReasoningHub:
@@ -97,11 +148,21 @@ class LiveReasoningHub:
         max_executions: int = MAX_EXECUTIONS,
         max_steps: int = MAX_STEPS,
         subscriber_capacity: int = SUBSCRIBER_CAPACITY,
+        max_subscribers: int = MAX_SUBSCRIBERS,
+        max_subscribers_per_viewer: int = MAX_SUBSCRIBERS_PER_VIEWER,
     ) -> None:
+        for name, value in (
+            ("max_subscribers", max_subscribers),
+            ("max_subscribers_per_viewer", max_subscribers_per_viewer),
+        ):
+            if value < 1:
+                raise ReasoningConfigError(f"LiveReasoningHub({name}={value!r}): at least 1")
         self._max_chars = max_partial_chars
         self._max_executions = max_executions
         self._max_steps = max_steps
         self._subscriber_capacity = subscriber_capacity
+        self._max_subscribers = max_subscribers
+        self._max_per_viewer = max_subscribers_per_viewer
         self._lock = threading.Lock()
         self._executions: OrderedDict[_Key, _Execution] = OrderedDict()
         self._subscribers: dict[_Key, list[Subscription]] = {}
@@ -139,39 +200,45 @@ class LiveReasoningHub:
 
     def _started(self, call: LiveCall) -> None:
         state = self._execution(call)
-        step = call.step_id
-        previous = state.active.get(step) or state.ended.pop(step, None)
-        state.active[step] = _Buffer(call)
+        lane = _lane(call)
+        previous, superseded = state.newest(lane), state.streaming(lane)
+        if superseded is not None:
+            del state.active[superseded.call.call_id]
+        state.active[call.call_id] = _Buffer(call)
         if previous is not None:
-            self._publish(previous.call, Reset(step))
+            self._publish(call, Reset(call.step_id))  # the lane's audience: those who saw the previous
+
+    def _buffer(self, delta: ReasoningDelta | TextDelta) -> _Buffer | None:
+        """The delta's call in progress (``None``: superseded by a re-run, or its start was never seen)."""
+        state = self._executions.get((delta.tenant, delta.execution_id))
+        buffer = state.active.get(delta.call_id) if state is not None else None
+        return buffer if buffer is not None and buffer.call.step_id == delta.step_id else None
 
     def _delta(self, delta: ReasoningDelta) -> None:
-        state = self._executions.get((delta.tenant, delta.execution_id))
-        buffer = state.active.get(delta.step_id) if state is not None else None
-        if buffer is None or buffer.call.call_id != delta.call_id:
-            return  # superseded by a re-run, or its start was never seen
-        buffer.append(delta.block_index, delta.text.text, self._max_chars)
-        self._publish(buffer.call, delta)
+        buffer = self._buffer(delta)
+        if buffer is not None:
+            buffer.append(delta.block_index, delta.text.text, self._max_chars)
+            self._publish(buffer.call, delta)
 
     def _text(self, delta: TextDelta) -> None:
-        state = self._executions.get((delta.tenant, delta.execution_id))
-        buffer = state.active.get(delta.step_id) if state is not None else None
-        if buffer is not None and buffer.call.call_id == delta.call_id:
+        buffer = self._buffer(delta)
+        if buffer is not None:
             self._publish(buffer.call, delta)  # not buffered: the catch-up is reasoning only
 
     def _ended(self, event: CallEnded) -> None:
         call = event.call
         state = self._execution(call)
-        buffer = state.active.get(call.step_id)
+        lane = _lane(call)
+        newest = state.newest(lane)
+        done = Done(call, event.outcome, event.kept, event.attempt, event.streamed, refs=event.refs)
+        state.keep(lane, done, self._max_steps)  # superseded or not, its capture stays its readers'
+        if newest is not None and newest.call_id > call.call_id:
+            return  # a re-run of the step is in progress or ended: this call is no longer announced
+        buffer = state.streaming(lane)
         if buffer is not None:
-            if buffer.call.call_id != call.call_id:
-                return  # a re-run of the step is in progress: this call was superseded
-            del state.active[call.step_id]
-        done = Done(call, event.outcome, event.kept, event.attempt, event.streamed)
-        state.ended.pop(call.step_id, None)
-        state.ended[call.step_id] = done
-        while len(state.ended) > self._max_steps:
-            state.ended.popitem(last=False)
+            del state.active[buffer.call.call_id]
+            if buffer.call.call_id != call.call_id:  # an older call still streaming: this one supersedes it
+                self._publish(call, Reset(call.step_id))
         self._publish(call, done)
 
     def _publish(self, call: LiveCall, event: FeedEvent) -> None:
@@ -194,17 +261,25 @@ class LiveReasoningHub:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
             return state is not None and any(admits(c, viewer) for c in state.calls())
 
-    def ended_step(self, execution_id: str, step_id: str, viewer: Viewer | None) -> Done | None:
-        """The end of ``step_id`` if ``viewer`` may read it (the record endpoint's audience check)."""
+    def readable(self, execution_id: str, viewer: Viewer | None, step_id: str | None = None) -> list[Done]:
+        """Every ended call of ``execution_id`` (of ``step_id`` only, if given) that ``viewer`` may read,
+        in call order: the captures the record endpoint serves it, and no others."""
         with self._lock:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
-            done = state.ended.get(step_id) if state is not None else None
-            return done if done is not None and admits(done.call, viewer) else None
+            ended = [d for calls in state.ended.values() for d in calls] if state is not None else []
+        chosen = [d for d in ended if (step_id is None or d.call.step_id == step_id) and admits(d.call, viewer)]
+        return sorted(chosen, key=lambda d: d.call.call_id)
+
+    def ended_step(self, execution_id: str, step_id: str, viewer: Viewer | None) -> Done | None:
+        """The newest ended call of ``step_id`` that ``viewer`` may read."""
+        calls = self.readable(execution_id, viewer, step_id)
+        return calls[-1] if calls else None
 
     def ended_steps(self, execution_id: str, viewer: Viewer | None) -> list[Done]:
+        """The newest ended call of each step (and audience) that ``viewer`` may read."""
         with self._lock:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
-            ended = list(state.ended.values()) if state is not None else []
+            ended = [calls[-1] for calls in state.ended.values()] if state is not None else []
             return [d for d in ended if admits(d.call, viewer)]
 
     def viewers(self, execution_id: str, *, tenant: str | None = None) -> int:
@@ -213,15 +288,19 @@ class LiveReasoningHub:
             return sum(not s.closed for s in self._subscribers.get((tenant, execution_id), ()))
 
     def partial(self, execution_id: str, step_id: str, *, tenant: str | None = None) -> Partial | None:
-        """The in-progress reasoning of a step (no audience check: for in-process use and tests)."""
+        """The in-progress reasoning of a step, its newest call's (no audience check: for in-process use
+        and tests)."""
         with self._lock:
             state = self._executions.get((tenant, execution_id))
-            buffer = state.active.get(step_id) if state is not None else None
-            return buffer.partial() if buffer is not None else None
+            buffers = [b for b in state.active.values() if b.call.step_id == step_id] if state is not None else []
+            return max(buffers, key=lambda b: b.call.call_id).partial() if buffers else None
 
     def subscribe(self, execution_id: str, viewer: Viewer) -> Subscription | None:
         """A feed of ``execution_id`` for ``viewer``, starting with the catch-up; ``None`` when the
-        viewer may not see it (or it is unknown). Call from the event loop that will read it."""
+        viewer may not see it (or it is unknown). Call from the event loop that will read it.
+
+        Raises ``LiveSubscriberLimitError`` when ``viewer`` may see it but ``max_subscribers`` feeds
+        are open, or ``max_subscribers_per_viewer`` of this viewer's."""
         loop = asyncio.get_running_loop()
         key = (viewer.tenant, execution_id)
         subscription = Subscription(
@@ -236,15 +315,21 @@ class LiveReasoningHub:
             state = self._executions.get(key)
             if state is None or not any(admits(c, viewer) for c in state.calls()):
                 return None
+            self._check_room(viewer)
             subscription.restart(self._catch_up(state, viewer))
             self._subscribers.setdefault(key, []).append(subscription)
         return subscription
 
+    def _check_room(self, viewer: Viewer) -> None:
+        open_feeds = [s for feeds in self._subscribers.values() for s in feeds if not s.closed]
+        if sum(s.viewer == viewer for s in open_feeds) >= self._max_per_viewer:
+            raise LiveSubscriberLimitError(self._max_per_viewer, per_viewer=True)
+        if len(open_feeds) >= self._max_subscribers:
+            raise LiveSubscriberLimitError(self._max_subscribers, per_viewer=False)
+
     def _catch_up(self, state: _Execution, viewer: Viewer) -> list[FeedEvent]:
         events: list[FeedEvent] = [
-            Done(d.call, d.outcome, d.kept, d.attempt, d.streamed, replay=True)
-            for d in state.ended.values()
-            if admits(d.call, viewer)
+            dataclasses.replace(d, replay=True) for d in state.latest() if admits(d.call, viewer)
         ]
         events.extend(b.partial() for b in state.active.values() if admits(b.call, viewer))
         return events

@@ -32,6 +32,17 @@ LOOM_OTEL_REASONING_LIVE_TEXT: Final = "LOOM_OTEL_REASONING_LIVE_TEXT"
 separate from reasoning, through the same delta guards; never journaled or exported)
 (``true``/``false``). Default: off."""
 
+LOOM_OTEL_LIVE_TRUSTED_PROXY: Final = "LOOM_OTEL_LIVE_TRUSTED_PROXY"
+"""``true`` declares that the live view's HTTP app (``loom_otel.live.asgi.create_app``) runs behind a
+proxy that authenticates every request, strips ``X-Loom-Principal`` / ``X-Loom-Tenant`` from the
+client's request and sets them itself, and that the app is reachable through that proxy alone: the app
+then takes identity from those headers (and warns once). Read only when ``create_app`` is given no
+``authenticator`` and no ``trusted_proxy`` argument. Default: off (an authenticator is required)."""
+
+LOOM_OTEL_LIVE_TOKEN: Final = "LOOM_OTEL_LIVE_TOKEN"
+"""The bearer token ``loom-otel tail`` sends (``Authorization: Bearer``) when ``--token`` is not given:
+the credential of a live view built with ``bearer_authenticator``. Default: none."""
+
 LOOM_OTEL_AUDIT_JOURNAL: Final = "LOOM_OTEL_AUDIT_JOURNAL"
 """Directory of the local hash-chained audit journal. Default: ``<store dir>/journal`` for a file store,
 else ``./.loom/journal``."""

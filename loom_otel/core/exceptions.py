@@ -13,6 +13,9 @@
   into a request (``transcript="redact"``, or a stripped tool round). The caller retries; loom-otel never
   continues with less than the store would have given. A definitive "not found" is not an error: the
   block is dropped (DESIGN "Continuation").
+- ``LiveSubscriberLimitError(LoomOtelError)``: ``LiveReasoningHub.subscribe`` refused a viewer it would
+  admit because the hub's feeds are all taken (``max_subscribers``) or this viewer's are
+  (``max_subscribers_per_viewer``); the HTTP live view answers 503 or 429.
 - ``LoomOtelWarning(UserWarning)``: a configuration that works but keeps less than it could (no store,
   a malformed ``LOOM_OTEL_*`` value that fell back to its default).
 
@@ -22,6 +25,7 @@ No message of any of these ever contains reasoning text, a signature or redacted
 from __future__ import annotations
 
 __all__ = [
+    "LiveSubscriberLimitError",
     "LoomOtelError",
     "LoomOtelWarning",
     "ReasoningCaptureError",
@@ -44,6 +48,17 @@ class ReasoningCaptureError(LoomOtelError):
 
 class ReasoningContinuationError(LoomOtelError):
     """The store failed while reasoning was being put back into a request; nothing was sent."""
+
+
+class LiveSubscriberLimitError(LoomOtelError):
+    """A live feed refused for room: ``limit`` feeds are open, in all or (``per_viewer``) this viewer's."""
+
+    def __init__(self, limit: int, *, per_viewer: bool) -> None:
+        self.limit = limit
+        self.per_viewer = per_viewer
+        whose = "of this viewer's" if per_viewer else "in all"
+        setting = "max_subscribers_per_viewer" if per_viewer else "max_subscribers"
+        super().__init__(f"the live view already serves {limit} feeds {whose} (LiveReasoningHub {setting})")
 
 
 class LoomOtelWarning(UserWarning):

@@ -5,8 +5,11 @@ In process::
     hub = LiveReasoningHub()
     AnthropicInstrumentor().instrument(config=ReasoningConfig(store=store, live=True, on_reasoning=hub))
 
-Over HTTP (extra ``live``): ``loom_otel.live.asgi.create_app(hub, store=store, source=journal_dir)``,
-served by any ASGI server; ``loom-otel tail --execution ID`` follows it in a terminal.
+Over HTTP (extra ``live``): ``loom_otel.live.asgi.create_app(hub, store=store, source=journal_dir,
+authenticator=bearer_authenticator({token: Viewer("alice", "acme")}))``, served by any ASGI server;
+``loom-otel tail --execution ID --token TOKEN`` follows it in a terminal. An authenticator is required
+(or ``trusted_proxy=True`` behind a proxy that sets the identity headers); feeds are capped per viewer
+and in all (``LiveSubscriberLimitError``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from loom_otel.core._live import (
 )
 from loom_otel.core._live_feed import Done, FeedEvent, Partial, Reset, Subscription, Viewer, admits
 from loom_otel.core._live_hub import LiveReasoningHub
+from loom_otel.core.exceptions import LiveSubscriberLimitError
 
 __all__ = [
     "CallEnded",
@@ -38,6 +42,7 @@ __all__ = [
     "LiveEvent",
     "LiveObserver",
     "LiveReasoningHub",
+    "LiveSubscriberLimitError",
     "Partial",
     "ReasoningDelta",
     "ReasoningSink",

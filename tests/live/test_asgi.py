@@ -13,10 +13,9 @@ from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import ANTHROPIC, anthropic_request
 from tests.live.sse import SseReader
+from tests.live.viewers import ALICE, ALICE_GLOBEX, ALICE_NO_TENANT, MALLORY, OLGA, authenticator
 
 THINKING = "Rain is likely in Lyon tomorrow afternoon, so an umbrella is a good idea overall."
-ALICE = {"X-Loom-Principal": "alice", "X-Loom-Tenant": "acme"}
-OLGA = {"X-Loom-Principal": "olga", "X-Loom-Tenant": "acme"}
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def sim() -> Simulator:
 
 @pytest.fixture
 def app(hub: LiveReasoningHub, store, journal_dir):
-    return create_app(hub, store=store, source=journal_dir, keepalive=0.5)
+    return create_app(hub, store=store, source=journal_dir, authenticator=authenticator(), keepalive=0.5)
 
 
 @pytest.fixture
@@ -102,7 +101,7 @@ def test_a_complete_response_is_served_from_the_record(sim, config, app, serve):
 
 def test_without_a_store_the_viewer_is_told_none_was_kept(sim, hub, journal_dir, serve):
     config = ReasoningConfig(journal=journal_dir, live=True, on_reasoning=hub)
-    server = serve(create_app(hub, keepalive=0.5))
+    server = serve(create_app(hub, authenticator=authenticator(), keepalive=0.5))
     with instrumented(AnthropicInstrumentor(), config=config), _scope(), step("plan"):
         ANTHROPIC["messages.stream()"](sim, anthropic_request())
     assert flush_live()
@@ -133,13 +132,16 @@ def test_everyone_else_gets_the_same_404(sim, config, app, serve):
         ANTHROPIC["messages.stream()"](sim, anthropic_request())
     assert flush_live()
     cases = [
-        (_url(server), {"X-Loom-Principal": "mallory", "X-Loom-Tenant": "acme"}),  # not the audience
-        (_url(server), {"X-Loom-Principal": "alice", "X-Loom-Tenant": "globex"}),  # another tenant
-        (_url(server), {"X-Loom-Principal": "alice"}),  # no tenant
+        (_url(server), MALLORY),  # not the audience
+        (_url(server), ALICE_GLOBEX),  # another tenant
+        (_url(server), ALICE_NO_TENANT),  # no tenant
         (_url(server), {}),  # unauthenticated
+        (_url(server), {"Authorization": "Bearer not-a-token-of-anyone"}),  # unknown credential
+        (_url(server), {"X-Loom-Principal": "alice", "X-Loom-Tenant": "acme"}),  # a claimed identity
         (_url(server, "run-404"), ALICE),  # unknown execution
-        (_url(server, suffix="/record?step=plan"), {"X-Loom-Principal": "mallory", "X-Loom-Tenant": "acme"}),
-        (_url(server, suffix="/record?step=plan"), {"X-Loom-Principal": "alice", "X-Loom-Tenant": "globex"}),
+        (_url(server, suffix="/record?step=plan"), MALLORY),
+        (_url(server, suffix="/record?step=plan"), ALICE_GLOBEX),
+        (_url(server, suffix="/record?step=plan"), {"X-Loom-Principal": "olga", "X-Loom-Tenant": "acme"}),
         (_url(server, suffix="/record?step=nope"), ALICE),  # unknown step
         (_url(server, "run-404", "/record?step=plan"), ALICE),
         (_url(server, "run-404", "/record"), ALICE),

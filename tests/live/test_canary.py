@@ -12,6 +12,7 @@ from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import ANTHROPIC, anthropic_request
 from tests.live.sse import SseReader
+from tests.live.viewers import ALICE_NO_TENANT, authenticator
 
 CANARY = "CANARY-live-only-9e2c51"
 
@@ -27,17 +28,17 @@ def test_live_deltas_reach_only_the_sink_and_the_sse_stream(hub, sink, journal_d
 
     # No store: nothing readable is kept, so the live view is the only place the text may go.
     config = ReasoningConfig(journal=journal_dir, live=True, on_reasoning=hub)
-    server = serve(create_app(hub, keepalive=0.5))
+    server = serve(create_app(hub, authenticator=authenticator(), keepalive=0.5))
     unregister = register_sink(observer_and_sink)
     try:
         with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
             with execution("canary-1", principal="alice"), step("think"):
-                with SseReader(f"{server.url}/executions/canary-1/reasoning", {"X-Loom-Principal": "alice"}) as r:
+                with SseReader(f"{server.url}/executions/canary-1/reasoning", ALICE_NO_TENANT) as r:
                     assert r.status == 404  # nothing known yet: the same 404 as anyone else
                 for mode in ANTHROPIC:
                     ANTHROPIC[mode](sim, anthropic_request())
                 assert flush_live()
-                with SseReader(f"{server.url}/executions/canary-1/reasoning", {"X-Loom-Principal": "alice"}) as r:
+                with SseReader(f"{server.url}/executions/canary-1/reasoning", ALICE_NO_TENANT) as r:
                     assert r.status == 200
                     ANTHROPIC["messages.stream()"](sim, anthropic_request())
                     ((_, replayed),) = r.until("done")  # the previous call's end, told on attach

@@ -147,3 +147,65 @@ def test_memory_is_bounded(executions):
         call = LiveCall(100 + index, "run-9", f"step-{index}", "anthropic", None, "alice")
         hub.observe(CallEnded(call, "completed"))
     assert [d.call.step_id for d in hub.ended_steps("run-9", Viewer("alice"))] == ["step-3", "step-4"]
+
+
+def test_a_viewer_without_a_principal_is_nobody():
+    nobodys = [_call(principal=None, owner=None), _call(principal="", owner=""), _call(principal=None, owner="")]
+    for viewer in (Viewer(""), Viewer(None), Viewer("", "acme"), Viewer(None, "acme")):
+        assert not any(admits(call, viewer) for call in nobodys), viewer
+        assert not admits(_call(principal=None), viewer) and not admits(_call(), viewer)
+    assert not admits(_call(principal=""), Viewer("", "acme")) and admits(_call(principal=""), OLGA)
+
+
+async def test_a_viewer_without_a_principal_gets_no_feed_of_an_ownerless_call():
+    hub = LiveReasoningHub()
+    call = _call(principal=None, owner=None)
+    hub.observe(CallStarted(call))
+    hub.observe(_delta(call, "CANARY-ownerless-7f3a"))
+    hub.observe(CallEnded(call, "completed", kept=True, attempt=1))
+    for viewer in (Viewer("", "acme"), Viewer(None, "acme")):  # None: an authenticator's slip
+        assert hub.subscribe("run-1", viewer) is None
+        assert not hub.knows("run-1", viewer) and hub.readable("run-1", viewer) == []
+
+
+async def test_calls_of_other_principals_sharing_a_step_name_stay_apart():
+    hub = LiveReasoningHub()
+    mine, theirs = _call(1, "plan"), _call(2, "plan", principal="bob")
+    hub.observe(CallStarted(mine))
+    hub.observe(_delta(mine, "CANARY-alice-1 "))
+    alice = hub.subscribe("run-1", ALICE)
+    assert alice is not None
+    hub.observe(CallStarted(theirs))  # bob's call of a step named the same: not a re-run of alice's
+    bob = hub.subscribe("run-1", Viewer("bob", "acme"))
+    assert bob is not None
+    hub.observe(_delta(theirs, "CANARY-bob-1"))
+    hub.observe(_delta(mine, "and more", 2))  # alice's call still streams
+    hub.observe(CallEnded(theirs, "completed", kept=True, attempt=2, refs=("r-bob",)))
+    hub.observe(CallEnded(mine, "completed", kept=True, attempt=1, refs=("r-alice",)))
+    seen_by_alice, seen_by_bob = await _drain(alice), await _drain(bob)
+    assert "CANARY-bob" not in repr(seen_by_alice) and "CANARY-alice" not in repr(seen_by_bob)
+    assert not any(isinstance(e, Reset) for e in seen_by_alice + seen_by_bob)
+    assert [e.text.text for e in seen_by_alice if isinstance(e, ReasoningDelta)] == ["and more"]
+    assert seen_by_alice[-1] == Done(mine, "completed", True, 1, True, refs=("r-alice",))
+    assert seen_by_bob[-1].call == theirs
+    alice.close()
+    bob.close()
+    assert [d.refs for d in hub.readable("run-1", ALICE, "plan")] == [("r-alice",)]
+    assert [d.refs for d in hub.readable("run-1", Viewer("bob", "acme"), "plan")] == [("r-bob",)]
+    assert [d.refs for d in hub.readable("run-1", OLGA, "plan")] == [("r-alice",), ("r-bob",)]
+    assert hub.ended_step("run-1", "plan", ALICE) == Done(mine, "completed", True, 1, True, refs=("r-alice",))
+
+
+async def test_a_rerun_by_the_same_reader_keeps_the_earlier_capture_readable():
+    hub = LiveReasoningHub()
+    first, second = _call(1), _call(2)
+    hub.observe(CallEnded(first, "completed", kept=True, attempt=1, refs=("r-1",)))
+    hub.observe(CallStarted(second))
+    assert [d.attempt for d in hub.readable("run-1", ALICE)] == [1]  # readable while the re-run streams
+    feed = hub.subscribe("run-1", ALICE)
+    assert feed is not None
+    assert await feed.next_batch(0.1) == [Partial(second, (), False)]  # the re-run, not the superseded end
+    hub.observe(CallEnded(second, "completed", kept=True, attempt=2, refs=("r-2",)))
+    assert [d.attempt for d in hub.readable("run-1", ALICE)] == [1, 2]
+    assert [d.attempt for d in hub.ended_steps("run-1", ALICE)] == [2]
+    feed.close()

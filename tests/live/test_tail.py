@@ -15,6 +15,7 @@ from loom_otel.live.asgi import create_app
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import anthropic_request
+from tests.live.viewers import ALICE_NO_TENANT_TOKEN, authenticator
 
 HOSTILE = "Plan: check the sky.\x1b]0;pwned\x07\x1b[2J\u202eevil\u202c Then answer.\tok"
 
@@ -40,7 +41,7 @@ def _tail(server, *extra: str) -> tuple[int, str]:
 def test_tail_prints_the_live_reasoning_and_the_record(hub, store, journal_dir, serve):
     sim = Simulator(reasoning_text=HOSTILE, stream_chunks=4)
     config = ReasoningConfig(store=store, journal=journal_dir, live=True, on_reasoning=hub)
-    server = serve(create_app(hub, store=store, source=journal_dir, keepalive=0.2))
+    server = serve(create_app(hub, store=store, source=journal_dir, authenticator=authenticator(), keepalive=0.2))
     with instrumented(AnthropicInstrumentor(), config=config), execution("run-t", principal="alice"), step("p"):
         with sim.anthropic_client().messages.stream(**anthropic_request()) as stream:
             events = iter(stream)
@@ -48,7 +49,7 @@ def test_tail_prints_the_live_reasoning_and_the_record(hub, store, journal_dir, 
                 pass
             assert flush_live()
             result: list[tuple[int, str]] = []
-            follower = threading.Thread(target=lambda: result.append(_tail(server, "--principal", "alice")))
+            follower = threading.Thread(target=lambda: result.append(_tail(server, "--token", ALICE_NO_TENANT_TOKEN)))
             follower.start()
             deadline = time.monotonic() + 10
             while not hub.viewers("run-t") and time.monotonic() < deadline:
@@ -61,10 +62,10 @@ def test_tail_prints_the_live_reasoning_and_the_record(hub, store, journal_dir, 
     assert sanitize(HOSTILE) in printed.replace("\n", "").replace("--- step p block 0 (catching up) ---", "")
     assert "\x1b" not in printed and "\u202e" not in printed
 
-    code, printed = _tail(server, "--principal", "alice")
+    code, printed = _tail(server, "--token", ALICE_NO_TENANT_TOKEN)
     assert code == 0 and "--- step p: captured record ---" in printed and "[text ok]" in printed
 
-    code, printed = _tail(server, "--principal", "mallory")
+    code, printed = _tail(server, "--token", "mallory-acme-token-03")
     assert code == 1 and printed == ""
 
 

@@ -30,6 +30,7 @@ from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import ANTHROPIC, anthropic_request
 from tests.live.sse import SseReader
+from tests.live.viewers import ALICE_NO_TENANT, authenticator
 
 REASONING_CANARY = "REASONING-CANARY-b41d"
 ANSWER_CANARY = "ANSWER-CANARY-7f3a"
@@ -256,8 +257,8 @@ def test_text_deltas_reach_only_the_sinks_and_the_sse_stream(hub, journal_dir, t
     sink = Sink()
     # No store: the answer is never kept anyway, so the live view is the only place its text may go.
     config = ReasoningConfig(journal=journal_dir, live=True, live_text=True, on_reasoning=hub)
-    server = serve(create_app(hub, keepalive=0.5))
-    headers = {"X-Loom-Principal": "alice"}
+    server = serve(create_app(hub, authenticator=authenticator(), keepalive=0.5))
+    headers = ALICE_NO_TENANT
     from loom_otel.live import register_sink
 
     unregister = register_sink(sink)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.audit import PartStatus, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
+from loom_otel.audit import CaptureKey, PartStatus, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
 from loom_otel.audit._index import CaptureIndex, index_path_for
 from loom_otel.core import ReasoningConfigError, Untrusted
 from loom_otel.core._store import ReasoningStore
@@ -125,3 +125,30 @@ def test_index_survives_garbage(recorder: Recorder, store: ReasoningStore, tmp_p
 def test_negative_limits_are_refused() -> None:
     with pytest.raises(ReasoningConfigError):
         ReasoningLimits(max_parts=-1)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_selects_only_the_captures_named(
+    source: str, recorder: Recorder, store: ReasoningStore, tmp_path: Path
+) -> None:
+    mine = recorder.call([text("CANARY-mine-61c2 thinking"), redacted()], execution_id="run-c", step_id="plan")
+    theirs = recorder.call([text("CANARY-theirs-0a7e thinking")], execution_id="run-c", step_id="plan")
+    counting = CountingStore(store)
+    src = source_of(source, recorder, tmp_path)
+    key = CaptureKey(mine.attempt, tuple(p.text_ref or "" for p in mine.parts))
+    query = ReasoningQuery(execution_id="run-c", step_id="plan", captures=frozenset({key}))
+
+    reading = read_reasoning_bounded(src, counting, query)
+
+    assert [(p.attempt, p.status) for p in reading.parts] == [(mine.attempt, PartStatus.OK), (mine.attempt, "redacted")]
+    assert counting.gets == [mine.parts[0].text_ref]  # the other capture is never read from the store
+    assert "CANARY-theirs" not in repr([p.text for p in reading.parts if p.text])
+    same_attempt = CaptureKey(theirs.attempt, ("not-its-ref",))  # the attempt alone selects nothing
+    assert (
+        read_reasoning_bounded(
+            src, counting, ReasoningQuery(execution_id="run-c", captures=frozenset({same_attempt}))
+        ).parts
+        == ()
+    )
+    everything = read_reasoning_bounded(src, store, ReasoningQuery(execution_id="run-c", step_id="plan"))
+    assert len(everything.parts) == 3

@@ -8,6 +8,7 @@ from loom_otel.core import _guard
 READBACK = {
     "AttemptReading",
     "BoundedReading",
+    "CaptureKey",
     "ErasureResult",
     "PartReading",
     "PartStatus",
