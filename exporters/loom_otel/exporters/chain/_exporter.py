@@ -6,8 +6,7 @@ import logging
 import os
 import threading
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -15,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._journal import Journal, local_journals, local_origins
 from loom_otel.core._journal_reader import list_origins, origin_is_live
 from loom_otel.exporters.chain._inner import inner_from_environment
@@ -80,8 +80,7 @@ class ChainedSpanExporter(SpanExporter):
         self._forward_dead = forward_dead
         self._spans = RecordSpans()
         self._init_runtime_state()
-        reinit = weakref.WeakMethod(self._after_fork_in_child)
-        os.register_at_fork(after_in_child=lambda: _call(reinit))
+        renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
 
     def _init_runtime_state(self) -> None:
         self._lock = threading.Lock()  # chain state: outboxes
@@ -309,12 +308,6 @@ class ChainedSpanExporter(SpanExporter):
         for outbox in self._outboxes.values():
             outbox.release()
         self._init_runtime_state()
-
-
-def _call(ref: weakref.WeakMethod[Callable[[], None]]) -> None:
-    method = ref()
-    if method is not None:
-        method()
 
 
 def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path | None:
