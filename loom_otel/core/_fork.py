@@ -10,9 +10,9 @@ re-initialised, unlocked and with no waiters, and then the object's ``after`` fu
 function restarts what does not survive a fork, such as worker threads. Registration holds a weak
 reference, so it does not keep an object alive.
 
-The state a lock guarded is kept as the parent left it. Each guarded step is a few Python
-statements, so an interrupted one can leave at most a cache entry behind. Owners that keep
-per-process state (open files, chains, threads) start it afresh in ``after``.
+The state a lock guarded stays as the parent left it. loom-otel's locks guard caches, indexes and
+counters that a half-done update leaves usable: an entry may be missing, or recorded twice. Owners
+that keep per-process state (open files, chains, threads) start it afresh in ``after``.
 """
 
 from __future__ import annotations
