@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from loom_otel.core._callbacks import logger
+from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 
@@ -131,6 +132,7 @@ class Bindings:
         self._lock = threading.Lock()
         self._loaded = directory is None
         self._fd = -1
+        renew_after_fork(self)
 
     def block(self, key: bytes) -> BlockRecord | None:
         if not self._loaded:
@@ -214,6 +216,7 @@ def _forget_oldest(records: dict[_K, _V], kept: int) -> None:
 
 _registry: dict[Path, Bindings] = {}
 _registry_lock = threading.Lock()
+renew_module_after_fork(__name__)
 
 
 def bindings_for(journal_dir: Path, *, fsync: bool = False) -> Bindings:

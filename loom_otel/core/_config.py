@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._file_store import FileReasoningStore
+from loom_otel.core._fork import renew_module_after_fork
 from loom_otel.core._journal import Durability, Journal, open_journal
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
@@ -209,6 +210,7 @@ class Runtime:
 
 _default: Runtime | None = None
 _default_lock = threading.Lock()
+renew_module_after_fork(__name__)
 
 
 def configure(config: ReasoningConfig | None = None, **fields: Any) -> Runtime:

@@ -9,6 +9,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
+from loom_otel.core._fork import renew_module_after_fork
+
 __all__ = ["ExecutionScope", "current_execution", "current_step", "execution", "next_attempt", "step"]
 
 
@@ -66,6 +68,7 @@ def current_step() -> str | None:
 
 _attempts: dict[tuple[str | None, str, str], int] = {}
 _attempts_lock = threading.Lock()
+renew_module_after_fork(__name__)
 _ATTEMPTS_KEPT: Final = 65536
 """Named steps whose counts are remembered; the oldest is forgotten first (it would count from 1 again)."""
 

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Final
 
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._store import (
     _MAGIC,
     _REF,
@@ -120,6 +121,7 @@ class FileReasoningStore:
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        renew_after_fork(self)
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"

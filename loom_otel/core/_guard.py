@@ -3,6 +3,8 @@
 The wrappers call one function per request shape before the SDK serializes the request:
 
 - ``check_anthropic_request(kwargs)``: ``messages.create`` / ``stream`` keyword arguments;
+- ``check_anthropic_batch_request(kwargs)``: ``messages.batches.create``, each ``requests[i].params``
+  checked as a ``messages.create`` request (positions ``requests[3].params.system[0].text``);
 - ``check_gemini_request(contents, config)``: ``models.generate_content`` (and ``_stream``);
 - ``check_openai_chat_request(kwargs)``: ``chat.completions.create``;
 - ``check_openai_responses_request(kwargs)``: ``responses.create``.
@@ -13,19 +15,35 @@ Each raises ``ReasoningConfigError`` naming the origin and the position (``syste
    the SDK could not serialize it anyway; the remedy is ``Untrusted.fenced()`` inside a user message);
 2. the fenced form (``<untrusted-model-output origin=...>``) appears anywhere but in the content of a
    user message (or a tool result, which the vendors carry as user-side data): a system prompt,
-   developer message, instructions, a tool or schema description, an assistant turn, a config field;
+   developer message, instructions, a tool or schema description, an assistant turn, a config field.
+   A string counts as fenced when it holds the fence's tag name, ``untrusted-model-output``, after
+   normalisation (HTML entities unescaped, NFKC, invisible format characters removed, case folded):
+   so the opening marker without its ``<``, the closing marker alone (a fence whose header line was
+   cut off), an upper-cased or HTML-escaped fence are all refused, and the word "untrusted" is not;
 3. a reasoning block (Anthropic ``thinking`` / ``redacted_thinking``, a Gemini ``thought`` part, an
-   OpenAI-compatible ``reasoning_content``) sits in a message that is not the assistant's/model's.
+   OpenAI-compatible ``reasoning_content``) sits in a message that is not the assistant's/model's;
+4. the request nests deeper than ``_MAX_DEPTH`` (48) levels, where the walk stops: refused rather
+   than passed unchecked.
 
 The scan is a single walk over the request as given (dicts, lists, SDK pydantic objects) without
-copies; a string costs one substring search. The messages name positions and origins, never text.
+copies of the structure. An ASCII string with no ``&`` (nearly all of them) costs one lower-casing
+and one substring search; only the others are normalised. The messages name positions and
+origins, never text.
+
+The guard is a safety net against mistakes, not a sandbox. It recognises ``Untrusted`` values and
+the fence in the forms above; reasoning text taken out deliberately (``Untrusted.text``), re-encoded
+(URL or base64 encoding, a translation, a paraphrase) or stripped of both fence markers is plain
+text to it and goes through. Keeping model output out of instructions remains the application's
+design; the guard catches the slip.
 """
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
 
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
@@ -33,14 +51,24 @@ from loom_otel.core._untrusted import FENCE_OPEN, Untrusted
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = [
+    "check_anthropic_batch_request",
     "check_anthropic_request",
     "check_gemini_request",
     "check_openai_chat_request",
     "check_openai_responses_request",
 ]
 
-_MARK: Final = FENCE_OPEN[: FENCE_OPEN.index(" ")]  # "<untrusted-model-output"
-_ORIGIN: Final = re.compile(re.escape(_MARK) + r" origin=([^>\s]{0,200})")
+_TAG: Final = FENCE_OPEN[1 : FENCE_OPEN.index(" ")]
+"""``untrusted-model-output``: both the opening and the closing marker hold it."""
+_ORIGIN: Final = re.compile(re.escape(_TAG) + r"\s+origin=([^>\s]{0,200})")
+_INVISIBLE: Final = ("\u00ad", "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff")
+"""Invisible format characters that could split the tag unseen (soft hyphen, zero-width ones, marks)."""
+_HYPHENS: Final = ("-", "\uff0d", "\ufe63")
+"""What NFKC makes a ``-``: a string with none of them and no ``&`` cannot hold the tag."""
+_HINGES: Final = ("l-o", "L-o", "l-O", "L-O")
+"""The tag's ``l-o`` in every case (searching four is cheaper than lower-casing a non-ASCII string)."""
+_UNESCAPES: Final = 3
+"""Rounds of HTML unescaping (``&amp;lt;`` was escaped twice)."""
 _MAX_DEPTH: Final = 48
 _SCALARS: Final = (int, float, bool, bytes, bytearray, type(None))
 _DATA_ROLES: Final = frozenset({"user", "tool", "function"})
@@ -52,11 +80,51 @@ Path = list[str | int]
 class _Offense(Exception):
     """Found while walking; turned into a ``ReasoningConfigError`` once the position is known."""
 
-    def __init__(self, origin: str, fenced: bool) -> None:
+    def __init__(self, origin: str, kind: Literal["untrusted", "fenced", "deep"]) -> None:
         super().__init__(origin)
         self.origin = origin
-        self.fenced = fenced
+        self.kind = kind
         self.path: Path = []
+
+
+def _fence_in(text: str) -> str | None:
+    """The fence's origin (``"unknown"`` when only a marker is left) if ``text`` holds the fence, in
+    any of the forms the module docstring lists; ``None`` otherwise.
+
+    The pre-filter keeps the usual string cheap: without a hyphen (or an ``&``) there is no tag, and
+    an ASCII string needs only lower-casing (one copy at C speed); another one is normalised only
+    when it holds the tag's ``l-o`` in some case or normalising would change it."""
+    if "&" in text:
+        folded = _normalised(text)
+    elif text.isascii():
+        if "-" not in text:
+            return None
+        folded = text.lower()
+    elif not any(hyphen in text for hyphen in _HYPHENS):
+        return None
+    elif any(hinge in text for hinge in _HINGES):
+        folded = _normalised(text)
+    elif not any(invisible in text for invisible in _INVISIBLE) and unicodedata.is_normalized("NFKC", text):
+        return None  # normalising changes nothing, and the tag's "l-o" is absent in every case
+    else:
+        folded = _normalised(text)
+    if _TAG not in folded:
+        return None
+    match = _ORIGIN.search(folded)
+    return match.group(1) if match else "unknown"
+
+
+def _normalised(text: str) -> str:
+    """HTML entities unescaped, compatibility forms (fullwidth) made plain, invisibles removed, case folded."""
+    for _ in range(_UNESCAPES):
+        if "&" not in text:
+            break
+        text = html.unescape(text)
+    text = unicodedata.normalize("NFKC", text)
+    for invisible in _INVISIBLE:
+        if invisible in text:
+            text = text.replace(invisible, "")
+    return text.casefold()
 
 
 def _fields(value: object) -> Mapping[str, Any] | None:
@@ -70,16 +138,15 @@ def _fields(value: object) -> Mapping[str, Any] | None:
 def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
     """Raise ``_Offense`` (with its path) for an ``Untrusted`` value, or a fenced string if not allowed."""
     if isinstance(value, str):
-        if not allow_fenced and _MARK in value:
-            match = _ORIGIN.search(value)
-            raise _Offense(match.group(1) if match else "unknown", fenced=True)
+        if not allow_fenced:
+            origin = _fence_in(value)
+            if origin is not None:
+                raise _Offense(origin, "fenced")
         return
     if isinstance(value, _SCALARS):
         return
     if isinstance(value, Untrusted):
-        raise _Offense(value.origin, fenced=False)
-    if depth >= _MAX_DEPTH:
-        return
+        raise _Offense(value.origin, "untrusted")
     items: Any
     if is_mapping(value):
         items = value.items()  # type: ignore[attr-defined]
@@ -90,6 +157,8 @@ def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
         if fields is None:
             return
         items = fields.items()
+    if depth >= _MAX_DEPTH:
+        raise _Offense("", "deep")
     for key, item in items:
         try:
             _scan(item, allow_fenced, depth + 1)
@@ -107,7 +176,12 @@ def _position(path: Path) -> str:
 
 def _refuse(vendor: str, offense: _Offense, *, instruction: bool) -> ReasoningConfigError:
     where = _position(offense.path)
-    if offense.fenced:
+    if offense.kind == "deep":
+        return ReasoningConfigError(
+            f"{vendor} request refused: it nests deeper than {_MAX_DEPTH} levels at {where}, "
+            "beyond what the request guard checks"
+        )
+    if offense.kind == "fenced":
         return ReasoningConfigError(
             f"{vendor} request refused: fenced untrusted model output (origin {offense.origin!r}) at {where}; "
             "the fenced form is allowed only inside a user message"
@@ -139,10 +213,16 @@ def _reasoning_block(vendor: str, kind: str, role: object, path: Path) -> Reason
     )
 
 
-def _check_rest(vendor: str, kwargs: Mapping[str, Any], handled: frozenset[str], instruction: frozenset[str]) -> None:
+def _check_rest(
+    vendor: str,
+    kwargs: Mapping[str, Any],
+    handled: frozenset[str],
+    instruction: frozenset[str],
+    path: Sequence[str | int] = (),
+) -> None:
     for key, value in kwargs.items():
         if key not in handled:
-            _check(vendor, value, [key], allow_fenced=False, instruction=key in instruction)
+            _check(vendor, value, [*path, key], allow_fenced=False, instruction=key in instruction)
 
 
 # -- Anthropic ------------------------------------------------------------------------------------
@@ -154,7 +234,11 @@ _ANTHROPIC_INSTRUCTIONS: Final = frozenset({"system", "tools", "tool_choice", "o
 
 def check_anthropic_request(kwargs: Mapping[str, Any]) -> None:
     """Check ``messages.create`` keyword arguments (``system``, ``tools``, ``messages``, ...)."""
-    _check_rest(_ANTHROPIC, kwargs, _ANTHROPIC_HANDLED, _ANTHROPIC_INSTRUCTIONS)
+    _check_anthropic(_ANTHROPIC, kwargs, [])
+
+
+def _check_anthropic(vendor: str, kwargs: Mapping[str, Any], path: Path) -> None:
+    _check_rest(vendor, kwargs, _ANTHROPIC_HANDLED, _ANTHROPIC_INSTRUCTIONS, path)
     for i, message in enumerate(kwargs.get("messages") or ()):
         role = _get(message, "role")
         user = role == "user"
@@ -163,8 +247,35 @@ def check_anthropic_request(kwargs: Mapping[str, Any]) -> None:
             for j, block in enumerate(content):
                 kind = _get(block, "type")
                 if kind in _ANTHROPIC_REASONING:
-                    raise _reasoning_block(_ANTHROPIC, str(kind), role, ["messages", i, "content", j])
-        _check(_ANTHROPIC, message, ["messages", i], allow_fenced=user, instruction=False)
+                    raise _reasoning_block(vendor, str(kind), role, [*path, "messages", i, "content", j])
+        _check(vendor, message, [*path, "messages", i], allow_fenced=user, instruction=False)
+
+
+_ANTHROPIC_BATCH: Final = "Anthropic batch"
+
+
+def check_anthropic_batch_request(kwargs: Mapping[str, Any]) -> None:
+    """Check ``messages.batches.create`` keyword arguments: every ``requests[i].params`` as a
+    ``messages.create`` request, every other field (``custom_id``, headers) as data that may not
+    hold the fence. ``requests`` must be a list or tuple (the caller materialises a one-shot iterable
+    before checking, or the check would consume what the SDK is to send)."""
+    _check_rest(_ANTHROPIC_BATCH, kwargs, frozenset({"requests"}), frozenset())
+    requests = kwargs.get("requests") or ()
+    if not isinstance(requests, (list, tuple)):
+        _check(_ANTHROPIC_BATCH, requests, ["requests"], allow_fenced=False, instruction=False)
+        return
+    for i, request in enumerate(requests):
+        params = _get(request, "params")
+        fields = request if is_mapping(request) else _fields(request)
+        if fields is None or params is None:
+            _check(_ANTHROPIC_BATCH, request, ["requests", i], allow_fenced=False, instruction=False)
+            continue
+        _check_rest(_ANTHROPIC_BATCH, fields, frozenset({"params"}), frozenset(), ["requests", i])
+        params_fields = params if is_mapping(params) else _fields(params)
+        if params_fields is not None:
+            _check_anthropic(_ANTHROPIC_BATCH, params_fields, ["requests", i, "params"])
+        else:
+            _check(_ANTHROPIC_BATCH, params, ["requests", i, "params"], allow_fenced=False, instruction=True)
 
 
 # -- Google GenAI ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from wrapt import wrap_function_wrapper
 from loom_otel.core._adapter import VendorAdapter
 from loom_otel.core._call import ReasoningHandler
 from loom_otel.core._config import runtime_for
+from loom_otel.core._limits import warn_if_truncating
 
 __all__ = ["ReasoningInstrumentor", "Wrap"]
 
@@ -44,6 +45,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
+        warn_if_truncating(kwargs.get("tracer_provider"))
         adapter = type(self).adapter(runtime)
         handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version, adapter)
         for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):

@@ -23,7 +23,7 @@ process's torn line stays where it is, to be reported by ``verify`` and by the f
 silently dropped, never appended to: the next process starts its own origin). While a writer is
 alive it holds an exclusive ``flock`` on its origin directory, which is how readers tell a live chain
 from a dead one. Thread-safe; asyncio code may call ``append`` directly (it never awaits). Fork-safe:
-a child process starts its own origin (``os.register_at_fork``).
+a child process starts its own origin, with new locks and threads (``_fork``).
 
 Checkpoints (``_checkpoint``) are appended every ``checkpoint_every`` records, every
 ``checkpoint_interval`` seconds while records keep coming, and at ``close()`` (and so at exit).
@@ -51,6 +51,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._checkpoint import Signer, checkpoint_attributes
+from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._records import RECORD_VERSION, AttributeValue
 from loom_otel.core.exceptions import LoomOtelWarning
 
@@ -166,6 +167,7 @@ class Journal:
         self._segment_bytes = max(1, segment_bytes)
         self._start_chain()
         _live.add(self)
+        renew_after_fork(self, Journal._after_fork_in_child)
 
     def _start_chain(self) -> None:
         self._lock = threading.Lock()
@@ -440,7 +442,7 @@ def _checkpoint_timer(ref: weakref.ref[Journal], stop: threading.Event, interval
 _live: weakref.WeakSet[Journal] = weakref.WeakSet()
 _journals: dict[Path, Journal] = {}
 _journals_lock = threading.Lock()
-_forking: list[Journal] = []
+renew_module_after_fork(__name__)
 
 
 def open_journal(
@@ -471,28 +473,6 @@ def local_journals(directory: str | os.PathLike[str]) -> list[Journal]:
     return [j for j in list(_live) if j.directory == key]
 
 
-def _before_fork() -> None:
-    _journals_lock.acquire()
-    _forking[:] = list(_live)
-    for journal in _forking:
-        journal._lock.acquire()
-
-
-def _after_fork_in_parent() -> None:
-    for journal in _forking:
-        journal._lock.release()
-    _forking.clear()
-    _journals_lock.release()
-
-
-def _after_fork_in_child() -> None:
-    global _journals_lock
-    for journal in _forking:
-        journal._after_fork_in_child()
-    _forking.clear()
-    _journals_lock = threading.Lock()
-
-
 def _close_all() -> None:
     for journal in list(_live):
         try:
@@ -501,7 +481,6 @@ def _close_all() -> None:
             _logger.warning("audit journal %s: close at exit failed (%s)", journal.origin, type(exc).__name__)
 
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 atexit.register(_close_all)
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from loom_otel.core._callbacks import logger, shielded
+from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
 from loom_otel.core._untrusted import Untrusted
 
@@ -152,6 +153,7 @@ class DeltaGuard(Protocol):
 
 _registered: list[object] = []
 _registered_lock = threading.Lock()
+renew_module_after_fork(__name__)
 _registry_version = 0
 _channels: weakref.WeakSet[LiveChannel] = weakref.WeakSet()
 _call_ids = itertools.count(1)
@@ -246,6 +248,7 @@ class LiveChannel:
         self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
         self._lock = threading.Lock()
         _channels.add(self)
+        renew_after_fork(self)
 
     # -- hooks called by ModelCall (never raise) ------------------------------------------------
 

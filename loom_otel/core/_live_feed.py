@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._live import LiveCall, ReasoningDelta, TextDelta
 
 __all__ = ["Done", "FeedEvent", "Partial", "Reset", "Subscription", "Viewer", "admits"]
@@ -95,6 +96,7 @@ class Subscription:
         self._wake = asyncio.Event()
         self._lagged = False
         self.closed = False
+        renew_after_fork(self)
 
     def push(self, event: FeedEvent) -> None:
         with self._lock:

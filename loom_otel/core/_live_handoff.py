@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
 
 from loom_otel.core._callbacks import logger, shielded
+from loom_otel.core._fork import renew_after_fork
 
 __all__ = ["DEFAULT_CAPACITY", "Handoff", "flush_handoffs"]
 
@@ -57,6 +58,7 @@ class Handoff(Generic[T]):
         self._dropped = 0
         self._warned = False
         _handoffs.add(self)
+        renew_after_fork(self, Handoff._after_fork_in_child)
 
     @property
     def dropped(self) -> int:
@@ -108,6 +110,13 @@ class Handoff(Generic[T]):
                 item = self._items.popleft()
                 self._busy = True
             shielded(self._what, self._consumer, item)
+
+    def _after_fork_in_child(self) -> None:
+        """The worker stayed in the parent, which delivers what was queued: the child starts empty."""
+        self._items.clear()
+        self._worker = None
+        self._busy = False
+        self._waiting = 0
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything offered so far was consumed; ``False`` on timeout."""

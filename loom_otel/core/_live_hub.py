@@ -30,6 +30,7 @@ import threading
 from collections import OrderedDict, deque
 from typing import Final
 
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._live import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
 from loom_otel.core._live_feed import (
     SUBSCRIBER_CAPACITY,
@@ -166,6 +167,7 @@ class LiveReasoningHub:
         self._lock = threading.Lock()
         self._executions: OrderedDict[_Key, _Execution] = OrderedDict()
         self._subscribers: dict[_Key, list[Subscription]] = {}
+        renew_after_fork(self)
 
     def __repr__(self) -> str:
         return f"LiveReasoningHub(executions={len(self._executions)})"

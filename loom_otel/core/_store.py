@@ -31,6 +31,7 @@ from typing import Final, Protocol, runtime_checkable
 from urllib.parse import unquote, urlparse
 
 from loom_otel.core._canonical import canonical_json
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = [
@@ -174,6 +175,7 @@ class MemoryReasoningStore:
         self._blobs: dict[str, tuple[str | None, str, bytes]] = {}
         self._keys: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        renew_after_fork(self)
 
     def put(self, envelope: Envelope) -> str:
         with self._lock:

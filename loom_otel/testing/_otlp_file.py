@@ -14,6 +14,8 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from loom_otel.core._fork import renew_after_fork
+
 __all__ = ["OtlpJsonFileExporter"]
 
 
@@ -28,6 +30,7 @@ class OtlpJsonFileExporter(SpanExporter):
         self._encode = encode_spans
         self._to_json = MessageToJson
         self._lock = threading.Lock()
+        renew_after_fork(self)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:

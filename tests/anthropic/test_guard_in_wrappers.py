@@ -31,3 +31,33 @@ def test_the_fenced_form_passes_in_a_user_message(mode, config):
     with instrumented(AnthropicInstrumentor(), config=config):
         MODES[mode](sim, kw)
     assert len(sim.requests) == 1
+
+
+def _batch(system: str) -> list[dict]:
+    params = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 1024,
+        "system": system,
+        "messages": [{"role": "user", "content": "Hi"}],
+    }
+    return [{"custom_id": "ok", "params": {**params, "system": "Be brief."}}, {"custom_id": "bad", "params": params}]
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async", "beta", "generator"])
+def test_batch_requests_are_guarded_before_sending(flavour, config):
+    import asyncio
+
+    sim = Simulator()
+    requests = _batch(TAINTED.fenced())
+    with instrumented(AnthropicInstrumentor(), config=config):
+        with pytest.raises(ReasoningConfigError) as info:
+            if flavour == "async":
+                asyncio.run(sim.async_anthropic_client().messages.batches.create(requests=requests))
+            elif flavour == "beta":
+                sim.anthropic_client().beta.messages.batches.create(requests=requests)
+            else:
+                batch = requests if flavour == "sync" else (r for r in requests)
+                sim.anthropic_client().messages.batches.create(requests=batch)
+    assert "requests[1].params.system" in str(info.value)
+    assert "CANARY-guard-5e1" not in str(info.value)
+    assert sim.requests == []

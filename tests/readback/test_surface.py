@@ -31,6 +31,7 @@ def test_audit_exports() -> None:
 
 def test_guard_exports() -> None:
     assert _guard.__all__ == [
+        "check_anthropic_batch_request",
         "check_anthropic_request",
         "check_gemini_request",
         "check_openai_chat_request",

@@ -6,8 +6,7 @@ import logging
 import os
 import threading
 import time
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -15,8 +14,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._journal import Journal, local_journals, local_origins
+from loom_otel.core._canonical import chain_hash
+from loom_otel.core._fork import renew_after_fork
+from loom_otel.core._journal import Journal, local_journals, local_origins, record_body
 from loom_otel.core._journal_reader import list_origins, origin_is_live
+from loom_otel.core._limits import warn_if_truncating
+from loom_otel.core._records import record_from_event
 from loom_otel.exporters.chain._inner import inner_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -53,7 +56,9 @@ class ChainedSpanExporter(SpanExporter):
     saved cursor, so a crashed process's leftovers reach the downstream through the next process
     or ``loom-otel forward``. ``force_flush`` and ``shutdown`` deliver everything owed within their
     timeout; what remains stays in the outbox for the next process. Duplicates are possible (at least
-    once), and ``verify`` accepts identical ones.
+    once), and ``verify`` accepts identical ones. An event whose chain hash no longer recomputes from
+    its attributes (cut short by an attribute length limit, ``_limits``) is not taken as delivered:
+    its record is sent again at once, whole, from the journal.
 
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
@@ -79,9 +84,10 @@ class ChainedSpanExporter(SpanExporter):
         self._batch = max(1, batch_size)
         self._forward_dead = forward_dead
         self._spans = RecordSpans()
+        self._warned_cut = False
         self._init_runtime_state()
-        reinit = weakref.WeakMethod(self._after_fork_in_child)
-        os.register_at_fork(after_in_child=lambda: _call(reinit))
+        warn_if_truncating()
+        renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
 
     def _init_runtime_state(self) -> None:
         self._lock = threading.Lock()  # chain state: outboxes
@@ -110,8 +116,9 @@ class ChainedSpanExporter(SpanExporter):
         if self._shutdown:
             return SpanExportResult.FAILURE
         marks: dict[str, list[int]] = {}
+        cut: dict[str, list[int]] = {}
         try:
-            marks = _chain_marks(spans)
+            marks, cut = _chain_marks(spans)
             if spans:
                 self._spans.use_resource(spans[0].resource)
             result = self._call_inner(spans)
@@ -119,7 +126,7 @@ class ChainedSpanExporter(SpanExporter):
             _logger.warning("chained exporter: inner export failed (%s)", type(exc).__name__)
             result = SpanExportResult.FAILURE
         try:
-            self._acknowledge(marks, result is SpanExportResult.SUCCESS)
+            self._acknowledge(marks, result is SpanExportResult.SUCCESS, cut)
             self._ensure_sweeper()
         except Exception as exc:
             _logger.warning("chained exporter: bookkeeping failed (%s)", type(exc).__name__)
@@ -129,9 +136,12 @@ class ChainedSpanExporter(SpanExporter):
         with self._export_lock:
             return self._inner.export(spans)
 
-    def _acknowledge(self, marks: Mapping[str, list[int]], ok: bool) -> None:
-        if not marks or self._directory is None:
+    def _acknowledge(self, marks: Mapping[str, list[int]], ok: bool, cut: Mapping[str, list[int]]) -> None:
+        """Note what the inner exporter took (``ok``) or not; records whose event was ``cut`` are owed
+        at once whatever the result (under the origin they were cut from, when it is known)."""
+        if (not marks and not cut) or self._directory is None:
             return
+        own = local_origins(self._directory) if cut else frozenset()
         with self._lock:
             for origin, seqs in marks.items():
                 outbox = self._outbox(origin)
@@ -139,7 +149,17 @@ class ChainedSpanExporter(SpanExporter):
                     outbox.delivered(seqs)
                 else:
                     outbox.undelivered(seqs)
-        if not ok:
+            for origin, seqs in cut.items():
+                whole = [o for o in own if o.startswith(origin)]
+                if len(whole) == 1:  # else never acknowledged, so resent after the grace period
+                    self._outbox(whole[0]).undelivered(seqs)
+        if cut and not self._warned_cut:
+            self._warned_cut = True
+            _logger.warning(
+                "chained exporter: span events reached the exporter cut short (an attribute value length "
+                "limit below the journal's values?); their records are sent again, whole, from the journal"
+            )
+        if not ok or cut:
             self._wake.set()
 
     def _outbox(self, origin: str) -> Outbox:
@@ -311,12 +331,6 @@ class ChainedSpanExporter(SpanExporter):
         self._init_runtime_state()
 
 
-def _call(ref: weakref.WeakMethod[Callable[[], None]]) -> None:
-    method = ref()
-    if method is not None:
-        method()
-
-
 def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path | None:
     if isinstance(journal, Journal):
         return journal.directory
@@ -331,9 +345,11 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
         return None
 
 
-def _chain_marks(spans: Sequence[ReadableSpan]) -> dict[str, list[int]]:
-    """``origin -> [seq]`` of the journal records the spans' events carry."""
-    marks: dict[str, list[int]] = {}
+def _chain_marks(spans: Sequence[ReadableSpan]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """``origin -> [seq]`` of the journal records the spans' events carry whole, and of those whose
+    event was altered on the way (its hash does not recompute: cut by an attribute length limit)."""
+    whole: dict[str, list[int]] = {}
+    cut: dict[str, list[int]] = {}
     for span in spans:
         for event in span.events:
             attributes = event.attributes
@@ -341,5 +357,17 @@ def _chain_marks(spans: Sequence[ReadableSpan]) -> dict[str, list[int]]:
                 continue
             origin, seq = attributes.get(attr.AUDIT_ORIGIN), attributes.get(attr.AUDIT_SEQ)
             if isinstance(origin, str) and isinstance(seq, int) and not isinstance(seq, bool):
+                marks = whole if _is_whole(event.name, attributes, event.timestamp) else cut
                 marks.setdefault(origin, []).append(seq)
-    return marks
+    return whole, cut
+
+
+def _is_whole(name: str, attributes: Mapping[str, object], time_ns: int) -> bool:
+    """Whether the record an event carries still hashes to the hash it declares."""
+    record = record_from_event(name, attributes, time_ns)
+    if record is None:
+        return False
+    try:
+        return chain_hash(str(record["prev"]), record_body(record)) == record["hash"]
+    except (ValueError, TypeError):  # a cut ``prev`` is no longer hex
+        return False

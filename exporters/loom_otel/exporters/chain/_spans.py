@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._records import RECORD_SPAN, event_for_record
 
 __all__ = ["RecordSpans"]
@@ -41,6 +42,12 @@ class RecordSpans:
         self._lock = threading.Lock()
         self._resource: Resource | None = None
         self._provider: TracerProvider | None = None
+        self._collector = InMemorySpanExporter()
+        renew_after_fork(self, RecordSpans._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        """A new private provider: the SDK's locks in the old one may be held by a parent thread."""
+        self._provider = None
         self._collector = InMemorySpanExporter()
 
     def use_resource(self, resource: Resource) -> None:

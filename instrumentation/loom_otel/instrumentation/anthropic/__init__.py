@@ -19,6 +19,7 @@ from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,
     async_messages_stream,
+    batches_create,
     messages_create,
     messages_stream,
     sdk_call_span,
@@ -48,6 +49,13 @@ _WRAPS: Final[tuple[Wrap, ...]] = tuple(
 )
 
 
+# Message batches: the request guard only (batch results are not captured).
+_BATCHES: Final[tuple[Wrap, ...]] = tuple(
+    (module, f"{cls}.create", batches_create)
+    for module in ("anthropic.resources.messages.batches", "anthropic.resources.beta.messages.batches")
+    for cls in ("Batches", "AsyncBatches")
+)
+
 # The SDK's own span of an API call (anthropic >= 2.14): none inside a loom-otel model call.
 _OPTIONAL: Final[tuple[Wrap, ...]] = (("anthropic._base_client", "start_api_call_span", sdk_call_span),)
 
@@ -58,7 +66,7 @@ class AnthropicInstrumentor(ReasoningInstrumentor):
 
     provider = "anthropic"
     instruments = _instruments
-    wraps = _WRAPS
+    wraps = (*_WRAPS, *_BATCHES)
     optional_wraps = _OPTIONAL
     adapter = AnthropicAdapter
     version = __version__

@@ -17,13 +17,21 @@ import wrapt
 
 from loom_otel.core._adapter import Outgoing
 from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
+from loom_otel.core._guard import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
 from loom_otel.core._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
 from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
 from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
 
-__all__ = ["async_messages_create", "async_messages_stream", "messages_create", "messages_stream", "sdk_call_span"]
+__all__ = [
+    "async_messages_create",
+    "async_messages_stream",
+    "batches_create",
+    "messages_create",
+    "messages_stream",
+    "sdk_call_span",
+]
 
 
 def messages_create(handler: ReasoningHandler) -> Wrapper:
@@ -33,6 +41,21 @@ def messages_create(handler: ReasoningHandler) -> Wrapper:
 
 def async_messages_create(handler: ReasoningHandler) -> Wrapper:
     return async_method(handler)
+
+
+def batches_create(handler: ReasoningHandler) -> Wrapper:
+    """``Batches.create`` (sync and async): the request guard on every ``requests[i].params`` before the
+    SDK serializes them. Batch results are not captured (the README says so)."""
+
+    def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if active(handler):
+            requests = kwargs.get("requests")
+            if requests is not None and not isinstance(requests, list | tuple):
+                kwargs = {**kwargs, "requests": list(requests)}  # any iterable: read once, sent as read
+            check_anthropic_batch_request(kwargs)
+        return wrapped(*args, **kwargs)
+
+    return traced_method
 
 
 def sdk_call_span(handler: ReasoningHandler) -> Wrapper:
