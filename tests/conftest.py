@@ -12,7 +12,8 @@ from loom_otel.core._call import ModelCall
 from loom_otel.core._config import reset_runtime
 from loom_otel.testing import Telemetry
 
-WIRE = Path(os.environ.get("LOOM_OTEL_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "vendor" / "wire"
+WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
+"""Recorded wire shapes (public response shapes with invented content), kept in the repository."""
 
 
 @pytest.fixture(autouse=True)
