@@ -21,6 +21,10 @@ __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 
 STORED: Final = "stored"
 """The status of a part kept in the store when no store was given to check it."""
+_ORDER: Final = {
+    status: i
+    for i, status in enumerate((PartStatus.OK.value, STORED, *(s.value for s in PartStatus if s.value != "ok")))
+}
 
 
 class _AnyTenant(enum.Enum):
@@ -46,7 +50,7 @@ class ExecutionSummary:
     steps: int
     parts: int
     statuses: tuple[tuple[str, int], ...]
-    """(status, parts) pairs, sorted by status."""
+    """(status, parts) pairs: ``ok``, ``stored``, then the others in ``PartStatus`` order."""
     providers: tuple[str, ...]
     checked: bool
     """The parts kept in the store were read and checked (a store was given)."""
@@ -76,7 +80,7 @@ def _summary(records: list[CaptureRecord], store: ReasoningStore | None) -> Exec
         calls=len(records),
         steps=len(group_steps(records)),
         parts=sum(len(r.kinds) for r in records),
-        statuses=tuple(sorted(counts.items())),
+        statuses=tuple(sorted(counts.items(), key=lambda item: _ORDER[item[0]])),
         providers=tuple(sorted({r.provider for r in records if r.provider})),
         checked=store is not None,
     )
