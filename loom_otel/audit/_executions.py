@@ -22,9 +22,9 @@ __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 STORED: Final = "stored"
 """The status of a part kept in the store when no store was given to check it."""
 _ORDER: Final = {
-    status: i
-    for i, status in enumerate((PartStatus.OK.value, STORED, *(s.value for s in PartStatus if s.value != "ok")))
+    status: i for i, status in enumerate((PartStatus.OK, STORED, *(s for s in PartStatus if s is not PartStatus.OK)))
 }
+"""Statuses as listed: ``ok``, ``stored``, then the others in ``PartStatus`` order."""
 
 
 class _AnyTenant(enum.Enum):
@@ -50,7 +50,7 @@ class ExecutionSummary:
     steps: int
     parts: int
     statuses: tuple[tuple[str, int], ...]
-    """(status, parts) pairs: ``ok``, ``stored``, then the others in ``PartStatus`` order."""
+    """(status, parts) pairs, in ``_ORDER``."""
     providers: tuple[str, ...]
     checked: bool
     """The parts kept in the store were read and checked (a store was given)."""

@@ -42,7 +42,7 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as stop:  # --help or a usage error: argparse has printed what it had to
-        return stop.code if isinstance(stop.code, int) else 2
+        return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
     code: int = args.func(args)
     return code
 
