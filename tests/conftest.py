@@ -6,13 +6,14 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig
+from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, _journal
 from loom_otel.core._bindings import forget_bindings
 from loom_otel.core._call import ModelCall
 from loom_otel.core._config import reset_runtime
 from loom_otel.testing import Telemetry
 
-WIRE = Path(os.environ.get("LOOM_OTEL_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "vendor" / "wire"
+WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
+"""Recorded wire shapes (public response shapes with invented content), kept in the repository."""
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +23,9 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
     monkeypatch.chdir(tmp_path)
+    # Unsigned checkpoints warn once per process, so which test would see it depends on the order;
+    # the test of that warning resets the flag (tests/audit_trail/test_journal.py).
+    monkeypatch.setattr(_journal, "_warned_unsigned", True)
     reset_runtime()
     forget_bindings()
     yield

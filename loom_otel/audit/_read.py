@@ -35,7 +35,9 @@ __all__ = [
     "PartStatus",
     "ReasoningReading",
     "StepReading",
+    "part_kind",
     "read_reasoning",
+    "recorded_status",
 ]
 
 
@@ -126,6 +128,24 @@ class ReasoningReading:
         return all(p.status is not PartStatus.DIGEST_MISMATCH for p in self.parts)
 
 
+def part_kind(record: CaptureRecord, index: int) -> ReasoningKind:
+    """The recorded kind of part ``index``; an unknown kind reads as ``redacted`` (never served as text)."""
+    try:
+        return ReasoningKind(record.kinds[index])
+    except ValueError:
+        return ReasoningKind.REDACTED
+
+
+def recorded_status(record: CaptureRecord, index: int) -> PartStatus | None:
+    """The status the record alone decides (``redacted``, ``empty``, ``not-kept``); ``None`` for a part
+    kept in the store, whose status only reading the store can tell."""
+    if part_kind(record, index) is ReasoningKind.REDACTED:
+        return PartStatus.REDACTED
+    if not record.refs[index]:
+        return PartStatus.NOT_KEPT if record.omitted[index] and record.sizes[index] > 0 else PartStatus.EMPTY
+    return None
+
+
 class PartResolver:
     """Reads parts of one (tenant, execution) from the store; the digest key is fetched at most once."""
 
@@ -157,17 +177,12 @@ class PartResolver:
         return PartStatus.ERASED
 
     def resolve(self, record: CaptureRecord, index: int, *, received: bool) -> PartReading:
-        kind_name, ref = record.kinds[index], record.refs[index]
-        digest, size = record.digests[index], record.sizes[index]
-        try:
-            kind = ReasoningKind(kind_name)
-        except ValueError:
-            kind = ReasoningKind.REDACTED  # an unknown kind is never served as text
+        ref, digest, size = record.refs[index], record.digests[index], record.sizes[index]
+        kind = part_kind(record, index)
         text: Untrusted | None = None
-        if kind is ReasoningKind.REDACTED:
-            status = PartStatus.REDACTED
-        elif not ref:
-            status = PartStatus.NOT_KEPT if record.omitted[index] and size > 0 else PartStatus.EMPTY
+        recorded = recorded_status(record, index)
+        if recorded is not None:
+            status = recorded
         else:
             body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
             if body is None:

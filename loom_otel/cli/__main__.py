@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Final
@@ -33,13 +34,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+EXIT_INTERRUPTED: Final = 130
+EXIT_CLOSED_PIPE: Final = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+
+
+def _run(argv: Sequence[str] | None) -> int:
     try:
-        code: int = args.func(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help or a usage error: argparse has printed what it had to
+        return stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 2
+    code: int = args.func(args)
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point the stdout descriptor at /dev/null, so the interpreter's exit flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured, replaced, closed)
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A reader that goes away (``loom-otel audit show ... | head``) ends the command
+    quietly with exit code 141, whichever command was writing; Ctrl-C ends it with 130."""
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_CLOSED_PIPE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     return code
 
 

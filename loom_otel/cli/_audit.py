@@ -1,20 +1,26 @@
-"""``loom-otel audit show``: the reasoning one execution captured, step by step.
+"""``loom-otel audit list`` and ``audit show``: the executions a journal holds, and the reasoning one
+execution captured, step by step.
 
-A table per step (attempt, part, kind, status, size, digest prefix, provider, model); readable text
-only with ``--text``, each part fenced as untrusted model output. Exit codes: 0 read and intact,
-1 some part reads ``digest-mismatch``, 2 a usage or configuration error, 3 no capture records found.
+``list``: one row per execution, newest first (last capture, execution, tenant, calls, steps, parts,
+statuses, providers). ``show``: a table per step (attempt, part, kind, status, size, digest prefix,
+provider, model); readable text only with ``--text``, each part fenced as untrusted model output.
+Exit codes: 0 read and intact, 1 some part reads ``digest-mismatch``, 2 a usage or configuration
+error, 3 no capture records found.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Final, TextIO
 
+from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
@@ -24,19 +30,51 @@ from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._store import ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
-__all__ = ["register", "run_show"]
+__all__ = ["parse_since", "register", "run_list", "run_show"]
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_NOT_FOUND: Final = 3
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
+_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_JOURNAL_HELP: Final = (
+    f"journal directory or collector file (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, the store's journal, "
+    "or ./.loom/journal)"
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``audit`` (with ``show``)."""
-    parser = subparsers.add_parser("audit", help="read captured reasoning back for audit")
+    """Add ``audit`` (with ``list`` and ``show``)."""
+    parser = subparsers.add_parser("audit", help="list executions and read captured reasoning back for audit")
     commands = parser.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
+    listing = commands.add_parser(
+        "list",
+        help="list the executions a journal holds, newest first",
+        description="One row per execution, newest first: its last capture (UTC), tenant, model calls, steps, "
+        "parts and their statuses. Parts kept in the store read as 'stored' unless a store is given "
+        "(--store or $LOOM_OTEL_REASONING_STORE), which checks each one (ok, erased, digest-mismatch). "
+        "Exit 0 listed and intact, 1 digest mismatch, 2 usage error, 3 nothing found.",
+    )
+    listing.add_argument("--tenant", default=None, help="only this tenant's executions (default: every tenant)")
+    listing.add_argument(
+        "--since",
+        type=parse_since,
+        default=None,
+        metavar="WHEN",
+        help="only executions with a capture since WHEN: an ISO 8601 time (UTC unless it has an offset) "
+        "or a duration ago such as 90s, 15m, 1h, 2d, 1w",
+    )
+    listing.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N executions")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.add_argument("--journal", default=None, help=_JOURNAL_HELP)
+    listing.add_argument(
+        "--store",
+        default=None,
+        help=f"store URL: check each stored part (default: ${env.LOOM_OTEL_REASONING_STORE})",
+    )
+    listing.set_defaults(func=run_list)
     show = commands.add_parser(
         "show",
         help="show one execution's reasoning, step by step",
@@ -49,12 +87,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("--tenant", default=None, help="tenant the execution ran under (default: none)")
     show.add_argument("--text", action="store_true", help="also print readable text (untrusted model output)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
-    show.add_argument(
-        "--journal",
-        default=None,
-        help=f"journal directory or collector file (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, the store's "
-        "journal, or ./.loom/journal)",
-    )
+    show.add_argument("--journal", default=None, help=_JOURNAL_HELP)
     show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     show.set_defaults(func=run_show)
 
@@ -64,17 +97,40 @@ def clean(text: str) -> str:
     return _CONTROL.sub("\ufffd", text)
 
 
+def parse_since(value: str, *, now: float | None = None) -> int:
+    """``--since``: an ISO 8601 time (UTC unless it carries an offset) or a duration ago (``90s``, ``15m``,
+    ``1h``, ``2d``, ``1w``), as Unix ns. ``ArgumentTypeError`` (a usage error) for anything else."""
+    duration = _DURATION.fullmatch(value.strip())
+    if duration is not None:
+        seconds = float(duration[1]) * _SECONDS[duration[2]]
+        return int(((time.time() if now is None else now) - seconds) * 1e9)
+    try:
+        when = dt.datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither an ISO 8601 time (2026-11-30T09:00Z) nor a duration (90s, 15m, 1h, 2d, 1w)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp()) * 1_000_000_000 + when.microsecond * 1000
+
+
+def store_url(url: str | None) -> str | None:
+    """The store URL from the command line, else the environment (``None``: no store named)."""
+    return url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
+
+
 def open_store(url: str | None) -> ReasoningStore:
     """The store named on the command line or in the environment (``ReasoningConfigError`` if none)."""
     from loom_otel.core.exceptions import ReasoningConfigError
 
-    url = url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
+    url = store_url(url)
     if url is None:
         raise ReasoningConfigError(f"no reasoning store: pass --store URL or set {env.LOOM_OTEL_REASONING_STORE}")
     return store_from_uri(url, fsync=False)
 
 
-def journal_of(setting: str | None, store: ReasoningStore) -> Path:
+def journal_of(setting: str | None, store: ReasoningStore | None) -> Path:
     setting = setting or os.environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None
     if setting is not None:
         return Path(setting).expanduser()
@@ -184,3 +240,77 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         _table(reading, text=args.text, out=out)
     mismatch = any(p.status is PartStatus.DIGEST_MISMATCH for p in reading.parts)
     return EXIT_MISMATCH if mismatch else EXIT_OK
+
+
+def _when(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _statuses(summary: ExecutionSummary) -> str:
+    return ", ".join(f"{n} {status}" for status, n in summary.statuses)
+
+
+def _list_json(summary: ExecutionSummary) -> dict[str, object]:
+    return {
+        "execution_id": summary.execution_id,
+        "tenant": summary.tenant,
+        "first": dt.datetime.fromtimestamp(summary.first / 1e9, dt.UTC).isoformat(),
+        "last": dt.datetime.fromtimestamp(summary.last / 1e9, dt.UTC).isoformat(),
+        "first_unix_nano": summary.first,
+        "last_unix_nano": summary.last,
+        "calls": summary.calls,
+        "steps": summary.steps,
+        "parts": summary.parts,
+        "statuses": dict(summary.statuses),
+        "statuses_checked": summary.checked,
+        "providers": list(summary.providers),
+    }
+
+
+def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        store = open_store(args.store) if store_url(args.store) else None
+        source = journal_of(args.journal, store)
+        if not source.exists():
+            print(f"loom-otel audit list: no journal at {str(source)!r}", file=err)
+            return EXIT_USAGE
+        tenant = ANY_TENANT if args.tenant is None else args.tenant
+        summaries = list_executions(source, store, tenant=tenant, since=args.since, limit=args.limit)
+    except (LoomOtelError, OSError) as exc:
+        print(f"loom-otel audit list: {exc}", file=err)
+        return EXIT_USAGE
+    if args.json:
+        json.dump([_list_json(s) for s in summaries], out, indent=2)
+        print(file=out)
+    elif summaries:
+        headers = ("last capture", "execution", "tenant", "calls", "steps", "parts", "statuses", "providers")
+        rows = [
+            tuple(
+                clean(str(c))
+                for c in (
+                    _when(s.last),
+                    s.execution_id,
+                    "-" if s.tenant is None else s.tenant,
+                    s.calls,
+                    s.steps,
+                    s.parts,
+                    _statuses(s),
+                    ", ".join(s.providers),
+                )
+            )
+            for s in summaries
+        ]
+        print(render_table(headers, rows), file=out)
+        print(f"\n{len(summaries)} execution(s) in {source}", file=out)
+        if any(status == STORED for s in summaries for status, _ in s.statuses):
+            print(
+                f"'{STORED}' parts are in the store, not checked: pass --store URL "
+                f"(or set {env.LOOM_OTEL_REASONING_STORE}) to read and check them",
+                file=out,
+            )
+    if not summaries:
+        print(f"loom-otel audit list: no capture records in {str(source)!r} match", file=err)
+        return EXIT_NOT_FOUND
+    return EXIT_OK if all(s.intact for s in summaries) else EXIT_MISMATCH

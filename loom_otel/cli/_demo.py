@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from loom_otel.cli._invocation import command_line
 from loom_otel.cli._table import render_table
 
 __all__ = ["register"]
@@ -77,9 +78,10 @@ def run(args: argparse.Namespace) -> int:
         _say("anthropic: a tool loop through messages.stream() (real anthropic SDK, strict simulator)")
         with execution("demo-anthropic", tenant="acme", principal="alice"):
             calls, history = anthropic_loop(sim)
-            print(f"  {calls} model calls, every assistant turn sent back as returned: accepted")
+            print(f"  the tool loop: {calls} model calls, every assistant turn sent back as returned: accepted")
             _say("anthropic: the app edits its first question and continues the same history")
             refused, answer = edited_history(sim, history)
+            calls += 1  # the follow-up; the bare call the vendor refused ran uninstrumented
         print(f"  without loom-otel the vendor answers: {refused}")
         print(f"  with loom-otel: accepted ({answer.stop_reason}); what was dropped, as span events:")
         for event in _events(seen.get_finished_spans(), "loom.reasoning.dropped"):
@@ -90,16 +92,21 @@ def run(args: argparse.Namespace) -> int:
         _say("gemini: a chat with automatic function calling (real google-genai SDK, strict simulator)")
         with execution("demo-gemini", tenant="acme", principal="alice"):
             requests = gemini_loop(sim)
-        print(f"  1 send_message, {requests} model requests, thought summaries and signatures captured")
+        print(f"  1 send_message, {requests} model calls, thought summaries and signatures captured")
     finally:
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
         provider.shutdown()  # flushes the chained exporter: every journal record reaches the archive
 
     store = FileReasoningStore(store_dir)
-    for execution_id in ("demo-anthropic", "demo-gemini"):
+    for execution_id, made in (("demo-anthropic", calls), ("demo-gemini", requests)):
         _say(f"audit: read_reasoning(journal, store, execution_id={execution_id!r}, tenant='acme')")
         reading = read_reasoning(journal_dir, store, execution_id=execution_id, tenant="acme")
+        captured_calls = sum(len(step.attempts) for step in reading.steps)
+        print(
+            f"  {made} model calls made, {captured_calls} captured: {len(reading.steps)} steps, "
+            f"{len(reading.parts)} reasoning parts"
+        )
         rows = [
             (
                 p.step_id[:16],
@@ -131,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
         f"\n{len(captured)} loom.reasoning.captured events carry refs, digests and sizes only; "
         f"readable text is in {store_dir / 'blobs'}."
     )
-    print(
-        f"Try: loom-otel audit show --execution demo-anthropic --tenant acme --store file://{store_dir} "
-        f"--journal {journal_dir} --text"
-    )
+    print("Try:")
+    print(f"  {command_line('audit', 'list', '--journal', str(journal_dir), '--store', f'file://{store_dir}')}")
+    show = ("audit", "show", "--execution", "demo-anthropic", "--tenant", "acme", "--journal", str(journal_dir))
+    print(f"  {command_line(*show, '--store', f'file://{store_dir}', '--text')}")
     print(f"done in {time.perf_counter() - started:.1f} s")
     return 0 if ok else 1

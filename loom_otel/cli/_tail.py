@@ -171,6 +171,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             return EXIT_NOT_FOUND
         print(f"loom-otel tail: the live view answered HTTP {error.code}{_why(error)}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except BrokenPipeError:
+        raise  # our reader went away, not the live view: the CLI ends quietly
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
         print(f"loom-otel tail: cannot reach {args.url}: {reason}", file=sys.stderr)

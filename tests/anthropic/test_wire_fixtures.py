@@ -1,4 +1,4 @@
-"""The recorded wire shapes in ``shared/vendor/wire`` through the real SDK, in every call mode that
+"""The recorded wire shapes in ``tests/fixtures/wire`` through the real SDK, in every call mode that
 fits them: capture keeps vendor order and kinds, and the digests are those of the fixtures' texts."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime, _journal
+from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._journal import Journal
 
@@ -19,11 +19,6 @@ def journal(journal_dir: Path) -> Journal:
     j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_every=10, checkpoint_interval=0)
     yield j
     j.close()
-
-
-@pytest.fixture(autouse=True)
-def _quiet_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_journal, "_warned_unsigned", True)
 
 
 @pytest.fixture

@@ -5,14 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core import _journal
-
 from .receiver import Receiver
-
-
-@pytest.fixture(autouse=True)
-def _quiet_unsigned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_journal, "_warned_unsigned", True)
 
 
 @pytest.fixture

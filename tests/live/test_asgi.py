@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from loom_otel.core import LiveReasoningHub, ReasoningConfig, execution, step
+from loom_otel.core import LiveReasoningHub, LoomOtelWarning, ReasoningConfig, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import flush_live
 from loom_otel.live.asgi import create_app
@@ -102,7 +102,12 @@ def test_a_complete_response_is_served_from_the_record(sim, config, app, serve):
 def test_without_a_store_the_viewer_is_told_none_was_kept(sim, hub, journal_dir, serve):
     config = ReasoningConfig(journal=journal_dir, live=True, on_reasoning=hub)
     server = serve(create_app(hub, authenticator=authenticator(), keepalive=0.5))
-    with instrumented(AnthropicInstrumentor(), config=config), _scope(), step("plan"):
+    with (
+        pytest.warns(LoomOtelWarning, match="no reasoning store"),
+        instrumented(AnthropicInstrumentor(), config=config),
+        _scope(),
+        step("plan"),
+    ):
         ANTHROPIC["messages.stream()"](sim, anthropic_request())
     assert flush_live()
     with SseReader(_url(server), ALICE) as reader:

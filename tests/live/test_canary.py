@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from loom_otel.core import ReasoningConfig, execution, step
+import pytest
+
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import flush_live, register_sink
 from loom_otel.live.asgi import create_app
@@ -31,7 +33,10 @@ def test_live_deltas_reach_only_the_sink_and_the_sse_stream(hub, sink, journal_d
     server = serve(create_app(hub, authenticator=authenticator(), keepalive=0.5))
     unregister = register_sink(observer_and_sink)
     try:
-        with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        with (
+            pytest.warns(LoomOtelWarning, match="no reasoning store"),
+            instrumented(AnthropicInstrumentor(), config=config) as telemetry,
+        ):
             with execution("canary-1", principal="alice"), step("think"):
                 with SseReader(f"{server.url}/executions/canary-1/reasoning", ALICE_NO_TENANT) as r:
                     assert r.status == 404  # nothing known yet: the same 404 as anyone else

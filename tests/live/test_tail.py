@@ -6,6 +6,8 @@ import io
 import threading
 import time
 
+import pytest
+
 from loom_otel.cli.__main__ import build_parser, main
 from loom_otel.cli._tail import run, sanitize, sse_events
 from loom_otel.core import ReasoningConfig, execution, step
@@ -67,6 +69,16 @@ def test_tail_prints_the_live_reasoning_and_the_record(hub, store, journal_dir, 
 
     code, printed = _tail(server, "--token", "mallory-acme-token-03")
     assert code == 1 and printed == ""
+
+    # A reader that went away is not an unreachable live view: it reaches main(), which exits quietly.
+    argv = ["tail", "--execution", "run-t", "--url", server.url, "--until-done", "--token", ALICE_NO_TENANT_TOKEN]
+    with pytest.raises(BrokenPipeError):
+        run(build_parser().parse_args(argv), ClosedPipe())
+
+
+class ClosedPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
 
 
 def test_tail_unreachable(capsys):

@@ -20,7 +20,6 @@ def _captured(journal_dir, store, execution_id: str) -> str:
 
 @pytest.mark.parametrize("mode", ["stream", "async_stream", "chat_stream", "async_chat_stream"])
 def test_gemini_streaming_modes(mode, live_config, sink, store, journal_dir):
-    pytest.importorskip("google.genai")
     from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
     from tests.google_genai.helpers import run
 
@@ -38,7 +37,6 @@ def test_gemini_streaming_modes(mode, live_config, sink, store, journal_dir):
 
 @pytest.mark.parametrize(("api", "mode"), [(a, m) for a in ("chat", "responses") for m in ("stream", "async_stream")])
 def test_openai_streaming_modes(api, mode, live_config, sink, store, journal_dir):
-    pytest.importorskip("openai")
     from loom_otel.instrumentation.openai import OpenAiInstrumentor
     from tests.openai.helpers import run
 

@@ -1,17 +1,19 @@
-"""``loom-otel audit show`` and the canary: reasoning text never leaks without ``--text``."""
+"""``loom-otel audit list``, ``audit show`` and the canary: reasoning text never leaks without ``--text``."""
 
 from __future__ import annotations
 
 import io
 import json
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from loom_otel.audit import ReasoningQuery, erase_execution, read_reasoning, read_reasoning_bounded
-from loom_otel.cli.__main__ import build_parser
+from loom_otel.cli.__main__ import build_parser, main
+from loom_otel.cli._audit import parse_since
 from loom_otel.core import FileReasoningStore, ReasoningConfigError, Untrusted
 from loom_otel.core._guard import check_anthropic_request, check_gemini_request
 from tests.readback.conftest import Blobs, make_recorder, redacted, text
@@ -119,3 +121,95 @@ def test_canary_never_leaks(
     seen += [captured.out, captured.err, caplog.text]
     leaks = [s for s in seen if CANARY in s]
     assert not leaks
+
+
+def listing(tmp_path: Path, *extra: str, store: bool = False) -> tuple[int, str, str]:
+    argv = ["audit", "list", "--journal", str(tmp_path / "journal"), *extra]
+    if store:
+        argv += ["--store", f"file://{tmp_path / 'store'}"]
+    args = build_parser().parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    code = args.func(args, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def rows(out: str) -> list[list[str]]:
+    """The table's rows, split on runs of two spaces (the column gap)."""
+    lines = out.split("\n\n")[0].splitlines()[2:]
+    return [[cell.strip() for cell in re.split(r"\s{2,}", line)] for line in lines]
+
+
+def test_list_newest_first_with_calls_steps_parts_and_statuses(populated: FileReasoningStore, tmp_path: Path) -> None:
+    code, out, err = listing(tmp_path)
+    assert code == 0, err
+    assert out.splitlines()[0].split() == [
+        "last",
+        "capture",
+        "execution",
+        "tenant",
+        "calls",
+        "steps",
+        "parts",
+        "statuses",
+        "providers",
+    ]
+    table = rows(out)
+    assert [r[1:] for r in table] == [
+        ["run-t", "acme", "1", "1", "1", "1 stored", "anthropic"],
+        ["run-42", "-", "3", "2", "4", "3 stored, 1 redacted", "anthropic"],
+    ]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", table[0][0])
+    assert "not checked" in out and "--store" in out
+    code, out, _ = listing(tmp_path, store=True)
+    assert code == 0
+    assert [r[6] for r in rows(out)] == ["1 ok", "3 ok, 1 redacted"]
+    assert "not checked" not in out
+    assert CANARY not in out
+
+
+def test_list_tenant_since_limit_and_json(populated: FileReasoningStore, tmp_path: Path) -> None:
+    assert [r[1] for r in rows(listing(tmp_path, "--tenant", "acme")[1])] == ["run-t"]
+    assert [r[1] for r in rows(listing(tmp_path, "--limit", "1")[1])] == ["run-t"]
+    assert [r[1] for r in rows(listing(tmp_path, "--since", "1h")[1])] == ["run-t", "run-42"]
+    code, out, err = listing(tmp_path, "--since", "2999-01-01T00:00Z")
+    assert (code, out) == (3, "") and "no capture records" in err
+    code, out, _ = listing(tmp_path, "--json", store=True)
+    assert code == 0 and CANARY not in out
+    document = json.loads(out)
+    assert [(e["execution_id"], e["tenant"]) for e in document] == [("run-t", "acme"), ("run-42", None)]
+    run42 = document[1]
+    assert (run42["calls"], run42["steps"], run42["parts"]) == (3, 2, 4)
+    assert run42["statuses"] == {"ok": 3, "redacted": 1} and run42["statuses_checked"] is True
+    assert run42["providers"] == ["anthropic"]
+    assert run42["first_unix_nano"] <= run42["last_unix_nano"] < document[0]["last_unix_nano"]
+    assert json.loads(listing(tmp_path, "--json", "--tenant", "nobody")[1]) == []
+
+
+def test_list_exit_codes(populated: FileReasoningStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reading = read_reasoning(tmp_path / "journal", populated, execution_id="run-42", step_id="act")
+    Blobs(populated).flip_last_byte(reading.parts[0].ref)
+    code, out, _ = listing(tmp_path, store=True)
+    assert code == 1 and "1 digest-mismatch" in out
+    assert listing(tmp_path)[0] == 0  # unchecked: nothing read, nothing mismatched
+    args = build_parser().parse_args(["audit", "list", "--journal", str(tmp_path / "missing")])
+    assert args.func(args, out=io.StringIO(), err=io.StringIO()) == 2
+    assert main(["audit", "list", "--journal", str(tmp_path / "journal"), "--since", "yesterday"]) == 2
+    assert "neither an ISO 8601 time" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("90s", 1_000_000 - 90),
+        ("15m", 1_000_000 - 900),
+        ("1.5h", 1_000_000 - 5400),
+        ("2d", 1_000_000 - 172_800),
+        ("1w", 1_000_000 - 604_800),
+        ("1970-01-12T13:46:40Z", 1_000_000),
+        ("1970-01-12T13:46:40", 1_000_000),  # no offset: UTC
+        ("1970-01-12T15:46:40+02:00", 1_000_000),
+        ("1970-01-12", 950_400),
+    ],
+)
+def test_since_accepts_iso_times_and_durations(value: str, expected: int) -> None:
+    assert parse_since(value, now=1_000_000) == expected * 1_000_000_000

@@ -119,6 +119,69 @@ def test_cli_simulate_registers_and_serves(monkeypatch: pytest.MonkeyPatch) -> N
     assert seen == {"strict": False, "status": 200}
 
 
+def test_cli_simulate_takes_the_simulator_scenario_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user trying an agent against ``loom-otel simulate`` can ask for several tool rounds, interleaved
+    and redacted thinking, its own reasoning text: served over HTTP to the real anthropic SDK."""
+    import anthropic
+
+    from loom_otel.cli.__main__ import build_parser
+    from loom_otel.testing.simulator._script import Script
+    from loom_otel.testing.simulator._server import SimulatorServer
+
+    argv = ["simulate", "--tool-rounds", "2", "--interleaved", "--redacted", "--reasoning-text", "Mull it over."]
+    argv += ["--thinking-size", "400", "--stream-chunks", "3", "--reasoning-field", "reasoning", "--no-strict"]
+    args = build_parser().parse_args(argv)
+    tools = [
+        {"name": name, "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+        for name in ("get_weather", "get_time")
+    ]
+    turns: list[list[str]] = []
+
+    def agent(self: SimulatorServer) -> None:
+        assert self.simulator.script == Script(
+            strict=False,
+            reasoning_text="Mull it over.",
+            thinking_size=400,
+            stream_chunks=3,
+            max_tool_rounds=2,
+            redacted=True,
+            interleaved=True,
+            reasoning_field="reasoning",
+        )
+        client = anthropic.Anthropic(api_key="sim", base_url=self.url, max_retries=0)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Umbrella in Lyon?"}]
+        for _ in range(4):
+            reply = client.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=2048,
+                tools=tools,
+                thinking={"type": "enabled", "budget_tokens": 1024},
+                messages=messages,
+            )
+            turns.append([b.type for b in reply.content])
+            thinking = next(b for b in reply.content if b.type == "thinking")
+            assert thinking.thinking.startswith("Mull it over.") and len(thinking.thinking) == 400
+            if reply.stop_reason != "tool_use":
+                break
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+            results = [
+                {"type": "tool_result", "tool_use_id": b.id, "content": "rain"}
+                for b in reply.content
+                if b.type == "tool_use"
+            ]
+            messages.append({"role": "user", "content": results})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SimulatorServer, "wait", agent)
+    out = io.StringIO()
+    assert args.func(args, out=out) == 0
+    assert (
+        "Scenario: non-strict, 2 tool round(s) per turn, 3 reasoning deltas per stream, interleaved" in out.getvalue()
+    )
+    interleaved_round = ["thinking", "text", "tool_use", "thinking", "tool_use"]
+    assert turns == [interleaved_round, interleaved_round, ["thinking", "redacted_thinking", "text"]]
+
+
 def test_concurrent_requests_over_http(server: Any) -> None:
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
     statuses: list[int] = []

@@ -1,9 +1,8 @@
-"""The simulator's wire shapes match the recorded fixtures in shared/vendor/wire, parsed by the real SDKs."""
+"""The simulator's wire shapes match the recorded fixtures in tests/fixtures/wire, parsed by the real SDKs."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,7 @@ from google.genai import types
 
 from loom_otel.testing.simulator import Simulator
 
-WIRE = Path(os.environ.get("LOOM_OTEL_SHARED", Path(__file__).resolve().parents[3] / "shared")) / "vendor" / "wire"
-pytestmark = pytest.mark.skipif(not WIRE.is_dir(), reason="shared wire fixtures not available")
+WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
 WEATHER = {
     "name": "get_weather",
     "input_schema": {"type": "object", "properties": {"location": {"type": "string"}, "date": {"type": "string"}}},
