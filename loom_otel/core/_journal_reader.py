@@ -1,6 +1,8 @@
-"""Reading journal chains back: segments in order, resumable positions, torn tails, liveness.
+"""Reading journal chains back: the one place that lists origins and segments, lines in order,
+resumable positions, torn tails, liveness.
 
-Used by the chained exporter (to resend what the span pipeline lost) and by ``verify``. Readers never
+Used by the chained exporter (to resend what the span pipeline lost), by ``verify``, by the audit
+readers and ``_journal.iter_records``. Readers never
 write to a chain; a line without its newline at the end of a chain is reported as ``torn`` (the writer
 died mid-write, or is writing it right now: ``origin_is_live`` tells which).
 """
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["Line", "Position", "list_origins", "origin_is_live", "read_lines", "segments"]
+__all__ = ["Line", "Position", "all_segments", "list_origins", "origin_is_live", "read_lines", "segments"]
 
 SEGMENT_SUFFIX: Final = ".jsonl"
 _CHUNK: Final = 1 << 20
@@ -58,6 +60,12 @@ def segments(origin_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
             found.append((int(stem), path))
     found.sort()
     return found
+
+
+def all_segments(directory: str | os.PathLike[str]) -> list[tuple[str, Path]]:
+    """``(origin, path)`` of every segment under a journal directory, chain by chain, each in order."""
+    root = Path(directory)
+    return [(origin, path) for origin in list_origins(root) for _, path in segments(root / origin)]
 
 
 def read_lines(origin_dir: str | os.PathLike[str], start: Position = Position()) -> Iterator[Line]:
