@@ -273,11 +273,11 @@ def _ingest_journal(root: Path, ingest: _Ingest, progress: Progress | None) -> N
     for origin in list_origins(root):
         for line in read_lines(root / origin):
             ingest.lines += 1
-            done += len(line.data)
+            done += line.size
             if line.torn:
-                ingest.torn[origin] = ingest.torn.get(origin, 0) + len(line.data)
+                ingest.torn[origin] = ingest.torn.get(origin, 0) + line.size
                 continue
-            if not line.data.strip():
+            if line.too_long or not line.data.strip():
                 ingest.malformed += 1
                 continue
             value = _parse_line(line.data)

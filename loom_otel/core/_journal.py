@@ -511,7 +511,7 @@ def iter_records(directory: str | os.PathLike[str]) -> Iterator[dict[str, object
     lists the chains and segments; a torn or malformed line is skipped)."""
     for origin in list_origins(directory):
         for line in read_lines(Path(directory) / origin):
-            if line.torn:
+            if line.torn or line.too_long:
                 continue
             try:
                 record = json.loads(line.data)
