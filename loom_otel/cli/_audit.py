@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Final, TextIO
@@ -18,6 +17,7 @@ from typing import Final, TextIO
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
+from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import DEFAULT_JOURNAL
 from loom_otel.core._file_store import FileReasoningStore
@@ -30,7 +30,6 @@ EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_NOT_FOUND: Final = 3
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,11 +56,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     show.set_defaults(func=run_show)
-
-
-def clean(text: str) -> str:
-    """Text safe to print on a terminal: control and bidi characters shown as U+FFFD."""
-    return _CONTROL.sub("\ufffd", text)
 
 
 def open_store(url: str | None) -> ReasoningStore:
