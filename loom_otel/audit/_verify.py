@@ -639,7 +639,7 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest) -> CrossCh
             holder = "source" if side == _SOURCE else "witness"
             contradicted += [(holder, origin, int(row[0])) for row in heads][: MAX_LOCATIONS - len(contradicted)]
         rows = db.execute(
-            "SELECT seq FROM (SELECT DISTINCT seq, digest, src FROM r WHERE origin=?) GROUP BY seq"
+            "SELECT seq FROM (SELECT DISTINCT seq, digest, src FROM r WHERE src IN (0, 1) AND origin=?) GROUP BY seq"
             " HAVING count(DISTINCT src)=2 AND count(*)!=2*count(DISTINCT digest) ORDER BY seq",
             (origin,),
         )
