@@ -133,6 +133,7 @@ class CrossCheck:
     kind: SourceKind
     records: int
     malformed: int
+    source_kind: SourceKind = "journal"
     origins_only_in_source: tuple[tuple[str, int], ...] = ()
     origins_only_in_witness: tuple[tuple[str, int], ...] = ()
     only_in_source: tuple[tuple[str, int, int], ...] = ()
@@ -143,23 +144,26 @@ class CrossCheck:
     contradicted_heads: tuple[tuple[str, str, int], ...] = ()
 
     def problems(self) -> list[str]:
+        cut, undelivered = "cut from the journal", "not delivered to the archive, or lost on the way"
+        # what a record missing from one side most likely means, when one side is the journal
+        hints = {("journal", "otlp"): (undelivered, cut), ("otlp", "journal"): (cut, undelivered)}
+        hint = hints.get((self.source_kind, self.kind), ("", ""))
+        source_hint, witness_hint = (f"; {h}" if h else "" for h in hint)
         found = [
-            f"{origin}: origin only in the source ({n} records; not delivered to the witness)"
+            f"{origin}: origin only in the source ({n} records{source_hint})"
             for origin, n in self.origins_only_in_source
         ]
         found += [
-            f"{origin}: origin only in the witness ({n} records; deleted from the source, or from another journal)"
+            f"{origin}: origin only in the witness ({n} records{witness_hint})"
             for origin, n in self.origins_only_in_witness
         ]
         if self.only_in_witness_count:
             found.append(
-                f"only_in_witness {self.only_in_witness_count} records ({_ranges(self.only_in_witness)}; "
-                "cut from the source)"
+                f"only_in_witness {self.only_in_witness_count} records ({_ranges(self.only_in_witness)}{witness_hint})"
             )
         if self.only_in_source_count:
             found.append(
-                f"only_in_source {self.only_in_source_count} records ({_ranges(self.only_in_source)}; "
-                "not delivered to the witness, or lost on the way)"
+                f"only_in_source {self.only_in_source_count} records ({_ranges(self.only_in_source)}{source_hint})"
             )
         if self.differing:
             found.append(f"differing {len(self.differing)} records")
@@ -255,7 +259,7 @@ def verify(
             db.execute("CREATE INDEX r_order ON r(src, origin, seq, pos)")
             origins = tuple(_walk(db, ingest))
             if witness_path is not None and seen is not None:
-                witness = _cross_check(db, str(witness_path), seen)
+                witness = _cross_check(db, str(witness_path), seen, ingest.kind)
         finally:
             db.close()
     problems = [f"{o.origin}: {p}" for o in origins for p in o.problems(require_signed=require_signed)]
@@ -611,7 +615,7 @@ def _origins(db: sqlite3.Connection, src: int) -> dict[str, int]:
     return {str(origin): int(n) for origin, n in rows}
 
 
-def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest) -> CrossCheck:
+def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kind: SourceKind) -> CrossCheck:
     mine, theirs = _origins(db, _SOURCE), _origins(db, _WITNESS)
     common = sorted(mine.keys() & theirs.keys())
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
@@ -649,6 +653,7 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest) -> CrossCh
         kind=seen.kind,
         records=sum(theirs.values()),
         malformed=seen.malformed,
+        source_kind=source_kind,
         origins_only_in_source=tuple((o, n) for o, n in sorted(mine.items()) if o not in theirs),
         origins_only_in_witness=tuple((o, n) for o, n in sorted(theirs.items()) if o not in mine),
         only_in_source=tuple(only[_SOURCE]),
