@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from loom_otel.audit._records import CaptureRecord, journal_segments, parse_collector_line, parse_journal_line
+from loom_otel.audit._records import CaptureRecord, parse_collector_line, parse_journal_line
+from loom_otel.core._journal_reader import all_segments
 
 __all__ = ["CaptureIndex", "StaleIndexError", "index_path_for"]
 
@@ -106,7 +107,7 @@ class CaptureIndex:
     def _files(self) -> dict[str, Path]:
         if not self.is_journal:
             return {"": self.source}
-        return {str(p.relative_to(self.source)): p for p in journal_segments(self.source)}
+        return {str(p.relative_to(self.source)): p for _, p in all_segments(self.source)}
 
     def _known(self) -> dict[str, _FileState]:
         rows = self._db.execute("SELECT path, id, size, mtime_ns, indexed FROM files").fetchall()

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.core._canonical import text_of
 from loom_otel.core._model import ReasoningKind
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches, scope_of
 from loom_otel.core._untrusted import Untrusted
@@ -191,7 +192,7 @@ class PartResolver:
                 status = PartStatus.DIGEST_MISMATCH
             else:
                 status = PartStatus.OK
-                text = Untrusted(body.decode(errors="replace"), origin=f"llm-reasoning:{record.step_id}")
+                text = Untrusted(text_of(body), origin=f"llm-reasoning:{record.step_id}")
         return PartReading(record.step_id, record.attempt, received, index, kind, status, size, digest, ref, text)
 
 

@@ -20,7 +20,6 @@ __all__ = [
     "ReasoningSource",
     "SpanLike",
     "iter_captures",
-    "journal_segments",
     "parse_collector_line",
     "parse_journal_line",
 ]
@@ -202,17 +201,6 @@ def _file_captures(path: Path) -> Iterator[CaptureRecord]:
         for line in fh:
             if line.endswith(b"\n"):
                 yield from parse_collector_line(line)
-
-
-def journal_segments(directory: Path) -> list[Path]:
-    """The journal's segment files, chain by chain, in file order (what ``iter_records`` reads)."""
-    if not directory.is_dir():
-        return []
-    return [
-        segment
-        for chain in sorted(p for p in directory.iterdir() if p.is_dir())
-        for segment in sorted(chain.glob("*.jsonl"))
-    ]
 
 
 def iter_captures(source: ReasoningSource) -> Iterator[CaptureRecord]:

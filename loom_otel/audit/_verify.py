@@ -14,12 +14,22 @@ each origin's chain is walked in ``seq`` order. Reported per origin:
 - ``duplicates_identical`` (fine: at-least-once delivery) and ``duplicates_conflicting`` (the same
   seq with different content: tampering);
 - checkpoints: ``bad_signatures``, ``checkpoint_mismatches`` (head or size disagree with the chain),
-  unsigned ones counted;
+  unsigned ones counted, the keys that signed them listed; an origin whose checkpoints are partly
+  signed and partly not (``mixed_signing``: signatures stripped), or signed by more than one key
+  (``key_changes``: re-signed), fails;
 - ``unanchored``: the seq range after the last valid checkpoint (never "ok": nothing proves it was
   not cut short); ``torn``: bytes of a line cut short by a crash at the end of a journal chain.
 
 ``malformed`` counts input lines (or chain events) that cannot be read. A report is ``ok`` only when
 there is at least one record and nothing at all is reported.
+
+What one source cannot prove (DESIGN "Audit journal"): that its tail was not cut back to a checkpoint
+or a whole origin deleted (a chain that ends at a valid checkpoint is whole as far as it knows), and,
+without trusted keys, who signed its checkpoints (a chain re-signed with another key is consistent).
+``against`` names a witness, the collector's archive of the same chains (or a journal, given an
+archive): both are ingested and cross-checked (``CrossCheck``): origins and records present in one and
+not the other, records that differ, and checkpoint heads one holds that the other's records contradict.
+What went unchecked is listed in ``VerifyReport.limits`` (the CLI's OK line says it).
 """
 
 from __future__ import annotations
@@ -46,13 +56,16 @@ from loom_otel.core._checkpoint import (
 )
 from loom_otel.core._journal_reader import list_origins, read_lines, segments
 
-__all__ = ["OriginReport", "VerifyReport", "verify"]
+__all__ = ["CrossCheck", "OriginReport", "VerifyReport", "verify"]
 
 Progress = Callable[[int, int], None]
 SourceKind = Literal["journal", "otlp"]
 MAX_LOCATIONS: Final = 1000
 _PROGRESS_EVERY: Final = 4 << 20
 _BATCH: Final = 5000
+_SOURCE: Final = 0
+_WITNESS: Final = 1
+_KEY_SHOWN: Final = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +85,8 @@ class OriginReport:
     duplicates_conflicting: tuple[int, ...] = ()
     checkpoints: int = 0
     unsigned_checkpoints: int = 0
+    signed_checkpoints: int = 0
+    signing_keys: tuple[str, ...] = ()
     bad_signatures: tuple[int, ...] = ()
     checkpoint_mismatches: tuple[int, ...] = ()
     unanchored: tuple[int, int] | None = None
@@ -95,14 +110,84 @@ class OriginReport:
             found.append(f"unanchored {self.unanchored[0]}..{self.unanchored[1]}")
         if self.torn:
             found.append(f"torn tail {self.torn} bytes")
-        if require_signed and self.unsigned_checkpoints:
+        if self.signed_checkpoints and self.unsigned_checkpoints:
+            found.append(f"mixed_signing {self.signed_checkpoints} signed, {self.unsigned_checkpoints} unsigned")
+        elif require_signed and self.unsigned_checkpoints:
             found.append(f"unsigned_checkpoints {self.unsigned_checkpoints}")
+        if len(self.signing_keys) > 1:
+            found.append(f"key_changes {len(self.signing_keys)} signing keys")
         return found
 
 
 @dataclass(frozen=True, slots=True)
+class CrossCheck:
+    """How the source and its witness (``verify(source, against=witness)``) agree.
+
+    Seq ranges are ``(origin, first, last)``; lists stop at ``MAX_LOCATIONS`` entries (the ``*_count``
+    fields count everything). ``contradicted_heads``: ``(holder, origin, seq)`` of a checkpoint
+    (``holder`` is ``"source"`` or ``"witness"``) whose head is not the hash the other side holds at
+    that position.
+    """
+
+    witness: str
+    kind: SourceKind
+    records: int
+    malformed: int
+    source_kind: SourceKind = "journal"
+    origins_only_in_source: tuple[tuple[str, int], ...] = ()
+    origins_only_in_witness: tuple[tuple[str, int], ...] = ()
+    only_in_source: tuple[tuple[str, int, int], ...] = ()
+    only_in_source_count: int = 0
+    only_in_witness: tuple[tuple[str, int, int], ...] = ()
+    only_in_witness_count: int = 0
+    differing: tuple[tuple[str, int], ...] = ()
+    contradicted_heads: tuple[tuple[str, str, int], ...] = ()
+
+    def problems(self) -> list[str]:
+        cut, undelivered = "cut from the journal", "not delivered to the archive, or lost on the way"
+        # what a record missing from one side most likely means, when one side is the journal
+        hints = {("journal", "otlp"): (undelivered, cut), ("otlp", "journal"): (cut, undelivered)}
+        hint = hints.get((self.source_kind, self.kind), ("", ""))
+        source_hint, witness_hint = (f"; {h}" if h else "" for h in hint)
+        found = [
+            f"{origin}: origin only in the source ({n} records{source_hint})"
+            for origin, n in self.origins_only_in_source
+        ]
+        found += [
+            f"{origin}: origin only in the witness ({n} records{witness_hint})"
+            for origin, n in self.origins_only_in_witness
+        ]
+        if self.only_in_witness_count:
+            found.append(
+                f"only_in_witness {self.only_in_witness_count} records ({_ranges(self.only_in_witness)}{witness_hint})"
+            )
+        if self.only_in_source_count:
+            found.append(
+                f"only_in_source {self.only_in_source_count} records ({_ranges(self.only_in_source)}{source_hint})"
+            )
+        if self.differing:
+            found.append(f"differing {len(self.differing)} records")
+        if self.contradicted_heads:
+            found.append(f"contradicted_heads {len(self.contradicted_heads)} checkpoints")
+        if self.malformed:
+            found.append(f"witness malformed {self.malformed}")
+        if not self.records:
+            found.append("witness holds no audit records")
+        return found
+
+
+def _ranges(ranges: tuple[tuple[str, int, int], ...]) -> str:
+    shown = ", ".join(f"{o} {a}..{b}" if a != b else f"{o} {a}" for o, a, b in ranges[:3])
+    return shown + (", ..." if len(ranges) > 3 else "")
+
+
+@dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """The result of ``verify``: one ``OriginReport`` per chain, plus input-level findings."""
+    """The result of ``verify``: one ``OriginReport`` per chain, plus input-level findings.
+
+    ``witness``: the cross-check, when ``verify`` was given one. ``limits``: what this run could not
+    check (no witness; signatures not checked against a trusted key; unsigned checkpoints accepted).
+    """
 
     source: str
     kind: SourceKind
@@ -111,6 +196,8 @@ class VerifyReport:
     malformed: int
     require_signed: bool = False
     problems: tuple[str, ...] = field(default=())
+    witness: CrossCheck | None = None
+    limits: tuple[str, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
@@ -129,7 +216,9 @@ class VerifyReport:
             "lines": self.lines,
             "malformed": self.malformed,
             "problems": list(self.problems),
+            "limits": list(self.limits),
             "origins": [asdict(o) for o in self.origins],
+            "witness": None if self.witness is None else asdict(self.witness),
         }
 
 
@@ -139,32 +228,38 @@ def verify(
     public_keys: Iterable[str] = (),
     require_signed: bool = False,
     progress: Progress | None = None,
+    against: str | os.PathLike[str] | None = None,
 ) -> VerifyReport:
     """Verify a journal directory or collector OTLP JSON output; see the module docstring.
 
     ``public_keys``: hex raw Ed25519 keys (``_checkpoint.load_public_key``) whose signatures are
-    trusted; when given, a checkpoint signed by any other key is a bad signature. ``progress`` is
-    called with ``(bytes read, total bytes)`` every few MiB.
+    trusted; when given, a checkpoint signed by any other key is a bad signature and an unsigned one a
+    failure (as with ``require_signed``: stripping signatures must not get past a trusted key).
+    ``against``: a witness of the same chains (the collector archive of a journal, or the journal of
+    an archive) to cross-check with (``VerifyReport.witness``). ``progress`` is called with
+    ``(bytes read, total bytes)`` every few MiB, for each input in turn.
     """
     path = Path(source)
-    kind: SourceKind = "journal" if _is_journal(path) else "otlp"
+    witness_path = None if against is None else Path(against)
     trusted = frozenset(k.lower() for k in public_keys)
+    require_signed = require_signed or bool(trusted)
+    witness: CrossCheck | None = None
     with tempfile.TemporaryDirectory(prefix="loom-verify-") as tmp:
         db = sqlite3.connect(os.path.join(tmp, "records.db"))
         try:
             db.executescript(
                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                "CREATE TABLE r(origin TEXT, seq INTEGER, pos INTEGER, hash TEXT, prev TEXT, ok INTEGER,"
-                " digest TEXT, cp INTEGER, cp_size INTEGER, cp_head TEXT, cp_sig TEXT);"
+                "CREATE TABLE r(src INTEGER, origin TEXT, seq INTEGER, pos INTEGER, hash TEXT, prev TEXT,"
+                " ok INTEGER, digest TEXT, cp INTEGER, cp_size INTEGER, cp_head TEXT, cp_sig TEXT, cp_key TEXT);"
             )
-            ingest = _Ingest(db, trusted, kind)
-            if kind == "journal":
-                _ingest_journal(path, ingest, progress)
-            else:
-                _ingest_otlp(path, ingest, progress)
-            ingest.flush()
-            db.execute("CREATE INDEX r_order ON r(origin, seq, pos)")
+            ingest = _ingest(db, path, _SOURCE, trusted=trusted, progress=progress)
+            seen = None
+            if witness_path is not None:
+                seen = _ingest(db, witness_path, _WITNESS, trusted=trusted, progress=progress)
+            db.execute("CREATE INDEX r_order ON r(src, origin, seq, pos)")
             origins = tuple(_walk(db, ingest))
+            if witness_path is not None and seen is not None:
+                witness = _cross_check(db, str(witness_path), seen, ingest.kind)
         finally:
             db.close()
     problems = [f"{o.origin}: {p}" for o in origins for p in o.problems(require_signed=require_signed)]
@@ -172,15 +267,68 @@ def verify(
         problems.append(f"malformed {ingest.malformed}")
     if not origins:
         problems.append("no audit records")
-    return VerifyReport(str(path), kind, origins, ingest.lines, ingest.malformed, require_signed, tuple(problems))
+    if witness is not None:
+        problems += witness.problems()
+    limits = _limits(origins, witness, trusted, require_signed)
+    return VerifyReport(
+        str(path),
+        ingest.kind,
+        origins,
+        ingest.lines,
+        ingest.malformed,
+        require_signed,
+        tuple(problems),
+        witness,
+        limits,
+    )
+
+
+def _limits(
+    origins: tuple[OriginReport, ...], witness: CrossCheck | None, trusted: frozenset[str], require_signed: bool
+) -> tuple[str, ...]:
+    """What this run could not check, in the words the CLI's OK line uses."""
+    limits = []
+    if witness is None:
+        limits.append(
+            "no witness (--against ARCHIVE): a tail cut back to a checkpoint or a deleted origin would not show"
+        )
+    keys = sorted({k for o in origins for k in o.signing_keys})
+    if not trusted and keys:
+        shown = ", ".join(k[:_KEY_SHOWN] for k in keys)
+        limits.append(
+            f"signatures not checked against a trusted key (--key): signed by {shown}, "
+            "which a chain re-signed with another key would also be"
+        )
+    unsigned = sum(o.unsigned_checkpoints for o in origins)
+    if unsigned and not require_signed:
+        limits.append(f"{unsigned} unsigned checkpoint(s) accepted (--key or --require-signed refuses them)")
+    return tuple(limits)
+
+
+def _kind(path: Path) -> SourceKind:
+    return "journal" if _is_journal(path) else "otlp"
+
+
+def _ingest(
+    db: sqlite3.Connection, path: Path, src: int, *, trusted: frozenset[str], progress: Progress | None
+) -> _Ingest:
+    kind = _kind(path)
+    ingest = _Ingest(db, trusted, kind, src)
+    if kind == "journal":
+        _ingest_journal(path, ingest, progress)
+    else:
+        _ingest_otlp(path, ingest, progress)
+    ingest.flush()
+    return ingest
 
 
 # -- ingest ------------------------------------------------------------------------------------
 
 
 class _Ingest:
-    def __init__(self, db: sqlite3.Connection, trusted: frozenset[str], kind: SourceKind) -> None:
+    def __init__(self, db: sqlite3.Connection, trusted: frozenset[str], kind: SourceKind, src: int) -> None:
         self.db = db
+        self.src = src
         self.trusted = trusted
         self.kind = kind
         self.rows: list[tuple[object, ...]] = []
@@ -205,18 +353,18 @@ class _Ingest:
                     found.append(seq)
             self.max_seq[origin] = max(highest, seq)
         self.pos += 1
-        self.rows.append((row[0], row[1], self.pos, *row[2:]))
+        self.rows.append((self.src, row[0], row[1], self.pos, *row[2:]))
         if len(self.rows) >= _BATCH:
             self.flush()
 
     def flush(self) -> None:
         if self.rows:
-            self.db.executemany("INSERT INTO r VALUES (?,?,?,?,?,?,?,?,?,?,?)", self.rows)
+            self.db.executemany("INSERT INTO r VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self.rows)
             self.rows.clear()
 
 
 def _row(record: dict[str, object], trusted: frozenset[str]) -> tuple[object, ...] | None:
-    """``(origin, seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig)`` or ``None`` if unusable."""
+    """``(origin, seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key)`` or ``None`` if unusable."""
     origin, seq, digest, prev = record.get("origin"), record.get("seq"), record.get("hash"), record.get("prev")
     if not (isinstance(origin, str) and isinstance(digest, str) and isinstance(prev, str)):
         return None
@@ -229,29 +377,32 @@ def _row(record: dict[str, object], trusted: frozenset[str]) -> tuple[object, ..
     except (ValueError, TypeError, OverflowError, RecursionError):
         return None
     is_cp = record.get("type") == attr.RECORD_CHECKPOINT
-    cp_size = cp_head = cp_sig = None
+    checkpoint: tuple[int | None, str | None, str | None, str | None] = (None, None, None, None)
     if is_cp:
-        cp_size, cp_head, cp_sig = _checkpoint(record, trusted)
-    return (origin, seq, digest, prev, int(ok), identity, int(is_cp), cp_size, cp_head, cp_sig)
+        checkpoint = _checkpoint(record, trusted)
+    return (origin, seq, digest, prev, int(ok), identity, int(is_cp), *checkpoint)
 
 
-def _checkpoint(record: dict[str, object], trusted: frozenset[str]) -> tuple[int | None, str | None, str]:
+def _checkpoint(record: dict[str, object], trusted: frozenset[str]) -> tuple[int | None, str | None, str, str | None]:
+    """``(size, head, "valid" | "unsigned" | "bad", signing key)`` of a checkpoint record."""
     attributes = record.get("attributes")
     if not isinstance(attributes, dict):
-        return None, None, "bad"
+        return None, None, "bad", None
     size, head = attributes.get(CHECKPOINT_SIZE), attributes.get(CHECKPOINT_HEAD)
     signature, key = attributes.get(CHECKPOINT_SIGNATURE, ""), attributes.get(CHECKPOINT_KEY, "")
     if isinstance(size, bool) or not isinstance(size, int) or not isinstance(head, str):
-        return None, None, "bad"
+        return None, None, "bad", None
     if not isinstance(signature, str) or not isinstance(key, str):
-        return size, head, "bad"
+        return size, head, "bad", None
     if not signature and not key:
-        return size, head, "unsigned"
+        return size, head, "unsigned", None
     time_ns = record.get("time")
     if not isinstance(time_ns, int) or (trusted and key.lower() not in trusted):
-        return size, head, "bad"
+        return size, head, "bad", None
     payload = checkpoint_payload(str(record["origin"]), size, head, time_ns)
-    return size, head, "valid" if verify_signature(key, signature, payload) else "bad"
+    if not verify_signature(key, signature, payload):
+        return size, head, "bad", None
+    return size, head, "valid", key.lower()
 
 
 def _parse_line(data: bytes) -> Any:
@@ -273,11 +424,11 @@ def _ingest_journal(root: Path, ingest: _Ingest, progress: Progress | None) -> N
     for origin in list_origins(root):
         for line in read_lines(root / origin):
             ingest.lines += 1
-            done += len(line.data)
+            done += line.size
             if line.torn:
-                ingest.torn[origin] = ingest.torn.get(origin, 0) + len(line.data)
+                ingest.torn[origin] = ingest.torn.get(origin, 0) + line.size
                 continue
-            if not line.data.strip():
+            if line.too_long or not line.data.strip():
                 ingest.malformed += 1
                 continue
             value = _parse_line(line.data)
@@ -333,7 +484,7 @@ def _records_of_line(data: bytes) -> Iterator[dict[str, object] | None]:
 
 
 def _walk(db: sqlite3.Connection, ingest: _Ingest) -> Iterator[OriginReport]:
-    origins = [str(r[0]) for r in db.execute("SELECT DISTINCT origin FROM r ORDER BY origin")]
+    origins = [str(r[0]) for r in db.execute("SELECT DISTINCT origin FROM r WHERE src=? ORDER BY origin", (_SOURCE,))]
     for origin in origins:
         yield _walk_origin(db, origin, ingest)
     for origin, torn in sorted(ingest.torn.items()):
@@ -358,6 +509,8 @@ class _Chain:
         self.identical = 0
         self.checkpoints = 0
         self.unsigned = 0
+        self.signed = 0
+        self.keys: dict[str, None] = {}  # signing keys in order of first use
 
     def note(self, key: str, seq: int) -> None:
         found = self.lists[key]
@@ -368,8 +521,9 @@ class _Chain:
 def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> OriginReport:
     chain = _Chain()
     rows = db.execute(
-        "SELECT seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig FROM r WHERE origin=? ORDER BY seq, pos",
-        (origin,),
+        "SELECT seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key FROM r"
+        " WHERE src=? AND origin=? ORDER BY seq, pos",
+        (_SOURCE, origin),
     )
     group: list[tuple[Any, ...]] = []
     for row in rows:
@@ -394,6 +548,8 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
         duplicates_conflicting=tuple(chain.lists["conflicting"]),
         checkpoints=chain.checkpoints,
         unsigned_checkpoints=chain.unsigned,
+        signed_checkpoints=chain.signed,
+        signing_keys=tuple(chain.keys),
         bad_signatures=tuple(chain.lists["bad_signatures"]),
         checkpoint_mismatches=tuple(chain.lists["mismatches"]),
         unanchored=unanchored,
@@ -408,7 +564,7 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
     else:
         chain.identical += len(group) - 1
     rep = next((row for row in group if row[3]), group[0])
-    _, digest, prev, ok, _, is_cp, cp_size, cp_head, cp_sig = rep
+    _, digest, prev, ok, _, is_cp, cp_size, cp_head, cp_sig, cp_key = rep
     chain.records += 1
     chain.first = chain.first or seq
     chain.last = seq
@@ -428,6 +584,9 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
             return
         if cp_sig == "unsigned":
             chain.unsigned += 1
+        else:
+            chain.signed += 1
+            chain.keys.setdefault(str(cp_key))
         if cp_size is None or not _head_matches(db, origin, size=int(cp_size), head=str(cp_head), seq=seq, prev=prev):
             chain.note("mismatches", seq)
             return
@@ -440,5 +599,81 @@ def _head_matches(db: sqlite3.Connection, origin: str, *, size: int, head: str, 
         return False
     if size == seq - 1:
         return head == prev and (size > 0 or head == GENESIS)
-    found = {str(r[0]) for r in db.execute("SELECT hash FROM r WHERE origin=? AND seq=? AND ok=1", (origin, size))}
+    found = {
+        str(r[0])
+        for r in db.execute("SELECT hash FROM r WHERE src=? AND origin=? AND seq=? AND ok=1", (_SOURCE, origin, size))
+    }
     return head in found
+
+
+# -- cross-check -------------------------------------------------------------------------------
+
+
+def _origins(db: sqlite3.Connection, src: int) -> dict[str, int]:
+    """``origin -> distinct records`` of one side."""
+    rows = db.execute("SELECT origin, count(DISTINCT seq) FROM r WHERE src=? GROUP BY origin", (src,))
+    return {str(origin): int(n) for origin, n in rows}
+
+
+def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kind: SourceKind) -> CrossCheck:
+    mine, theirs = _origins(db, _SOURCE), _origins(db, _WITNESS)
+    common = sorted(mine.keys() & theirs.keys())
+    only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
+    counts = {_SOURCE: 0, _WITNESS: 0}
+    differing: list[tuple[str, int]] = []
+    contradicted: list[tuple[str, str, int]] = []
+    for origin in common:
+        for side, other in ((_SOURCE, _WITNESS), (_WITNESS, _SOURCE)):
+            seqs = db.execute(
+                "SELECT DISTINCT seq FROM r WHERE src=? AND origin=? AND seq NOT IN"
+                " (SELECT seq FROM r WHERE src=? AND origin=?) ORDER BY seq",
+                (side, origin, other, origin),
+            )
+            for first, last in _runs(int(row[0]) for row in seqs):
+                counts[side] += last - first + 1
+                if len(only[side]) < MAX_LOCATIONS:
+                    only[side].append((origin, first, last))
+            heads = db.execute(
+                "SELECT DISTINCT c.seq FROM r c WHERE c.src=? AND c.origin=? AND c.cp=1 AND c.cp_sig!='bad'"
+                " AND c.cp_size>0 AND EXISTS (SELECT 1 FROM r o WHERE o.src=? AND o.origin=c.origin AND"
+                " o.seq=c.cp_size) AND NOT EXISTS (SELECT 1 FROM r o WHERE o.src=? AND o.origin=c.origin"
+                " AND o.seq=c.cp_size AND o.hash=c.cp_head) ORDER BY c.seq",
+                (side, origin, other, other),
+            )
+            holder = "source" if side == _SOURCE else "witness"
+            contradicted += [(holder, origin, int(row[0])) for row in heads][: MAX_LOCATIONS - len(contradicted)]
+        rows = db.execute(
+            "SELECT seq FROM (SELECT DISTINCT seq, digest, src FROM r WHERE src IN (0, 1) AND origin=?) GROUP BY seq"
+            " HAVING count(DISTINCT src)=2 AND count(*)!=2*count(DISTINCT digest) ORDER BY seq",
+            (origin,),
+        )
+        differing += [(origin, int(row[0])) for row in rows][: MAX_LOCATIONS - len(differing)]
+    return CrossCheck(
+        witness=witness,
+        kind=seen.kind,
+        records=sum(theirs.values()),
+        malformed=seen.malformed,
+        source_kind=source_kind,
+        origins_only_in_source=tuple((o, n) for o, n in sorted(mine.items()) if o not in theirs),
+        origins_only_in_witness=tuple((o, n) for o, n in sorted(theirs.items()) if o not in mine),
+        only_in_source=tuple(only[_SOURCE]),
+        only_in_source_count=counts[_SOURCE],
+        only_in_witness=tuple(only[_WITNESS]),
+        only_in_witness_count=counts[_WITNESS],
+        differing=tuple(differing),
+        contradicted_heads=tuple(contradicted),
+    )
+
+
+def _runs(seqs: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """Consecutive runs of ascending ``seqs`` as ``(first, last)``."""
+    first = last = None
+    for seq in seqs:
+        if last is not None and seq == last + 1:
+            last = seq
+            continue
+        if first is not None and last is not None:
+            yield first, last
+        first = last = seq
+    if first is not None and last is not None:
+        yield first, last

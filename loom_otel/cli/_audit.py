@@ -24,6 +24,7 @@ from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, li
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
+from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import DEFAULT_JOURNAL
 from loom_otel.core._file_store import FileReasoningStore
@@ -36,7 +37,6 @@ EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_NOT_FOUND: Final = 3
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
 _SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _JOURNAL_HELP: Final = (
@@ -90,11 +90,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("--journal", default=None, help=_JOURNAL_HELP)
     show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     show.set_defaults(func=run_show)
-
-
-def clean(text: str) -> str:
-    """Text safe to print on a terminal: control and bidi characters shown as U+FFFD."""
-    return _CONTROL.sub("\ufffd", text)
 
 
 def parse_since(value: str, *, now: float | None = None) -> int:

@@ -13,7 +13,8 @@ import sys
 from typing import TextIO
 
 from loom_otel.audit._erase import erase_execution
-from loom_otel.cli._audit import clean, open_store
+from loom_otel.cli._audit import open_store
+from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import LoomOtelError
 

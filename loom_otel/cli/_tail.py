@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import urllib.error
 import urllib.parse
@@ -15,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any, Final, TextIO
 
+from loom_otel.cli._terminal import CONTROL
 from loom_otel.core import environment_variables as env
 
 __all__ = ["register", "run", "sanitize", "sse_events"]
@@ -22,7 +22,6 @@ __all__ = ["register", "run", "sanitize", "sse_events"]
 DEFAULT_URL: Final = "http://127.0.0.1:8765"
 EXIT_NOT_FOUND: Final = 1
 EXIT_UNREACHABLE: Final = 2
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def sanitize(text: str) -> str:
     """Untrusted text for a terminal: no C0/C1 controls (escape sequences) and no bidi overrides."""
-    return _CONTROL.sub("", text)
+    return CONTROL.sub("", text)
 
 
 def sse_events(lines: Iterator[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -1,8 +1,13 @@
-"""``loom-otel verify PATH``: check a journal directory or a collector ``file`` exporter's OTLP JSON.
+"""``loom-otel verify PATH [--against WITNESS]``: check a journal directory or a collector ``file``
+exporter's OTLP JSON, and cross-check it with its witness (the archive of a journal, or the journal
+of an archive).
 
 Prints a table per origin (records, gaps, modified, reordered, duplicates, checkpoints, unanchored
-tail, torn tail) and the located problems, or ``--json``. Progress goes to stderr on large inputs.
-Exit codes: 0 verified, 1 problems found (including an unanchored tail), 2 unreadable source.
+tail, torn tail), the located problems and what the witness disagrees with, or ``--json``. The OK
+line says what could not be checked (no witness; signatures not checked against a trusted key).
+Origin names and every other string read from the inputs are cleaned of terminal controls.
+Progress goes to stderr on large inputs. Exit codes: 0 verified, 1 problems found (including an
+unanchored tail or a disagreement with the witness), 2 unreadable source.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import sys
 import time
 from typing import TextIO
 
-from loom_otel.audit._verify import OriginReport, VerifyReport, verify
+from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
+from loom_otel.cli._terminal import clean
 from loom_otel.core._checkpoint import load_public_key
 
 __all__ = ["register", "run"]
@@ -27,15 +33,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "verify",
         help="verify the audit chain in a journal or a collector file export",
         description="Walk every chain (origin) in seq order and report gaps, modified, reordered and "
-        "duplicate records, checkpoint signatures and the unanchored tail.",
+        "duplicate records, checkpoint signatures and the unanchored tail. A journal alone cannot show a "
+        "tail cut back to a checkpoint or a deleted origin: --against cross-checks it with the collector's "
+        "archive.",
     )
     parser.add_argument("path", metavar="PATH", help="journal directory, or OTLP JSON lines file/directory")
+    parser.add_argument(
+        "--against",
+        default=None,
+        metavar="WITNESS",
+        help="cross-check with the other copy of the same chains: the collector archive (OTLP JSON lines "
+        "file/directory) of a journal, or the journal of an archive",
+    )
     parser.add_argument(
         "--key",
         action="append",
         default=[],
         metavar="PEM",
-        help="trusted checkpoint public key (repeatable; `loom-otel keygen` prints one)",
+        help="trusted checkpoint public key (repeatable; `loom-otel keygen` prints one); implies --require-signed",
     )
     parser.add_argument("--require-signed", action="store_true", help="unsigned checkpoints are a failure")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -57,9 +72,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             print(f"\rverify: {done * 100 // total}% of {total / 1e6:.1f} MB", end="", file=err, flush=True)
 
     try:
-        report = verify(args.path, public_keys=keys, require_signed=args.require_signed, progress=progress)
+        report = verify(
+            args.path, public_keys=keys, require_signed=args.require_signed, progress=progress, against=args.against
+        )
     except OSError as exc:
-        print(f"\nloom-otel verify: cannot read {args.path} ({exc.strerror or type(exc).__name__})", file=err)
+        where = clean(str(exc.filename or args.path))
+        print(f"\nloom-otel verify: cannot read {where} ({exc.strerror or type(exc).__name__})", file=err)
         return 2
     if time.monotonic() - started > 1.0:
         print(file=err)
@@ -77,12 +95,11 @@ def _locations(values: tuple[object, ...]) -> str:
 
 
 def _table(report: VerifyReport, out: TextIO) -> None:
-    out.write(f"{report.kind} {report.source}: {report.records} records, {len(report.origins)} origin(s)\n")
+    lines = [f"{report.kind} {report.source}: {report.records} records, {len(report.origins)} origin(s)"]
     header = ("origin", "records", "seq", "gaps", "modified", "reordered", "dup ok", "dup bad", "ckpts", "unanchored")
     rows = [header, *(_row(o) for o in report.origins)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for row in rows:
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     for origin in report.origins:
         for label, values in (
             ("gaps", tuple(f"{a}..{b}" for a, b in origin.gaps)),
@@ -94,12 +111,48 @@ def _table(report: VerifyReport, out: TextIO) -> None:
             ("checkpoint mismatches", origin.checkpoint_mismatches),
         ):
             if values:
-                out.write(f"{origin.origin}: {label}: seq {_locations(values)}\n")
+                lines.append(f"{origin.origin}: {label}: seq {_locations(values)}")
+        if origin.signed_checkpoints and origin.unsigned_checkpoints:
+            lines.append(
+                f"{origin.origin}: {origin.signed_checkpoints} signed and {origin.unsigned_checkpoints} unsigned "
+                "checkpoints (signatures stripped?)"
+            )
+        if len(origin.signing_keys) > 1:
+            lines.append(f"{origin.origin}: checkpoints signed by {len(origin.signing_keys)} keys (re-signed?)")
         if origin.torn:
-            out.write(f"{origin.origin}: torn tail: {origin.torn} bytes after seq {origin.last_seq} (writer crashed)\n")
+            lines.append(
+                f"{origin.origin}: torn tail: {origin.torn} bytes after seq {origin.last_seq} (writer crashed)"
+            )
     if report.malformed:
-        out.write(f"malformed lines or events: {report.malformed}\n")
-    out.write("OK: every chain is whole and anchored\n" if report.ok else f"FAILED: {'; '.join(report.problems)}\n")
+        lines.append(f"malformed lines or events: {report.malformed}")
+    if report.witness is not None:
+        lines += _witness(report.witness)
+    if report.ok:
+        limits = f"; not checked: {'; '.join(report.limits)}" if report.limits else ""
+        lines.append(f"OK: every chain is whole and anchored{limits}")
+    else:
+        lines.append(f"FAILED: {'; '.join(report.problems)}")
+    out.write("".join(clean(line) + "\n" for line in lines))
+
+
+def _witness(check: CrossCheck) -> list[str]:
+    lines = [f"witness {check.kind} {check.witness}: {check.records} records"]
+    lines += [f"{o}: origin only in the source ({n} records)" for o, n in check.origins_only_in_source]
+    lines += [f"{o}: origin only in the witness ({n} records): deleted here?" for o, n in check.origins_only_in_witness]
+    for label, ranges in (("only in the witness", check.only_in_witness), ("only in the source", check.only_in_source)):
+        by_origin: dict[str, list[str]] = {}
+        for origin, first, last in ranges:
+            by_origin.setdefault(origin, []).append(f"{first}..{last}" if first != last else str(first))
+        lines += [f"{o}: {label}: seq {_locations(tuple(seqs))}" for o, seqs in by_origin.items()]
+    differing: dict[str, list[int]] = {}
+    for origin, seq in check.differing:
+        differing.setdefault(origin, []).append(seq)
+    lines += [f"{o}: differs from the witness: seq {_locations(tuple(seqs))}" for o, seqs in differing.items()]
+    lines += [
+        f"{origin}: checkpoint seq {seq} of the {holder}: its head contradicts the other"
+        for holder, origin, seq in check.contradicted_heads[:_SHOWN]
+    ]
+    return lines
 
 
 def _row(origin: OriginReport) -> tuple[str, ...]:

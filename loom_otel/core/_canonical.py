@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Final
 
-__all__ = ["GENESIS", "canonical_json", "chain_hash", "sha256_hex", "text_digest"]
+__all__ = ["GENESIS", "canonical_json", "chain_hash", "sha256_hex", "text_bytes", "text_digest", "text_of"]
 
 GENESIS: Final = "0" * 64
 """The ``prev`` of the first record of a chain."""
@@ -16,9 +16,30 @@ _ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_
 """Built once: ``json.dumps`` with these options would build a new encoder on every call."""
 
 
+def text_bytes(text: str) -> bytes:
+    """The UTF-8 bytes of ``text`` as loom-otel seals, digests and sizes it, everywhere.
+
+    A lone surrogate (half of a UTF-16 pair: a vendor's JSON may carry a ``\\udXXX`` escape that
+    Python decodes into one) has no UTF-8 form; it is kept as its three-byte encoding
+    (``surrogatepass``), so such a text is stored and digested losslessly and ``text_of`` gives it
+    back equal. Every other text encodes exactly as ``str.encode()`` does.
+    """
+    return text.encode("utf-8", "surrogatepass")
+
+
+def text_of(body: bytes) -> str:
+    """The text ``text_bytes`` encoded (lone surrogates back as they were); bytes that are not such
+    an encoding decode with U+FFFD in place of what cannot be read."""
+    try:
+        return body.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return body.decode("utf-8", "replace")
+
+
 def canonical_json(value: object) -> bytes:
-    """Sorted keys, no insignificant white space, UTF-8 (tuples as arrays): equal values give equal bytes."""
-    return _ENCODE(value).encode()
+    """Sorted keys, no insignificant white space, UTF-8 (tuples as arrays): equal values give equal bytes.
+    Strings are encoded by ``text_bytes`` (a lone surrogate is kept; ``json.loads`` reads it back)."""
+    return text_bytes(_ENCODE(value))
 
 
 def sha256_hex(data: bytes) -> str:
@@ -26,8 +47,8 @@ def sha256_hex(data: bytes) -> str:
 
 
 def text_digest(text: str) -> str:
-    """SHA-256 hex of the UTF-8 text: the digest events and records carry."""
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 hex of the text's ``text_bytes``: the digest events and records carry."""
+    return hashlib.sha256(text_bytes(text)).hexdigest()
 
 
 def chain_hash(prev: str, body: bytes) -> str:

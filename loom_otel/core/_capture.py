@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
 from loom_otel.core._identity import CallIdentity, decide
@@ -45,7 +46,7 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
         return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature)
     if not runtime.keeps_text or runtime.store is None:
         return ReasoningPart(
-            reasoning.kind, reasoning.provider, reasoning.signature, size=len(text.encode()), omitted=True
+            reasoning.kind, reasoning.provider, reasoning.signature, size=len(text_bytes(text)), omitted=True
         )
     try:
         key = _digest_key(runtime, identity)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
+from loom_otel.core._canonical import text_bytes, text_digest
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._model import ReasoningPart
@@ -69,7 +70,7 @@ def record_digest(text: str | None, part: ReasoningPart | None, *, keyed: bool) 
         return None
     if part is not None and part.digest:
         return part.digest
-    return None if keyed else hashlib.sha256(text.encode()).hexdigest()
+    return None if keyed else text_digest(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +207,7 @@ class _TextDigests:
         if found is None:
             if len(self._memo) > 4096:
                 self._memo.clear()
-            found = self._memo[text] = hashlib.sha256(text.encode()).hexdigest()
+            found = self._memo[text] = text_digest(text)
         return found
 
 
@@ -334,7 +335,7 @@ class Continuation:
         if scope is None or not isinstance(store, DigestKeyStore):
             return False
         key = store.digest_key(scope.tenant, scope.execution_id)
-        return key is not None and keyed_digest(text.encode(), key) == digest
+        return key is not None and keyed_digest(text_bytes(text), key) == digest
 
     def _restore(self, plan: Plan, i: int, message: MessageView, scope: ExecutionScope | None) -> list[Item] | None:
         """Put back the reasoning of a tool round the application stripped, if nothing before it or in

@@ -52,6 +52,7 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._checkpoint import Signer, checkpoint_attributes
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._journal_reader import list_origins, read_lines
 from loom_otel.core._records import RECORD_VERSION, AttributeValue
 from loom_otel.core.exceptions import LoomOtelWarning
 
@@ -485,19 +486,15 @@ atexit.register(_close_all)
 
 
 def iter_records(directory: str | os.PathLike[str]) -> Iterator[dict[str, object]]:
-    """Every parseable record under ``directory``, chain by chain, in file order."""
-    root = Path(directory)
-    if not root.is_dir():
-        return
-    for chain_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for segment in sorted(chain_dir.glob("*.jsonl")):
-            with segment.open("rb") as fh:
-                for line in fh:
-                    if not line.endswith(b"\n"):
-                        break
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        continue
-                    if isinstance(record, dict):
-                        yield record
+    """Every parseable record under ``directory``, chain by chain, in file order (``_journal_reader``
+    lists the chains and segments; a torn or malformed line is skipped)."""
+    for origin in list_origins(directory):
+        for line in read_lines(Path(directory) / origin):
+            if line.torn or line.too_long:
+                continue
+            try:
+                record = json.loads(line.data)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record

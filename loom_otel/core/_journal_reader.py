@@ -1,8 +1,14 @@
-"""Reading journal chains back: segments in order, resumable positions, torn tails, liveness.
+"""Reading journal chains back: the one place that lists origins and segments, lines in order,
+resumable positions, torn tails, liveness.
 
-Used by the chained exporter (to resend what the span pipeline lost) and by ``verify``. Readers never
-write to a chain; a line without its newline at the end of a chain is reported as ``torn`` (the writer
-died mid-write, or is writing it right now: ``origin_is_live`` tells which).
+Used by the chained exporter (to resend what the span pipeline lost), by ``verify``, by the audit
+readers and ``_journal.iter_records``. Readers never write to a chain; a line without its newline at
+the end of a chain is reported as ``torn`` (the writer died mid-write, or is writing it right now:
+``origin_is_live`` tells which).
+
+A line longer than ``MAX_LINE_BYTES`` (a writer's record is a few KiB: references, digests and sizes,
+never text) is never held in memory: it is skipped up to its newline and reported ``too_long`` with
+no data, so every reader counts it as malformed.
 """
 
 from __future__ import annotations
@@ -12,12 +18,23 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
-__all__ = ["Line", "Position", "list_origins", "origin_is_live", "read_lines", "segments"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Line",
+    "Position",
+    "all_segments",
+    "list_origins",
+    "origin_is_live",
+    "read_lines",
+    "segments",
+]
 
 SEGMENT_SUFFIX: Final = ".jsonl"
 _CHUNK: Final = 1 << 20
+MAX_LINE_BYTES: Final = 16 << 20
+"""The longest journal line a reader accepts (16 MiB); a longer one is skipped as malformed."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -30,12 +47,21 @@ class Position:
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One line of a chain: its bytes (with the newline, unless ``torn``), where it starts and ends."""
+    """One line of a chain: its bytes (with the newline, unless ``torn``), where it starts and ends.
+
+    ``too_long``: the line exceeded the reader's limit; ``data`` is then empty (``size`` still counts it).
+    """
 
     data: bytes
     start: Position
     end: Position
     torn: bool = False
+    too_long: bool = False
+
+    @property
+    def size(self) -> int:
+        """The line's length in the file (its ``data`` may be empty when ``too_long``)."""
+        return self.end.offset - self.start.offset
 
 
 def list_origins(directory: str | os.PathLike[str]) -> list[str]:
@@ -60,33 +86,54 @@ def segments(origin_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     return found
 
 
-def read_lines(origin_dir: str | os.PathLike[str], start: Position = Position()) -> Iterator[Line]:
-    """The lines of a chain from ``start`` on, streaming (memory bounded by the longest line)."""
+def all_segments(directory: str | os.PathLike[str]) -> list[tuple[str, Path]]:
+    """``(origin, path)`` of every segment under a journal directory, chain by chain, each in order."""
+    root = Path(directory)
+    return [(origin, path) for origin in list_origins(root) for _, path in segments(root / origin)]
+
+
+def read_lines(
+    origin_dir: str | os.PathLike[str], start: Position = Position(), *, max_line: int = MAX_LINE_BYTES
+) -> Iterator[Line]:
+    """The lines of a chain from ``start`` on, streaming: memory is bounded by ``max_line`` (longer
+    lines come out ``too_long``, without data), and each byte is searched once."""
     for number, path in segments(origin_dir):
         if number < start.segment:
             continue
-        offset = start.offset if number == start.segment else 0
         try:
             fh = path.open("rb")
         except OSError:
             continue
         with fh:
+            offset = start.offset if number == start.segment else 0
             fh.seek(offset)
-            pending = b""
-            while True:
-                chunk = fh.read(_CHUNK)
-                if not chunk:
-                    break
-                pending += chunk
-                begin = 0
-                while (newline := pending.find(b"\n", begin)) >= 0:
-                    data = pending[begin : newline + 1]
-                    yield Line(data, Position(number, offset), Position(number, offset + len(data)))
-                    offset += len(data)
-                    begin = newline + 1
-                pending = pending[begin:]
-            if pending:
-                yield Line(pending, Position(number, offset), Position(number, offset + len(pending)), torn=True)
+            yield from _lines(fh, number, offset, max_line)
+
+
+def _lines(fh: BinaryIO, number: int, offset: int, max_line: int) -> Iterator[Line]:
+    parts: list[bytes] = []  # the current line's bytes so far (none once it is too long)
+    held = 0  # their length, or the bytes skipped of a line that is too long
+    too_long = False
+    while chunk := fh.read(_CHUNK):
+        begin = 0
+        while (newline := chunk.find(b"\n", begin)) >= 0:
+            piece = chunk[begin : newline + 1]
+            size = held + len(piece)
+            too_long = too_long or size > max_line
+            data = b"" if too_long else b"".join((*parts, piece))
+            yield Line(data, Position(number, offset), Position(number, offset + size), too_long=too_long)
+            offset += size
+            parts, held, too_long = [], 0, False
+            begin = newline + 1
+        rest = chunk[begin:]
+        held += len(rest)
+        if too_long or held > max_line:
+            too_long, parts = True, []
+        elif rest:
+            parts.append(rest)
+    if held:
+        data = b"" if too_long else b"".join(parts)
+        yield Line(data, Position(number, offset), Position(number, offset + held), torn=True, too_long=too_long)
 
 
 def origin_is_live(origin_dir: str | os.PathLike[str]) -> bool:

@@ -7,6 +7,7 @@ erased, absent or altered" (the block is dropped); a store that raises fails the
 
 from __future__ import annotations
 
+from loom_otel.core._canonical import text_of
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
 from loom_otel.core.exceptions import ReasoningContinuationError
@@ -40,7 +41,4 @@ def resolve_text(
         ) from None
     if body is None or not digest_matches(body, digest, lambda: _digest_key(store, scope)):
         return None
-    try:
-        return body.decode()
-    except UnicodeDecodeError:
-        return None
+    return text_of(body)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 from urllib.parse import unquote, urlparse
 
-from loom_otel.core._canonical import canonical_json
+from loom_otel.core._canonical import canonical_json, text_bytes
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core.exceptions import ReasoningConfigError
 
@@ -83,8 +83,8 @@ def _header_tail(tenant: str | None, execution_id: str) -> bytes:
 class Envelope:
     """Readable text sealed to the execution (and tenant) that captured it.
 
-    Built with ``Envelope.seal``: the UTF-8 body is encoded once, and the digest and the store address
-    are computed from it without another copy.
+    Built with ``Envelope.seal``: the body is encoded once (``text_bytes``: UTF-8, a lone surrogate
+    kept), and the digest and the store address are computed from it without another copy.
     """
 
     tenant: str | None
@@ -96,7 +96,7 @@ class Envelope:
     @classmethod
     def seal(cls, text: str, *, execution_id: str, tenant: str | None = None, key: bytes | None = None) -> Envelope:
         """``key``: the execution's digest key (``hmac-sha256`` mode); digest and address are keyed by it."""
-        body = text.encode()
+        body = text_bytes(text)
         digest = keyed_digest(body, key)
         scope = scope_of(tenant, execution_id)
         # canonical_json(["loom-otel/blob/v1", scope, digest]): both are hex, so the bytes are built directly

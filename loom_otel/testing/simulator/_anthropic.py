@@ -270,7 +270,7 @@ def _usage(body: Mapping[str, Any], blocks: list[dict[str, Any]], *, final: bool
     thinking_tokens += sum(64 for b in blocks if b["type"] == "redacted_thinking")
     visible = "".join(str(b.get("text", "")) + json.dumps(b.get("input", "")) for b in blocks)
     usage: dict[str, Any] = {
-        "input_tokens": estimate_tokens(canonical_json(body.get("messages")).decode()),
+        "input_tokens": estimate_tokens(canonical_json(body.get("messages")).decode(errors="replace")),
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": estimate_tokens(visible) + thinking_tokens if final else 1,

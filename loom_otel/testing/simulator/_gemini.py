@@ -213,8 +213,8 @@ def _candidate(parts: list[dict[str, Any]], *, final: bool) -> dict[str, Any]:
 
 
 def _usage(body: Mapping[str, Any], thought: str, answer: list[str], calls: list[Any]) -> dict[str, Any]:
-    prompt = estimate_tokens(canonical_json(_get(body, "contents")).decode())
-    output = estimate_tokens("".join(answer) + canonical_json(calls).decode())
+    prompt = estimate_tokens(canonical_json(_get(body, "contents")).decode(errors="replace"))
+    output = estimate_tokens("".join(answer) + canonical_json(calls).decode(errors="replace"))
     thoughts = estimate_tokens(thought)
     return {
         "promptTokenCount": prompt,

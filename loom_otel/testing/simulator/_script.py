@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ._signing import canonical_json
+from ._signing import canonical_json, utf8
 
 _FILLER: Final = " Checking the next detail of the request carefully before answering."
 
@@ -30,9 +30,9 @@ class Script:
         """The readable reasoning: ``reasoning_text`` or ``default``, padded to about ``thinking_size``."""
         text = self.reasoning_text if self.reasoning_text is not None else default
         size = self.thinking_size
-        if size is None or len(text.encode()) >= size:
+        if size is None or len(utf8(text)) >= size:
             return text
-        missing = size - len(text.encode())
+        missing = size - len(utf8(text))
         padding = (_FILLER * (missing // len(_FILLER) + 1))[:missing]
         return text + padding
 

@@ -22,9 +22,14 @@ _MAC_SIZE: Final = 32
 _NO_MODEL: Final = bytes(_TAG_SIZE)
 
 
+def utf8(text: str) -> bytes:
+    """UTF-8, a lone surrogate (a ``\\udXXX`` escape in a request's JSON) kept as its 3-byte form."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 def canonical_json(value: object) -> bytes:
     """Sorted-key, whitespace-free UTF-8 JSON: equal values give equal bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return utf8(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
 def decode_b64(token: str) -> bytes | None:
@@ -52,7 +57,7 @@ class Signer:
         self._secret = secret
 
     def _mac(self, domain: str, binding: object, payload: str) -> bytes:
-        message = domain.encode() + b"\x00" + canonical_json(binding) + b"\x00" + payload.encode()
+        message = domain.encode() + b"\x00" + canonical_json(binding) + b"\x00" + utf8(payload)
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
     def token(self, magic: bytes, domain: str, binding: object, *, payload: str = "", model: str | None = None) -> str:

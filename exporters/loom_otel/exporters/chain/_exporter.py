@@ -234,10 +234,13 @@ class ChainedSpanExporter(SpanExporter):
             with self._lock:
                 now = time.time_ns()
                 batch = []
-                for record in outbox.owed(now, self._grace_ns, everything=everything, live=live):
-                    batch.append(record)
-                    if len(batch) >= self._batch:
-                        break
+                try:
+                    for record in outbox.owed(now, self._grace_ns, everything=everything, live=live, deadline=deadline):
+                        batch.append(record)
+                        if len(batch) >= self._batch:
+                            break
+                except TimeoutError:
+                    return False
             if not batch:
                 return True
             if deadline is not None and time.monotonic() >= deadline:

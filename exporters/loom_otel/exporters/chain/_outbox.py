@@ -21,11 +21,12 @@ import fcntl
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core._journal_reader import Position, read_lines
+from loom_otel.core._journal_reader import MAX_LINE_BYTES, Position, read_lines
 
 __all__ = ["Outbox"]
 
@@ -70,14 +71,19 @@ class Outbox:
 
     # -- reading what is owed ------------------------------------------------------------------
 
-    def owed(self, now_ns: int, grace_ns: int, *, everything: bool, live: bool) -> Iterator[dict[str, object]]:
+    def owed(
+        self, now_ns: int, grace_ns: int, *, everything: bool, live: bool, deadline: float | None = None
+    ) -> Iterator[dict[str, object]]:
         """Records not yet acknowledged that are due: all of them when ``everything``; otherwise
         those whose export failed and those older than ``grace_ns`` (their span was dropped, or is
         still open, or they have none, like checkpoints; a resend of a record whose span does arrive
         is an identical duplicate). A chain is in time order, so the scan stops at the first record
-        not yet due unless failed exports are still owed."""
+        not yet due unless failed exports are still owed. ``TimeoutError`` once ``time.monotonic()``
+        passes ``deadline`` (checked between lines: a scan of a long chain does not outlive it)."""
         contiguous = True
         for line in read_lines(self.dir, self.position):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError("the deadline passed while reading the journal")
             if line.torn:
                 if not live and not self._warned_torn:
                     self._warned_torn = True
@@ -85,14 +91,18 @@ class Outbox:
                         "audit journal %s ends with a torn line (%d bytes): its writer died mid-write; "
                         "`loom-otel verify` reports it",
                         self.origin,
-                        len(line.data),
+                        line.size,
                     )
                 return
             record = _parse(line.data)
             if record is None:
                 if not self._warned_malformed:
                     self._warned_malformed = True
-                    _logger.warning("audit journal %s holds a malformed line; it is not forwarded", self.origin)
+                    _logger.warning(
+                        "audit journal %s holds a malformed line%s; it is not forwarded",
+                        self.origin,
+                        f" (over {MAX_LINE_BYTES} bytes)" if line.too_long else "",
+                    )
                 if contiguous:
                     self.position = line.end
                 continue

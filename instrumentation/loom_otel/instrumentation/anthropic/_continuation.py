@@ -18,6 +18,7 @@ from typing import Any, Final
 from loom_otel.core import _attributes as attr
 from loom_otel.core._bindings import RoundBlock, bindings_for
 from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._canonical import text_bytes
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution
@@ -81,7 +82,7 @@ _ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_
 
 
 def _json(value: Any) -> bytes:
-    return _ENCODE(value).encode()
+    return text_bytes(_ENCODE(value))
 
 
 def _plain_value(block: Any) -> Any:

@@ -21,12 +21,12 @@ hop's response are recorded once the call's reasoning is captured.
 from __future__ import annotations
 
 import base64
-import hashlib
 from collections.abc import Sequence
 from typing import Any, Final
 
 from loom_otel.core._bindings import RoundBlock, bindings_for
 from loom_otel.core._call import ModelCall
+from loom_otel.core._canonical import text_digest
 from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
@@ -132,7 +132,7 @@ class GeminiContinuation:
             ref: str | None = None
             split: tuple[int, ...] = ()
             if step.kind == tr.THOUGHT and item.text:
-                plain = None if self._keyed else hashlib.sha256(item.text.encode()).hexdigest()
+                plain = None if self._keyed else text_digest(item.text)
                 same = [p for p in captured if p.text_ref and p.digest == plain]
                 signed = [p for p in captured if p.text_ref and p.signature == step.signature]
                 part = next(iter((*same, *signed)), None)

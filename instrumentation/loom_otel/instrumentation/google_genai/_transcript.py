@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from loom_otel.core._canonical import text_bytes, text_of
 from loom_otel.core._continuation import Block, MessageView
 
 __all__ = [
@@ -58,8 +59,8 @@ Loc = tuple[int, int]
 
 
 def canonical(value: Any) -> bytes:
-    """Canonical JSON bytes (sorted keys, no white space)."""
-    return _ENCODE(value).encode()
+    """Canonical JSON bytes (sorted keys, no white space; ``text_bytes``: a lone surrogate kept)."""
+    return text_bytes(_ENCODE(value))
 
 
 def _snake(key: str) -> str:
@@ -226,7 +227,7 @@ def step_items(parts: Sequence[Part]) -> list[StepItem]:
         run = list(parts[k:end])
         signature = following[k]
         if signature is None:
-            items.append(StepItem(canonical([p.plain.decode() for p in run]), run))
+            items.append(StepItem(canonical([text_of(p.plain) for p in run]), run))
         else:
             rank = ranks.get(signature, 0)
             ranks[signature] = rank + 1
@@ -246,7 +247,7 @@ def views(contents: list[tuple[str, list[Part]]]) -> tuple[list[MessageView], li
     while c < len(contents):
         role, parts = contents[c]
         if role != "model":
-            out.append(MessageView(b"M\x00" + role.encode() + b"\x00", [canonical([p.plain.decode() for p in parts])]))
+            out.append(MessageView(b"M\x00" + role.encode() + b"\x00", [canonical([text_of(p.plain) for p in parts])]))
             layout.append([StepItem(b"", list(parts))])
             c += 1
             continue
