@@ -19,7 +19,7 @@ from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, 
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import DEFAULT_JOURNAL
+from loom_otel.core._config import default_journal_dir
 from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._store import ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--journal",
         default=None,
         help=f"journal directory or collector file (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, the store's "
-        "journal, or ./.loom/journal)",
+        "journal, or the user's state directory)",
     )
     show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     show.set_defaults(func=run_show)
@@ -80,7 +80,7 @@ def journal_of(setting: str | None, store: ReasoningStore) -> Path:
         return Path(setting).expanduser()
     if isinstance(store, FileReasoningStore):
         return store.root / "journal"
-    return DEFAULT_JOURNAL
+    return default_journal_dir()
 
 
 def _model(attempt: AttemptReading) -> str:

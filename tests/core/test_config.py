@@ -24,7 +24,7 @@ def test_defaults_without_environment(tmp_path):
     runtime = Runtime.resolve(environ={})
     assert runtime.enabled and runtime.store is None and not runtime.capture
     assert runtime.transcript == "keep" and not runtime.live and runtime.journal_durability == "batch"
-    assert runtime.journal_dir == tmp_path / ".loom" / "journal"
+    assert runtime.journal_dir == tmp_path / "state" / "loom-otel" / "journal"  # XDG_STATE_HOME, not the cwd
 
 
 def test_environment_builds_a_file_store_and_journal_beside_it(tmp_path):
