@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -30,6 +31,9 @@ SWEEP_INTERVAL: Final = 1.0
 MIN_BACKOFF: Final = 0.25
 MAX_BACKOFF: Final = 30.0
 BATCH: Final = 512
+EXIT_TIMEOUT: Final = 5.0
+"""At interpreter exit, how long the exporter keeps delivering what is owed (the rest stays in the
+outbox for the next process or ``loom-otel forward``)."""
 
 
 class ChainedSpanExporter(SpanExporter):
@@ -55,6 +59,11 @@ class ChainedSpanExporter(SpanExporter):
     timeout; what remains stays in the outbox for the next process. Duplicates are possible (at least
     once), and ``verify`` accepts identical ones.
 
+    Whatever the sampler decides: the sweeper runs from construction (a process whose spans are all
+    unsampled exports none, yet its records are owed), and at interpreter exit, before the tracer
+    provider's own shutdown, the exporter delivers everything owed for up to ``EXIT_TIMEOUT`` seconds
+    (``atexit``; nothing it needs is built that late: the record spans' resource is made up front).
+
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
     logged (never with record content) and reported as ``SpanExportResult.FAILURE``.
@@ -73,6 +82,9 @@ class ChainedSpanExporter(SpanExporter):
     ) -> None:
         self._inner = inner if inner is not None else inner_from_environment()
         self._directory = _journal_directory(journal)
+        # A journal given as an object stays alive as long as the exporter: collected, it would keep
+        # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
+        self._journal = journal if isinstance(journal, Journal) else None
         self._grace_ns = int(resend_after * 1e9)
         self._interval = sweep_interval
         self._max_backoff = max_backoff
@@ -82,6 +94,8 @@ class ChainedSpanExporter(SpanExporter):
         self._init_runtime_state()
         reinit = weakref.WeakMethod(self._after_fork_in_child)
         os.register_at_fork(after_in_child=lambda: _call(reinit))
+        atexit.register(_call, weakref.WeakMethod(self._deliver_at_exit))
+        self._ensure_sweeper()
 
     def _init_runtime_state(self) -> None:
         self._lock = threading.Lock()  # chain state: outboxes
@@ -94,6 +108,7 @@ class ChainedSpanExporter(SpanExporter):
         self._thread: threading.Thread | None = None
         self._backoff = 0.0
         self._shutdown = False
+        self._exiting = False
 
     @property
     def inner(self) -> SpanExporter:
@@ -152,7 +167,7 @@ class ChainedSpanExporter(SpanExporter):
     # -- the journal path ----------------------------------------------------------------------
 
     def _ensure_sweeper(self) -> None:
-        if self._thread is None and self._directory is not None and not self._shutdown:
+        if self._thread is None and self._directory is not None and not (self._shutdown or self._exiting):
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._sweep_loop, name="loom-otel-chain", daemon=True)
@@ -304,6 +319,24 @@ class ChainedSpanExporter(SpanExporter):
                 self._inner.shutdown()
             except Exception as exc:
                 _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+
+    def _deliver_at_exit(self) -> None:
+        """``atexit``: stop the sweeper and deliver what is owed, within ``EXIT_TIMEOUT``; the span
+        path stays open (the tracer provider's shutdown, which may come next, still exports)."""
+        if self._shutdown or self._directory is None:
+            return
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        try:
+            self._exiting = True
+            self._stop.set()
+            self._wake.set()
+            thread = self._thread
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if not self._deliver_all(deadline):
+                _logger.warning("chained exporter: delivery at exit timed out; undelivered records stay in the outbox")
+        except Exception as exc:
+            _logger.warning("chained exporter: delivery at exit failed (%s)", type(exc).__name__)
 
     def _after_fork_in_child(self) -> None:
         for outbox in self._outboxes.values():
