@@ -29,8 +29,10 @@ INTERNAL_PACKAGES: Final = (
     "google.genai",
     "httpx",
     "httpcore",
+    "contextlib",
 )
-"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages and the wrapped SDKs."""
+"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs, and
+``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal)."""
 
 
 _once: set[Hashable] = set()
