@@ -122,6 +122,7 @@ class Runtime:
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
     _journal: Journal | None = field(default=None, repr=False)
+    _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
 
     @property
@@ -138,11 +139,13 @@ class Runtime:
     def journal(self) -> Journal | BestEffortJournal:
         """The process's chain in ``journal_dir`` (opened on first use: nothing is created at import);
         without a store, wrapped so that a failure to write it warns once and never raises."""
-        if self._journal is None:
-            self._journal = open_journal(
-                self.journal_dir, durability=self.journal_durability, checkpoint_key=self.checkpoint_key
-            )
-        return self._journal if self.fail_closed else best_effort(self._journal)
+        if self._writer is None:
+            if self._journal is None:
+                self._journal = open_journal(
+                    self.journal_dir, durability=self.journal_durability, checkpoint_key=self.checkpoint_key
+                )
+            self._writer = self._journal if self.fail_closed else best_effort(self._journal)
+        return self._writer
 
     def boot_warning(self, provider: str) -> None:
         """ADR D7: one warning per instrumented provider that can return reasoning and has no store."""
