@@ -1,5 +1,6 @@
 """A short-lived application whose traces are never sampled, and which leaves the tracer provider's
-shutdown to the interpreter's exit: ``python unsampled_app.py JOURNAL ENDPOINT N always_off|parent``.
+shutdown to the interpreter's exit: ``python unsampled_app.py JOURNAL ENDPOINT N always_off|parent
+[wait]`` (``wait``: then sleep until a signal ends the process).
 
 ``always_off`` expects ``OTEL_TRACES_SAMPLER=always_off`` in the environment (the SDK reads it);
 ``parent`` runs every call under a remote parent whose ``traceparent`` says "not sampled".
@@ -8,6 +9,7 @@ shutdown to the interpreter's exit: ``python unsampled_app.py JOURNAL ENDPOINT N
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from opentelemetry.context import attach
@@ -48,4 +50,6 @@ def main(journal_dir: Path, endpoint: str, count: int, mode: str) -> Runtime:
 
 
 if __name__ == "__main__":
-    RUNTIME = main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4])  # alive until exit, as instrumented
+    RUNTIME = main(Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    if sys.argv[5:] == ["wait"]:
+        time.sleep(600)  # alive until exit, as instrumented

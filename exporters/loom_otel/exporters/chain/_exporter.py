@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import threading
@@ -18,6 +17,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from loom_otel.core import _attributes as attr
 from loom_otel.core._journal import Journal, local_journals, local_origins
 from loom_otel.core._journal_reader import list_origins, origin_is_live
+from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -60,9 +60,10 @@ class ChainedSpanExporter(SpanExporter):
     once), and ``verify`` accepts identical ones.
 
     Whatever the sampler decides: the sweeper runs from construction (a process whose spans are all
-    unsampled exports none, yet its records are owed), and at interpreter exit, before the tracer
-    provider's own shutdown, the exporter delivers everything owed for up to ``EXIT_TIMEOUT`` seconds
-    (``atexit``; nothing it needs is built that late: the record spans' resource is made up front).
+    unsampled exports none, yet its records are owed), and when the process ends (``atexit``, before
+    the tracer provider's own shutdown; an unhandled ``SIGTERM``: ``_exit``) the exporter delivers
+    everything owed for up to ``EXIT_TIMEOUT`` seconds (nothing it needs is built that late: the
+    record spans' resource is made up front).
 
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
@@ -94,7 +95,7 @@ class ChainedSpanExporter(SpanExporter):
         self._init_runtime_state()
         reinit = weakref.WeakMethod(self._after_fork_in_child)
         os.register_at_fork(after_in_child=lambda: _call(reinit))
-        atexit.register(_call, weakref.WeakMethod(self._deliver_at_exit))
+        deliver_on_exit(self._deliver_at_exit)
         self._ensure_sweeper()
 
     def _init_runtime_state(self) -> None:
