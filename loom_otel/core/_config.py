@@ -16,7 +16,7 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._journal import BestEffortJournal, Durability, Journal, best_effort, open_journal, warn_unwritable
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, store_from_uri
-from loom_otel.core._warnings import warn
+from loom_otel.core._warnings import forget_once, warn
 from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _env_bool(name: str, environ: Mapping[str, str]) -> bool | None:
         return True
     if value in _FALSE:
         return False
-    warn(f"{name}={raw!r} is not a boolean (true/false); using the default")
+    warn(f"{name}={raw!r} is not a boolean (true/false); using the default", once=(name, raw))
     return None
 
 
@@ -96,7 +96,7 @@ def _env_choice(name: str, choices: Sequence[str], environ: Mapping[str, str]) -
     value = raw.strip().lower()
     if value in choices:
         return value
-    warn(f"{name}={raw!r} is not one of {', '.join(choices)}; using the default")
+    warn(f"{name}={raw!r} is not one of {', '.join(choices)}; using the default", once=(name, raw))
     return None
 
 
@@ -321,9 +321,10 @@ def runtime_for(config: ReasoningConfig | None) -> Runtime:
 
 
 def reset_runtime() -> None:
-    """Forget the process default and the shared stores (tests)."""
+    """Forget the process default, the shared stores and which one-time warnings were given (tests)."""
     global _default
     with _default_lock:
         _default = None
     with _stores_lock:
         _stores.clear()
+    forget_once()

@@ -18,7 +18,7 @@ from typing import Final
 
 from loom_otel.core.exceptions import LoomOtelWarning
 
-__all__ = ["INTERNAL_PACKAGES", "warn"]
+__all__ = ["INTERNAL_PACKAGES", "forget_once", "warn"]
 
 INTERNAL_PACKAGES: Final = (
     "loom_otel",
@@ -49,6 +49,12 @@ def warn(message: str, category: type[Warning] = LoomOtelWarning, *, once: Hasha
                 return
             _once.add(once)
     warnings.warn(message, category, stacklevel=_user_stacklevel(sys._getframe(1)))
+
+
+def forget_once() -> None:
+    """Forget which ``once`` warnings were issued (tests)."""
+    with _once_lock:
+        _once.clear()
 
 
 def _user_stacklevel(caller: FrameType) -> int:
