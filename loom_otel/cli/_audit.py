@@ -26,7 +26,7 @@ from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import DEFAULT_JOURNAL
+from loom_otel.core._config import default_journal_dir
 from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._store import ReasoningStore, store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
@@ -41,7 +41,7 @@ _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
 _SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _JOURNAL_HELP: Final = (
     f"journal directory or collector file (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, the store's journal, "
-    "or ./.loom/journal)"
+    "or the user's state directory)"
 )
 
 
@@ -131,7 +131,7 @@ def journal_of(setting: str | None, store: ReasoningStore | None) -> Path:
         return Path(setting).expanduser()
     if isinstance(store, FileReasoningStore):
         return store.root / "journal"
-    return DEFAULT_JOURNAL
+    return default_journal_dir()
 
 
 def _model(attempt: AttemptReading) -> str:

@@ -1,11 +1,12 @@
-"""Configuration: ``ReasoningConfig`` (arguments), the environment, defaults, resolved once into a
-``Runtime`` that every instrumentor of the process shares (one store, one journal chain)."""
+"""Configuration: ``ReasoningConfig`` (arguments), the environment, defaults, resolved into a
+``Runtime`` each time an instrumentor is instrumented (DESIGN "Environment"). What must be one per
+process is shared by key, not by the first resolution: the journal chain of a directory
+(``open_journal``) and the store of a URL."""
 
 from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,18 +15,38 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from loom_otel.core import environment_variables as env
 from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._fork import renew_module_after_fork
-from loom_otel.core._journal import Durability, Journal, open_journal
+from loom_otel.core._journal import BestEffortJournal, Durability, Journal, best_effort, open_journal, warn_unwritable
 from loom_otel.core._store import DigestKeyStore, ReasoningStore, store_from_uri
-from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
+from loom_otel.core._warnings import forget_once, warn
+from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ReasoningConfig", "Runtime", "configure", "current_runtime", "reset_runtime", "runtime_for"]
+__all__ = [
+    "ReasoningConfig",
+    "Runtime",
+    "configure",
+    "current_runtime",
+    "default_journal_dir",
+    "reset_runtime",
+    "runtime_for",
+]
 
 Transcript = Literal["keep", "redact"]
 DigestMode = Literal["sha256", "hmac-sha256"]
-DEFAULT_JOURNAL: Final = Path(".loom") / "journal"
+APP_NAME: Final = "loom-otel"
+
+
+def default_journal_dir() -> Path:
+    """The journal's directory when neither ``LOOM_OTEL_AUDIT_JOURNAL`` nor a file store names one:
+    ``journal`` in the user's state directory (``$XDG_STATE_HOME/loom-otel``, else
+    ``~/.local/state/loom-otel`` on Linux; the platform's convention elsewhere), never the working
+    directory. Nothing is created here."""
+    from platformdirs import user_state_path
+
+    return user_state_path(APP_NAME, appauthor=False) / "journal"
+
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
@@ -65,7 +86,7 @@ def _env_bool(name: str, environ: Mapping[str, str]) -> bool | None:
         return True
     if value in _FALSE:
         return False
-    warnings.warn(f"{name}={raw!r} is not a boolean (true/false); using the default", LoomOtelWarning, stacklevel=4)
+    warn(f"{name}={raw!r} is not a boolean (true/false); using the default", once=(name, raw))
     return None
 
 
@@ -76,9 +97,7 @@ def _env_choice(name: str, choices: Sequence[str], environ: Mapping[str, str]) -
     value = raw.strip().lower()
     if value in choices:
         return value
-    warnings.warn(
-        f"{name}={raw!r} is not one of {', '.join(choices)}; using the default", LoomOtelWarning, stacklevel=4
-    )
+    warn(f"{name}={raw!r} is not one of {', '.join(choices)}; using the default", once=(name, raw))
     return None
 
 
@@ -104,6 +123,7 @@ class Runtime:
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
     _journal: Journal | None = field(default=None, repr=False)
+    _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
 
     @property
@@ -111,13 +131,22 @@ class Runtime:
         return self.enabled and self.capture and self.store is not None
 
     @property
-    def journal(self) -> Journal:
-        """The process's chain in ``journal_dir`` (opened on first use: nothing is created at import)."""
-        if self._journal is None:
-            self._journal = open_journal(
-                self.journal_dir, durability=self.journal_durability, checkpoint_key=self.checkpoint_key
-            )
-        return self._journal
+    def fail_closed(self) -> bool:
+        """Whether a store or journal failure fails the model call (DESIGN "Failure policy"): only
+        when a store is configured. With none, nothing loom-otel does raises into the application."""
+        return self.store is not None
+
+    @property
+    def journal(self) -> Journal | BestEffortJournal:
+        """The process's chain in ``journal_dir`` (opened on first use: nothing is created at import);
+        without a store, wrapped so that a failure to write it warns once and never raises."""
+        if self._writer is None:
+            if self._journal is None:
+                self._journal = open_journal(
+                    self.journal_dir, durability=self.journal_durability, checkpoint_key=self.checkpoint_key
+                )
+            self._writer = self._journal if self.fail_closed else best_effort(self._journal)
+        return self._writer
 
     def boot_warning(self, provider: str) -> None:
         """ADR D7: one warning per instrumented provider that can return reasoning and has no store."""
@@ -129,7 +158,7 @@ class Runtime:
             f"{provider} can return model reasoning, but {why} ({env.LOOM_OTEL_REASONING_STORE}): "
             "reasoning is not kept for audit (only signatures, for continuation)"
         )
-        warnings.warn(message, LoomOtelWarning, stacklevel=3)
+        warn(message)
 
     @classmethod
     def resolve(cls, config: ReasoningConfig | None = None, environ: Mapping[str, str] | None = None) -> Runtime:
@@ -144,7 +173,7 @@ class Runtime:
         if store_setting is None or not enabled:
             store = None
         elif isinstance(store_setting, str):
-            store = store_from_uri(store_setting, fsync=fsync)
+            store = _shared_store(store_setting, fsync, "ReasoningConfig.store" if config.store else None)
         else:
             store = store_setting
         capture = _pick(config.capture, _env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
@@ -175,14 +204,18 @@ class Runtime:
         journal: Journal | None = None
         if isinstance(journal_setting, Journal):
             journal, journal_dir = journal_setting, journal_setting.directory
+            named_by = "ReasoningConfig.journal"
         elif journal_setting is not None:
             journal_dir = Path(journal_setting).expanduser().absolute()
+            named_by = "ReasoningConfig.journal" if config.journal is not None else env.LOOM_OTEL_AUDIT_JOURNAL
         elif isinstance(store, FileReasoningStore):
             journal_dir = store.root / "journal"
+            named_by = f"{env.LOOM_OTEL_REASONING_STORE} (the journal beside a file store)"
         else:
-            journal_dir = DEFAULT_JOURNAL.absolute()
-        if enabled and journal_dir.exists() and not journal_dir.is_dir():
-            raise ReasoningConfigError(f"audit journal path {str(journal_dir)!r} is not a directory")
+            journal_dir = default_journal_dir().absolute()
+            named_by = f"{env.LOOM_OTEL_AUDIT_JOURNAL} (default: the user's state directory)"
+        if enabled:
+            _check_journal_location(journal_dir, named_by, fail_closed=store is not None)
         key_setting = _pick(config.checkpoint_key, environ.get(env.LOOM_OTEL_CHECKPOINT_KEY) or None)
         runtime = cls(
             enabled=enabled,
@@ -208,6 +241,51 @@ class Runtime:
         return runtime
 
 
+def unusable_directory(directory: Path) -> str | None:
+    """Why ``directory`` could not be created and written, or ``None`` when it could (nothing is
+    created: the nearest existing ancestor must be a writable directory)."""
+    probe = directory
+    try:
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not probe.is_dir():
+            return f"{str(probe)!r} is not a directory"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{str(probe)!r} is not writable"
+    return None
+
+
+def _check_journal_location(directory: Path, named_by: str, *, fail_closed: bool) -> None:
+    """DESIGN "Failure policy": a journal location that cannot work is reported when instrumenting:
+    an error naming the path and the setting when a store is configured, else one warning."""
+    why = unusable_directory(directory)
+    if why is None:
+        return
+    if fail_closed:
+        raise ReasoningConfigError(f"audit journal directory {str(directory)!r} cannot be used: {why} ({named_by})")
+    warn_unwritable(directory, why)
+
+
+_stores: dict[tuple[str, bool], ReasoningStore] = {}
+_stores_lock = threading.Lock()
+
+
+def _shared_store(url: str, fsync: bool, named_by: str | None) -> ReasoningStore:
+    """The process's one store for ``url`` (a second instrumentor, or a re-instrumentation, writes
+    through the same store object). A location that cannot work names the setting."""
+    with _stores_lock:
+        store = _stores.get((url, fsync))
+        if store is None:
+            try:
+                store = store_from_uri(url, fsync=fsync)
+            except ReasoningConfigError as exc:
+                raise ReasoningConfigError(f"{exc} ({named_by or env.LOOM_OTEL_REASONING_STORE})") from None
+            _stores[(url, fsync)] = store
+        return store
+
+
 _default: Runtime | None = None
 _default_lock = threading.Lock()
 renew_module_after_fork(__name__)
@@ -231,21 +309,24 @@ def _replace(config: ReasoningConfig, fields: dict[str, Any]) -> ReasoningConfig
 
 
 def current_runtime() -> Runtime:
-    """The process default: the last ``configure()``, else built from the environment once."""
-    global _default
+    """The process default: the last ``configure()``, else the environment as it is now (read again
+    at each call; the journal and the store it names are the process's shared ones)."""
     with _default_lock:
-        if _default is None:
-            _default = Runtime.resolve()
-        return _default
+        configured = _default
+    return configured if configured is not None else Runtime.resolve()
 
 
 def runtime_for(config: ReasoningConfig | None) -> Runtime:
-    """What an instrumentor uses: its own ``config`` if given, else the process default."""
+    """What an instrumentor uses at ``instrument()``: its own ``config`` if given, else the process
+    default (``current_runtime``)."""
     return Runtime.resolve(config) if config is not None else current_runtime()
 
 
 def reset_runtime() -> None:
-    """Forget the process default (tests)."""
+    """Forget the process default, the shared stores and which one-time warnings were given (tests)."""
     global _default
     with _default_lock:
         _default = None
+    with _stores_lock:
+        _stores.clear()
+    forget_once()

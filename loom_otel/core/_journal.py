@@ -40,7 +40,6 @@ import os
 import threading
 import time
 import uuid
-import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -54,13 +53,15 @@ from loom_otel.core._checkpoint import Signer, checkpoint_attributes
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._journal_reader import list_origins, read_lines
 from loom_otel.core._records import RECORD_VERSION, AttributeValue
-from loom_otel.core.exceptions import LoomOtelWarning
+from loom_otel.core._warnings import warn
 
 __all__ = [
     "AttributeValue",
+    "BestEffortJournal",
     "Durability",
     "Journal",
     "JournalEntry",
+    "best_effort",
     "iter_records",
     "open_journal",
     "record_body",
@@ -101,6 +102,24 @@ def record_body(record: Mapping[str, object]) -> bytes:
     return canonical_json({k: v for k, v in record.items() if k != "hash"})
 
 
+def _chain_record(
+    origin: str, seq: int, prev: str, now: int, *, type_: str, attributes: Mapping[str, AttributeValue]
+) -> tuple[JournalEntry, bytes]:
+    """Record ``seq`` of a chain: where it lands, and its journal line (hash first, then the body)."""
+    record: dict[str, object] = {
+        "v": RECORD_VERSION,
+        "origin": origin,
+        "seq": seq,
+        "prev": prev,
+        "time": now,
+        "type": type_,
+        "attributes": attributes,  # tuples encode as arrays: the canonical bytes are the same
+    }
+    body = canonical_json(record)
+    digest = chain_hash(prev, body)
+    return JournalEntry(origin, seq, prev, digest, now), b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+
+
 def _new_origin() -> str:
     return f"{os.uname().nodename[:24]}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
@@ -120,11 +139,9 @@ def _load_signer(setting: str | None) -> Signer | None:
         why = "is not set"
     if not _warned_unsigned:
         _warned_unsigned = True
-        warnings.warn(
+        warn(
             f"{env.LOOM_OTEL_CHECKPOINT_KEY} {why}: audit journal checkpoints are unsigned "
-            "(create a key with `loom-otel keygen PATH`)",
-            LoomOtelWarning,
-            stacklevel=5,
+            "(create a key with `loom-otel keygen PATH`)"
         )
     return None
 
@@ -219,24 +236,11 @@ class Journal:
     def _append_locked(self, type_: str, attributes: Mapping[str, AttributeValue], now: int) -> JournalEntry:
         if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
             self._open_segment()
-        seq = self._seq + 1
-        record: dict[str, object] = {
-            "v": RECORD_VERSION,
-            "origin": self.origin,
-            "seq": seq,
-            "prev": self._head,
-            "time": now,
-            "type": type_,
-            "attributes": attributes,  # tuples encode as arrays: the canonical bytes are the same
-        }
-        body = canonical_json(record)
-        digest = chain_hash(self._head, body)
-        line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+        entry, line = _chain_record(self.origin, self._seq + 1, self._head, now, type_=type_, attributes=attributes)
         self._write(line)
         if self.durability == "always":
             _sync(self._fd)
-        entry = JournalEntry(self.origin, seq, self._head, digest, now)
-        self._seq, self._head = seq, digest
+        self._seq, self._head = entry.seq, entry.hash
         self._in_segment += 1
         self._segment_size += len(line)
         return entry
@@ -472,6 +476,91 @@ def local_origins(directory: str | os.PathLike[str]) -> frozenset[str]:
 def local_journals(directory: str | os.PathLike[str]) -> list[Journal]:
     key = Path(directory).expanduser().absolute()
     return [j for j in list(_live) if j.directory == key]
+
+
+class _UnwrittenChain:
+    """Where a best-effort journal's records go while its directory cannot be written: a chain of
+    its own origin, kept only by the span events that carry its records (nothing is on disk)."""
+
+    def __init__(self) -> None:
+        self.restart()
+        renew_after_fork(self, _UnwrittenChain.restart)  # a child never continues its parent's chain
+
+    def restart(self) -> None:
+        """A new chain (at construction, and in a forked child: a child never continues its parent's)."""
+        self._lock = threading.Lock()
+        self.origin = _new_origin()
+        self._seq = 0
+        self._head = GENESIS
+
+    def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
+        with self._lock:
+            entry, _ = _chain_record(
+                self.origin, self._seq + 1, self._head, time.time_ns(), type_=type_, attributes=attributes
+            )
+            self._seq, self._head = entry.seq, entry.hash
+            return entry
+
+
+class BestEffortJournal:
+    """The journal of a configuration that keeps nothing readable (no store; DESIGN "Failure
+    policy"): nothing it does raises into the application.
+
+    ``append`` writes to ``journal`` when it can; when it cannot (an unwritable or missing location,
+    a full disk) it warns once per directory and chains the record in memory instead, under an origin
+    of its own, so the span event still carries a well-formed chain position (``verify`` of the
+    collector's copy reports that chain as unanchored: no checkpoint covers it). Every append tries
+    the directory again, so journaling resumes when the location becomes writable.
+    """
+
+    def __init__(self, journal: Journal, unwritten: _UnwrittenChain) -> None:
+        self.journal = journal
+        self._unwritten = unwritten
+
+    @property
+    def directory(self) -> Path:
+        return self.journal.directory
+
+    @property
+    def head(self) -> tuple[int, str]:
+        return self.journal.head
+
+    def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
+        """Append to the journal, else (warning once) to the in-memory chain; never raises."""
+        try:
+            return self.journal.append(type_, attributes)
+        except Exception as exc:
+            warn_unwritable(self.journal.directory, exc)
+        return self._unwritten.append(type_, attributes)
+
+    def close(self) -> None:
+        try:
+            self.journal.close()
+        except OSError as exc:
+            warn_unwritable(self.journal.directory, exc)
+
+
+def warn_unwritable(directory: Path, problem: BaseException | str) -> None:
+    """The one warning (once per directory) that a best-effort journal's records are not kept."""
+    why = problem if isinstance(problem, str) else getattr(problem, "strerror", None) or type(problem).__name__
+    warn(
+        f"audit journal directory {str(directory)!r} cannot be written ({why}): with no reasoning store "
+        f"configured, model calls go on and their audit records are not kept locally; set "
+        f"{env.LOOM_OTEL_AUDIT_JOURNAL} to a writable directory",
+        once=("journal", directory),
+    )
+
+
+_unwritten_chains: weakref.WeakKeyDictionary[Journal, _UnwrittenChain] = weakref.WeakKeyDictionary()
+
+
+def best_effort(journal: Journal) -> BestEffortJournal:
+    """``journal`` for a configuration with nothing readable to keep: its failures never raise."""
+    with _journals_lock:
+        unwritten = _unwritten_chains.get(journal)
+        if unwritten is None:
+            unwritten = _unwritten_chains[journal] = _UnwrittenChain()
+    return BestEffortJournal(journal, unwritten)
 
 
 def _close_all() -> None:

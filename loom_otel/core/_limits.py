@@ -11,12 +11,12 @@ once, at startup, when the limit is that low.
 
 from __future__ import annotations
 
-import warnings
 from typing import Final
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanLimits
 
+from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning
 
 __all__ = ["CAPTURE_VALUE_LENGTH", "attribute_length_limit", "warn_if_truncating"]
@@ -55,13 +55,12 @@ def warn_if_truncating(tracer_provider: object | None = None) -> bool:
         return False
     if not _warned:
         _warned = True
-        warnings.warn(
+        warn(
             f"the attribute value length limit ({limit}; OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT or the tracer "
             "provider's SpanLimits) is below "
             f"{CAPTURE_VALUE_LENGTH}: every loom.reasoning.captured event is cut short in the trace. The "
             "chained exporter sends each record again, intact, from the audit journal; other exporters "
             "carry only the cut copies",
             LoomOtelWarning,
-            stacklevel=3,
         )
     return True

@@ -1,4 +1,5 @@
-"""``LOOM_OTEL_*`` environment variables, read at ``instrument()`` or construction time, never at import.
+"""``LOOM_OTEL_*`` environment variables, read at each ``instrument()`` and at construction time (of a
+``ChainedSpanExporter``, of ``configure()``), never at import.
 
 Precedence everywhere: an explicit argument, then the environment, then the default. A malformed value
 warns once (``LoomOtelWarning`` naming the variable) and the default is used. The standard
@@ -45,7 +46,10 @@ the credential of a live view built with ``bearer_authenticator``. Default: none
 
 LOOM_OTEL_AUDIT_JOURNAL: Final = "LOOM_OTEL_AUDIT_JOURNAL"
 """Directory of the local hash-chained audit journal. Default: ``<store dir>/journal`` for a file store,
-else ``./.loom/journal``."""
+else ``journal`` in the user's state directory (``$XDG_STATE_HOME/loom-otel``, by default
+``~/.local/state/loom-otel``; the platform's convention elsewhere), never the working directory. With a
+store configured, a directory that cannot be written is a ``ReasoningConfigError`` at ``instrument()``;
+without one, a single warning, and captures go on without local records."""
 
 LOOM_OTEL_JOURNAL_DURABILITY: Final = "LOOM_OTEL_JOURNAL_DURABILITY"
 """When journal records reach the disk. Every append is written to the OS before the capture returns

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, TypeAlias
 
@@ -16,6 +15,7 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import logger
 from loom_otel.core._config import _env_bool
 from loom_otel.core._live_feed import Viewer
+from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
 
 __all__ = [
@@ -42,12 +42,11 @@ def header_authenticator(principal_header: str = PRINCIPAL_HEADER, tenant_header
     app, which must strip them from client requests: anyone who reaches the app without that proxy can
     claim any identity. Warns (``LoomOtelWarning``) once, when built. Without the principal header:
     nobody."""
-    warnings.warn(
+    warn(
         f"the live view takes the viewer's identity from the {principal_header} and {tenant_header} "
         "request headers as sent: only safe behind a proxy that authenticates every request, strips "
         "these headers from the client's and sets them itself, with the app reachable through it alone",
         LoomOtelWarning,
-        stacklevel=2,
     )
 
     def authenticator(connection: HTTPConnection) -> Viewer | None:

@@ -176,10 +176,10 @@ def test_store_failure_fails_the_call_closed(mode, sim, journal_dir, caplog):
 
 @pytest.mark.parametrize("mode", ["sync", "stream", "messages.stream", "async"])
 def test_journal_failure_fails_the_call_closed(mode, sim, tmp_path, store):
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("")
-    config = ReasoningConfig(store=store, journal=Journal(blocker / "journal"))
+    journal_dir = tmp_path / "journal"
+    config = ReasoningConfig(store=store, journal=Journal(journal_dir))
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        journal_dir.write_text("")  # the location breaks after instrumenting (before, instrument() refuses it)
         with pytest.raises(ReasoningCaptureError, match="journal"):
             MODES[mode](sim, request())
     assert reasoning_events(telemetry.spans) == []

@@ -24,7 +24,7 @@ def test_defaults_without_environment(tmp_path):
     runtime = Runtime.resolve(environ={})
     assert runtime.enabled and runtime.store is None and not runtime.capture
     assert runtime.transcript == "keep" and not runtime.live and runtime.journal_durability == "batch"
-    assert runtime.journal_dir == tmp_path / ".loom" / "journal"
+    assert runtime.journal_dir == tmp_path / "state" / "loom-otel" / "journal"  # XDG_STATE_HOME, not the cwd
 
 
 def test_environment_builds_a_file_store_and_journal_beside_it(tmp_path):
@@ -105,3 +105,46 @@ def test_store_uri_forms(tmp_path):
 def test_configure_sets_the_process_default():
     runtime = configure(store="memory:")
     assert current_runtime() is runtime and runtime.keeps_text
+
+
+def test_each_resolution_reads_the_environment_and_shares_the_store_of_a_url(monkeypatch, tmp_path):
+    from loom_otel.core._config import runtime_for
+
+    monkeypatch.setenv("LOOM_OTEL_REASONING_STORE", f"file://{tmp_path}/store")
+    first, second = runtime_for(None), runtime_for(None)
+    assert first.store is second.store and first.journal is second.journal  # one per process
+    monkeypatch.setenv("LOOM_OTEL_REASONING", "false")
+    assert not runtime_for(None).enabled and first.enabled
+
+
+def test_without_a_store_an_unwritable_journal_warns_once_and_never_raises(tmp_path, monkeypatch):
+    from loom_otel.core import _journal
+
+    monkeypatch.setattr(_journal, "_warned_unsigned", True)
+    from loom_otel.core._canonical import chain_hash
+    from loom_otel.core._journal import record_body
+
+    blocker = tmp_path / "journal"
+    blocker.write_text("")  # a file where the journal's directory should be
+    with pytest.warns(LoomOtelWarning, match="audit journal directory") as caught:
+        runtime = Runtime.resolve(ReasoningConfig(journal=blocker), environ={})
+        entries = [runtime.journal.append("capture", {"n": n}) for n in range(3)]
+        Runtime.resolve(ReasoningConfig(journal=blocker), environ={})  # the same location: no second warning
+    assert len([w for w in caught if "audit journal directory" in str(w.message)]) == 1
+    assert [e.seq for e in entries] == [1, 2, 3] and len({e.origin for e in entries}) == 1
+    assert [e.prev for e in entries[1:]] == [e.hash for e in entries[:-1]]  # still a chain, kept in memory
+    record = {"v": 1, "origin": entries[0].origin, "seq": 1, "prev": entries[0].prev, "time": entries[0].time}
+    record |= {"type": "capture", "attributes": {"n": 0}}
+    assert chain_hash(entries[0].prev, record_body(record)) == entries[0].hash
+    blocker.unlink()  # the location works again: records go to the disk again
+    assert runtime.journal.append("capture", {"n": 3}).origin != entries[0].origin
+    assert blocker.is_dir()
+
+
+def test_with_a_store_an_unusable_journal_is_an_error_naming_path_and_variable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    environ = {"LOOM_OTEL_REASONING_STORE": "memory:", "LOOM_OTEL_AUDIT_JOURNAL": str(blocker / "journal")}
+    with pytest.raises(ReasoningConfigError, match="LOOM_OTEL_AUDIT_JOURNAL") as info:
+        Runtime.resolve(environ=environ)
+    assert str(blocker / "journal") in str(info.value)

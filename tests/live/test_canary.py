@@ -57,7 +57,7 @@ def test_live_deltas_reach_only_the_sink_and_the_sse_stream(hub, sink, journal_d
     assert events[0] == ("reset", {"execution": "canary-1", "step": "think"})
     assert CANARY in "".join(d["text"] for n, d in events if n == "reasoning")  # ... and the SSE stream did
     leaks = find_leaks(
-        [CANARY], spans=telemetry.spans, directories=[journal_dir, tmp_path / ".loom"], texts=[caplog.text]
+        [CANARY], spans=telemetry.spans, directories=[journal_dir, tmp_path / "state"], texts=[caplog.text]
     )
     assert leaks == []
     assert all(CANARY not in repr(d) and CANARY not in str(d) for d in seen)

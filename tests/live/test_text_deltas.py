@@ -288,7 +288,7 @@ def test_text_deltas_reach_only_the_sinks_and_the_sse_stream(hub, journal_dir, t
     sdk = ("anthropic", "httpx2", "httpcore2")
     logs = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(sdk))
     leaks = find_leaks(
-        [ANSWER_CANARY], spans=telemetry.spans, directories=[journal_dir, tmp_path / ".loom"], texts=[logs]
+        [ANSWER_CANARY], spans=telemetry.spans, directories=[journal_dir, tmp_path / "state"], texts=[logs]
     )
     assert leaks == []
     assert all(ANSWER_CANARY not in repr(d) for d in sink.text)  # Untrusted hides its text from repr

@@ -20,6 +20,7 @@ from loom_otel.core._journal import Journal, local_journals, local_origins, reco
 from loom_otel.core._journal_reader import list_origins, origin_is_live
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._records import record_from_event
+from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -33,6 +34,9 @@ SWEEP_INTERVAL: Final = 1.0
 MIN_BACKOFF: Final = 0.25
 MAX_BACKOFF: Final = 30.0
 BATCH: Final = 512
+EXIT_TIMEOUT: Final = 5.0
+"""At interpreter exit, how long the exporter keeps delivering what is owed (the rest stays in the
+outbox for the next process or ``loom-otel forward``)."""
 
 
 class ChainedSpanExporter(SpanExporter):
@@ -60,6 +64,12 @@ class ChainedSpanExporter(SpanExporter):
     its attributes (cut short by an attribute length limit, ``_limits``) is not taken as delivered:
     its record is sent again at once, whole, from the journal.
 
+    Whatever the sampler decides: the sweeper runs from construction (a process whose spans are all
+    unsampled exports none, yet its records are owed), and when the process ends (``atexit``, before
+    the tracer provider's own shutdown; an unhandled ``SIGTERM``: ``_exit``) the exporter delivers
+    everything owed for up to ``EXIT_TIMEOUT`` seconds (nothing it needs is built that late: the
+    record spans' resource is made up front).
+
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
     logged (never with record content) and reported as ``SpanExportResult.FAILURE``.
@@ -78,6 +88,9 @@ class ChainedSpanExporter(SpanExporter):
     ) -> None:
         self._inner = inner if inner is not None else inner_from_environment()
         self._directory = _journal_directory(journal)
+        # A journal given as an object stays alive as long as the exporter: collected, it would keep
+        # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
+        self._journal = journal if isinstance(journal, Journal) else None
         self._grace_ns = int(resend_after * 1e9)
         self._interval = sweep_interval
         self._max_backoff = max_backoff
@@ -88,6 +101,8 @@ class ChainedSpanExporter(SpanExporter):
         self._init_runtime_state()
         warn_if_truncating()
         renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
+        deliver_on_exit(self._deliver_at_exit)
+        self._ensure_sweeper()
 
     def _init_runtime_state(self) -> None:
         self._lock = threading.Lock()  # chain state: outboxes
@@ -100,6 +115,7 @@ class ChainedSpanExporter(SpanExporter):
         self._thread: threading.Thread | None = None
         self._backoff = 0.0
         self._shutdown = False
+        self._exiting = False
 
     @property
     def inner(self) -> SpanExporter:
@@ -172,7 +188,7 @@ class ChainedSpanExporter(SpanExporter):
     # -- the journal path ----------------------------------------------------------------------
 
     def _ensure_sweeper(self) -> None:
-        if self._thread is None and self._directory is not None and not self._shutdown:
+        if self._thread is None and self._directory is not None and not (self._shutdown or self._exiting):
             with self._lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._sweep_loop, name="loom-otel-chain", daemon=True)
@@ -327,6 +343,24 @@ class ChainedSpanExporter(SpanExporter):
                 self._inner.shutdown()
             except Exception as exc:
                 _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+
+    def _deliver_at_exit(self) -> None:
+        """``atexit``: stop the sweeper and deliver what is owed, within ``EXIT_TIMEOUT``; the span
+        path stays open (the tracer provider's shutdown, which may come next, still exports)."""
+        if self._shutdown or self._directory is None:
+            return
+        deadline = time.monotonic() + EXIT_TIMEOUT
+        try:
+            self._exiting = True
+            self._stop.set()
+            self._wake.set()
+            thread = self._thread
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if not self._deliver_all(deadline):
+                _logger.warning("chained exporter: delivery at exit timed out; undelivered records stay in the outbox")
+        except Exception as exc:
+            _logger.warning("chained exporter: delivery at exit failed (%s)", type(exc).__name__)
 
     def _after_fork_in_child(self) -> None:
         for outbox in self._outboxes.values():

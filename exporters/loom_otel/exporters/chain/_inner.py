@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Final
 
@@ -11,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core.exceptions import LoomOtelWarning
+from loom_otel.core._warnings import warn
 
 __all__ = ["INNER_CHOICES", "NoneSpanExporter", "inner_from_environment"]
 
@@ -37,11 +36,7 @@ def inner_from_environment(name: str | None = None) -> SpanExporter:
     """
     choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip().lower()
     if choice not in INNER_CHOICES:
-        warnings.warn(
-            f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} is not one of {', '.join(INNER_CHOICES)}; using the default",
-            LoomOtelWarning,
-            stacklevel=3,
-        )
+        warn(f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} is not one of {', '.join(INNER_CHOICES)}; using the default")
         choice = DEFAULT_INNER
     if choice == "otlp_proto_http":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter

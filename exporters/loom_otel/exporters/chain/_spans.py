@@ -41,6 +41,9 @@ class RecordSpans:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._resource: Resource | None = None
+        # Made now, not at the first resend: that may come at interpreter exit, when the resource
+        # detectors can no longer start the threads they run in.
+        self._default_resource = Resource.create()
         self._provider: TracerProvider | None = None
         self._collector = InMemorySpanExporter()
         renew_after_fork(self, RecordSpans._after_fork_in_child)
@@ -51,7 +54,8 @@ class RecordSpans:
         self._collector = InMemorySpanExporter()
 
     def use_resource(self, resource: Resource) -> None:
-        """The resource of the application's spans: resent records go where their spans went."""
+        """The resource of the application's spans: resent records go where their spans went (until
+        the first resend; before any span is seen, the resource the environment describes)."""
         if self._resource is None:
             self._resource = resource
 
@@ -60,7 +64,7 @@ class RecordSpans:
         with self._lock:
             if self._provider is None:
                 self._provider = TracerProvider(
-                    resource=self._resource or Resource.create(),
+                    resource=self._resource or self._default_resource,
                     sampler=ALWAYS_ON,
                     span_limits=_LIMITS,
                     shutdown_on_exit=False,

@@ -1,0 +1,82 @@
+"""The one way loom-otel warns: attributed to the user's call site, never to loom-otel's internals.
+
+``warnings.warn`` attributes a warning to a fixed number of frames up the stack, but the path from
+the user's code to the line that warns goes through loom-otel, OpenTelemetry, ``wrapt`` and the
+vendor SDK, and its depth varies. ``warn`` walks the stack to the first frame outside those packages
+(the frame the user wrote: ``instrument()``, the model call, the exporter's construction), so the
+warning's file and line are the user's and the warnings filters (``module=``) match the user's module.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from collections.abc import Hashable
+from types import FrameType
+from typing import Final
+
+from loom_otel.core.exceptions import LoomOtelWarning
+
+__all__ = ["INTERNAL_PACKAGES", "forget_once", "warn"]
+
+INTERNAL_PACKAGES: Final = (
+    "loom_otel",
+    "opentelemetry",
+    "wrapt",
+    "anthropic",
+    "openai",
+    "google.genai",
+    "httpx",
+    "httpcore",
+    "contextlib",
+)
+"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs, and
+``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal)."""
+
+
+_once: set[Hashable] = set()
+_once_lock = threading.Lock()
+
+
+def warn(message: str, category: type[Warning] = LoomOtelWarning, *, once: Hashable | None = None) -> None:
+    """Issue ``message`` as ``category`` at the first frame outside ``INTERNAL_PACKAGES`` (the
+    outermost frame when every frame is internal, as at interpreter start-up). With ``once``, only
+    the first warning with that key in the process is issued, whatever the warnings filters say."""
+    if once is not None:
+        with _once_lock:
+            if once in _once:
+                return
+            _once.add(once)
+    warnings.warn(message, category, stacklevel=_user_stacklevel(sys._getframe(1)))
+
+
+def forget_once() -> None:
+    """Forget which ``once`` warnings were issued (tests)."""
+    with _once_lock:
+        _once.clear()
+
+
+def _user_stacklevel(caller: FrameType) -> int:
+    # ``warnings`` counts ``caller`` (warn's caller) as level 2 and, above level 1, skips the frames
+    # of the import machinery without counting them: count the same way.
+    level, frame = 2, caller
+    while _is_internal(frame) and frame.f_back is not None:
+        frame = frame.f_back
+        if not _is_import_machinery(frame):
+            level += 1
+    return level
+
+
+def _is_internal(frame: FrameType) -> bool:
+    if _is_import_machinery(frame):
+        return True
+    name = frame.f_globals.get("__name__")
+    if not isinstance(name, str):
+        return False
+    return any(name == package or name.startswith(package + ".") for package in INTERNAL_PACKAGES)
+
+
+def _is_import_machinery(frame: FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return "importlib" in filename and "_bootstrap" in filename

@@ -1,0 +1,45 @@
+"""Every loom-otel warning is attributed to the user's line, not to loom-otel, OpenTelemetry, wrapt
+or the SDK in between (``_warnings.warn``)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, Runtime, _journal
+from loom_otel.exporters.chain import ChainedSpanExporter
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.testing import instrumented
+from loom_otel.testing.simulator import Simulator
+
+from .newcomer_app import REQUEST
+
+
+def test_a_bad_environment_value_warns_at_the_callers_line() -> None:
+    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_REASONING") as caught:
+        Runtime.resolve(environ={"LOOM_OTEL_REASONING": "maybe"})
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_instrument_and_model_call_warnings_point_at_this_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_journal, "_warned_unsigned", False)  # once per process: make this the first time
+    client = Simulator(reasoning_text="kept nowhere").anthropic_client()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with instrumented(AnthropicInstrumentor(), config=ReasoningConfig(journal=tmp_path / "journal")):
+            client.messages.create(**REQUEST)  # the first capture opens the journal: "unsigned" warning
+    messages = {str(w.message).split(" ")[0]: w for w in caught if issubclass(w.category, LoomOtelWarning)}
+    assert set(messages) == {"anthropic", "LOOM_OTEL_CHECKPOINT_KEY"}  # the boot warning, the unsigned one
+    assert {w.filename for w in messages.values()} == {__file__}
+
+
+def test_the_chained_exporters_warning_points_at_its_construction(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", "carrier-pigeon")
+    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_CHAIN_INNER") as caught:
+        exporter = ChainedSpanExporter(journal=tmp_path / "journal")
+    exporter.shutdown()
+    assert [w.filename for w in caught if "LOOM_OTEL_CHAIN_INNER" in str(w.message)] == [__file__]
