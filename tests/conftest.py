@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, _journal
-from loom_otel.core._bindings import forget_bindings
-from loom_otel.core._call import ModelCall
+from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig
+from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._config import reset_runtime
+from loom_otel.core._continuation._bindings import forget_bindings
+from loom_otel.core._journal import _writer as _journal
 from loom_otel.testing import Telemetry
 
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loom_otel.core._store import DigestKeyStore, ReasoningStore
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
 
 __all__ = ["ErasureResult", "erase_execution"]
 

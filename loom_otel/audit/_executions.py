@@ -15,7 +15,7 @@ from typing import Final
 
 from loom_otel.audit._read import PartResolver, PartStatus, group_steps, recorded_status
 from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
-from loom_otel.core._store import ReasoningStore
+from loom_otel.core._store._protocol import ReasoningStore
 
 __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from loom_otel.audit._records import CaptureRecord, parse_collector_line, parse_journal_line
-from loom_otel.core._journal_reader import all_segments
+from loom_otel.core._journal._reader import all_segments
 
 __all__ = ["CaptureIndex", "StaleIndexError", "index_path_for"]
 

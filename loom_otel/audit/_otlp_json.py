@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from loom_otel.core._records import record_from_event
+from loom_otel.core._journal._records import record_from_event
 
 __all__ = ["records_in_request"]
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.core._canonical import text_of
+from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import ReasoningKind
-from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches, scope_of
-from loom_otel.core._untrusted import Untrusted
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, digest_matches, scope_of
 
 __all__ = [
     "AttemptReading",

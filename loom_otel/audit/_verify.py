@@ -46,7 +46,7 @@ from typing import Any, Final, Literal
 from loom_otel.audit._otlp_json import records_in_request
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash, sha256_hex
-from loom_otel.core._checkpoint import (
+from loom_otel.core._journal._checkpoint import (
     CHECKPOINT_HEAD,
     CHECKPOINT_KEY,
     CHECKPOINT_SIGNATURE,
@@ -54,7 +54,7 @@ from loom_otel.core._checkpoint import (
     checkpoint_payload,
     verify_signature,
 )
-from loom_otel.core._journal_reader import list_origins, read_lines, segments
+from loom_otel.core._journal._reader import list_origins, read_lines, segments
 
 __all__ = ["CrossCheck", "OriginReport", "VerifyReport", "verify"]
 

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from loom_otel.audit import read_reasoning, verify
     from loom_otel.cli._demo_agents import anthropic_loop, edited_history, gemini_loop
     from loom_otel.core import FileReasoningStore, ReasoningConfig, execution
-    from loom_otel.core._checkpoint import generate_key, load_public_key
+    from loom_otel.core._journal._checkpoint import generate_key, load_public_key
     from loom_otel.exporters.chain import ChainedSpanExporter
     from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
     from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor

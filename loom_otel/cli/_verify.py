@@ -20,7 +20,7 @@ from typing import TextIO
 
 from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
 from loom_otel.cli._terminal import clean
-from loom_otel.core._checkpoint import load_public_key
+from loom_otel.core._journal._checkpoint import load_public_key
 
 __all__ = ["register", "run"]
 

@@ -8,23 +8,23 @@ from __future__ import annotations
 
 from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
-from loom_otel.core._file_store import FileReasoningStore
-from loom_otel.core._live import ReasoningDelta, TextDelta
-from loom_otel.core._live_hub import LiveReasoningHub
+from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store import (
+from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._store._protocol import (
     Envelope,
     MemoryReasoningStore,
     ReasoningStore,
     store_from_uri,
 )
-from loom_otel.core._untrusted import Untrusted
 from loom_otel.core.exceptions import (
     LoomOtelError,
     LoomOtelWarning,
     ReasoningCaptureError,
     ReasoningConfigError,
 )
+from loom_otel.live._channel import ReasoningDelta, TextDelta
+from loom_otel.live._hub import LiveReasoningHub
 
 __all__ = [
     "Envelope",

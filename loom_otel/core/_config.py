@@ -13,10 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._fork import renew_module_after_fork
-from loom_otel.core._journal import BestEffortJournal, Durability, Journal, best_effort, open_journal, warn_unwritable
-from loom_otel.core._store import DigestKeyStore, ReasoningStore, store_from_uri
+from loom_otel.core._journal._writer import (
+    BestEffortJournal,
+    Durability,
+    Journal,
+    best_effort,
+    open_journal,
+    warn_unwritable,
+)
+from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, store_from_uri
 from loom_otel.core._warnings import forget_once, warn
 from loom_otel.core.exceptions import ReasoningConfigError
 

@@ -6,7 +6,7 @@ import functools
 from urllib.parse import urlsplit
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._journal import AttributeValue
+from loom_otel.core._journal._writer import AttributeValue
 
 __all__ = ["model_name", "server_attributes"]
 

@@ -14,7 +14,8 @@ and in all (``LiveSubscriberLimitError``).
 
 from __future__ import annotations
 
-from loom_otel.core._live import (
+from loom_otel.core.exceptions import LiveSubscriberLimitError
+from loom_otel.live._channel import (
     CallEnded,
     CallStarted,
     DeltaGuard,
@@ -28,9 +29,8 @@ from loom_otel.core._live import (
     flush_live,
     register_sink,
 )
-from loom_otel.core._live_feed import Done, FeedEvent, Partial, Reset, Subscription, Viewer, admits
-from loom_otel.core._live_hub import LiveReasoningHub
-from loom_otel.core.exceptions import LiveSubscriberLimitError
+from loom_otel.live._feed import Done, FeedEvent, Partial, Reset, Subscription, Viewer, admits
+from loom_otel.live._hub import LiveReasoningHub
 
 __all__ = [
     "CallEnded",

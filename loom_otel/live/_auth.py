@@ -14,9 +14,9 @@ from starlette.requests import HTTPConnection
 from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import logger
 from loom_otel.core._config import _env_bool
-from loom_otel.core._live_feed import Viewer
 from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
+from loom_otel.live._feed import Viewer
 
 __all__ = [
     "MIN_TOKEN_LENGTH",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from loom_otel.core._live import LiveCall, ReasoningDelta, TextDelta
-from loom_otel.core._live_feed import Done, Partial, Reset
+from loom_otel.live._channel import LiveCall, ReasoningDelta, TextDelta
+from loom_otel.live._feed import Done, Partial, Reset
 
 __all__ = ["KEEPALIVE", "delta_body", "done_body", "frame", "partial_body", "reset_body"]
 

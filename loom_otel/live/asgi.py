@@ -49,10 +49,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from loom_otel.audit._records import ReasoningSource
-from loom_otel.core._live import ReasoningDelta, TextDelta
-from loom_otel.core._live_feed import Done, FeedEvent, Partial, Subscription, Viewer
-from loom_otel.core._live_hub import LiveReasoningHub
-from loom_otel.core._store import ReasoningStore
+from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core.exceptions import LiveSubscriberLimitError
 from loom_otel.live._auth import (
     Authenticator,
@@ -61,6 +58,9 @@ from loom_otel.live._auth import (
     header_authenticator,
     resolve_authenticator,
 )
+from loom_otel.live._channel import ReasoningDelta, TextDelta
+from loom_otel.live._feed import Done, FeedEvent, Partial, Subscription, Viewer
+from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.live._record import read_calls
 from loom_otel.live._sse import KEEPALIVE, delta_body, done_body, frame, partial_body, reset_body
 

@@ -8,8 +8,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
-from loom_otel.core._capture import Capture, capture
-from loom_otel.core._journal import Journal
+from loom_otel.core._calls._capture import Capture, capture
+from loom_otel.core._journal._writer import Journal
 
 CANARY = "CANARY-reasoning-text-7f3a"
 

@@ -11,8 +11,8 @@ import pytest
 from loom_otel.audit import verify
 from loom_otel.cli.__main__ import main
 from loom_otel.core._canonical import canonical_json, chain_hash
-from loom_otel.core._checkpoint import CHECKPOINT_SIGNATURE, generate_key, load_public_key
-from loom_otel.core._journal import Journal, record_body
+from loom_otel.core._journal._checkpoint import CHECKPOINT_SIGNATURE, generate_key, load_public_key
+from loom_otel.core._journal._writer import Journal, record_body
 
 from .conftest import journal_lines
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
-from loom_otel.core._bindings import forget_bindings
+from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from loom_otel.core import _bindings
-from loom_otel.core._bindings import Bindings, BlockRecord
+from loom_otel.core._continuation import _bindings as _bindings
+from loom_otel.core._continuation._bindings import Bindings, BlockRecord
 
 
 def _record(n: int) -> tuple[bytes, BlockRecord]:

@@ -118,11 +118,11 @@ def test_each_resolution_reads_the_environment_and_shares_the_store_of_a_url(mon
 
 
 def test_without_a_store_an_unwritable_journal_warns_once_and_never_raises(tmp_path, monkeypatch):
-    from loom_otel.core import _journal
+    from loom_otel.core._journal import _writer as _journal
 
     monkeypatch.setattr(_journal, "_warned_unsigned", True)
     from loom_otel.core._canonical import chain_hash
-    from loom_otel.core._journal import record_body
+    from loom_otel.core._journal._writer import record_body
 
     blocker = tmp_path / "journal"
     blocker.write_text("")  # a file where the journal's directory should be

@@ -20,14 +20,17 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore, _bindings, _context, _journal, _live
-from loom_otel.core._bindings import Bindings, BlockRecord
-from loom_otel.core._journal import Journal
-from loom_otel.core._live import CallStarted, LiveCall
-from loom_otel.core._live_handoff import Handoff
-from loom_otel.core._live_hub import LiveReasoningHub
+from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore, _context
+from loom_otel.core._continuation import _bindings
+from loom_otel.core._continuation._bindings import Bindings, BlockRecord
+from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._spans import RecordSpans
+from loom_otel.live import _channel as _live
+from loom_otel.live._channel import CallStarted, LiveCall
+from loom_otel.live._handoff import Handoff
+from loom_otel.live._hub import LiveReasoningHub
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 

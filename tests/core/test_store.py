@@ -9,7 +9,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind
-from loom_otel.core._capture import capture
+from loom_otel.core._calls._capture import capture
 from loom_otel.core._config import Runtime
 
 
@@ -136,7 +136,7 @@ def test_blob_address_is_the_canonical_formula():
     import hashlib
 
     from loom_otel.core._canonical import canonical_json
-    from loom_otel.core._store import scope_of
+    from loom_otel.core._store._protocol import scope_of
 
     envelope = Envelope.seal('quote " and \\ text', execution_id='exec "1"', tenant="t\n")
     scope = scope_of("t\n", 'exec "1"')
@@ -154,7 +154,7 @@ def test_a_pack_erased_under_its_writer_gets_the_blob_again(tmp_path):
 
 
 def test_the_blob_index_is_bounded_and_rebuilt_from_disk(tmp_path, monkeypatch):
-    from loom_otel.core import _file_store
+    from loom_otel.core._store import _file as _file_store
 
     monkeypatch.setattr(_file_store, "_KNOWN_SCOPES", 4)
     store = FileReasoningStore(tmp_path / "s")

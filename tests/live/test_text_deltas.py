@@ -295,7 +295,7 @@ def test_text_deltas_reach_only_the_sinks_and_the_sse_stream(hub, journal_dir, t
 
 
 def test_catch_up_is_reasoning_only(hub):
-    from loom_otel.core._live import CallStarted, LiveCall
+    from loom_otel.live._channel import CallStarted, LiveCall
 
     call = LiveCall(1, "e-1", "s", "anthropic", principal="alice")
     hub.observe(CallStarted(call))

@@ -19,12 +19,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.core import _context, execution, step
-from loom_otel.core._capture import Capture, capture
+from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._config import ReasoningConfig, Runtime
-from loom_otel.core._file_store import FileReasoningStore
-from loom_otel.core._fsspec_store import FsspecReasoningStore
 from loom_otel.core._model import Reasoning, ReasoningKind
-from loom_otel.core._store import MemoryReasoningStore, ReasoningStore
+from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._store._fsspec import FsspecReasoningStore
+from loom_otel.core._store._protocol import MemoryReasoningStore, ReasoningStore
 from tests.s3 import seaweed_server
 
 STORE_KINDS = ["file", "memory", pytest.param("s3", marks=pytest.mark.slow)]

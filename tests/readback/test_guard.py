@@ -14,7 +14,7 @@ from google.genai import types as genai
 from openai.types.chat import ChatCompletionMessage
 
 from loom_otel.core import LoomOtelError, ReasoningConfigError, Untrusted
-from loom_otel.core._guard import (
+from loom_otel.core._guard._requests import (
     check_anthropic_request,
     check_gemini_request,
     check_openai_chat_request,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import ReasoningConfigError, Untrusted
-from loom_otel.core._guard import (
+from loom_otel.core._guard._requests import (
     check_anthropic_request,
     check_gemini_request,
     check_openai_chat_request,

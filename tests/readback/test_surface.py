@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import loom_otel.audit as audit
-from loom_otel.core import _guard
+from loom_otel.core._guard import _requests as _guard
 
 READBACK = {
     "AttemptReading",

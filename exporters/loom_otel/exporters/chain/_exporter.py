@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import chain_hash
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._journal import Journal, local_journals, local_origins, record_body
-from loom_otel.core._journal_reader import list_origins, origin_is_live
+from loom_otel.core._journal._reader import list_origins, origin_is_live
+from loom_otel.core._journal._records import record_from_event
+from loom_otel.core._journal._writer import Journal, local_journals, local_origins, record_body
 from loom_otel.core._limits import warn_if_truncating
-from loom_otel.core._records import record_from_event
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
 from loom_otel.exporters.chain._outbox import Outbox

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core._journal_reader import MAX_LINE_BYTES, Position, read_lines
+from loom_otel.core._journal._reader import MAX_LINE_BYTES, Position, read_lines
 
 __all__ = ["Outbox"]
 

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._records import RECORD_SPAN, event_for_record
+from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
 
 __all__ = ["RecordSpans"]
 

@@ -1,4 +1,4 @@
-"""The Anthropic Messages API as the call skeleton's vendor (``loom_otel.core._adapter.VendorAdapter``)."""
+"""The Anthropic Messages API as the call skeleton's vendor (``loom_otel.core._calls._adapter.VendorAdapter``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core._call import ModelCall, RequestInfo
+from loom_otel.core._calls._model_call import ModelCall, RequestInfo
+from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._config import Runtime
-from loom_otel.core._guard import check_anthropic_request
-from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._guard._requests import check_anthropic_request
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
 from loom_otel.instrumentation.anthropic._extractors import (
     MessageStreamAccumulator,

@@ -15,12 +15,12 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core._adapter import Outgoing
-from loom_otel.core._call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
-from loom_otel.core._guard import check_anthropic_batch_request
+from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
+from loom_otel.core._calls._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
+from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._guard._requests import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
-from loom_otel.core._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
-from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
 from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
 

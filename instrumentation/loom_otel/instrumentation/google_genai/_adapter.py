@@ -1,4 +1,4 @@
-"""Google GenAI ``generate_content`` as the call skeleton's vendor (``loom_otel.core._adapter``).
+"""Google GenAI ``generate_content`` as the call skeleton's vendor (``loom_otel.core._calls._adapter``).
 
 A public call may send several HTTP requests (automatic function calling, automatic continuation):
 its ``CallHops`` (the call's ``Outgoing``) accumulates every request's response and carries the
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._call import ModelCall, RequestInfo
+from loom_otel.core._calls._model_call import ModelCall, RequestInfo
+from loom_otel.core._calls._streams import StreamAccumulator
 from loom_otel.core._config import Runtime
-from loom_otel.core._guard import check_gemini_request
-from loom_otel.core._streams import StreamAccumulator
+from loom_otel.core._guard._requests import check_gemini_request
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
 

@@ -1,4 +1,4 @@
-"""Gemini ``generateContent`` <-> the continuation rule (``loom_otel.core._continuation``).
+"""Gemini ``generateContent`` <-> the continuation rule (``loom_otel.core._continuation._rule``).
 
 The rule is the core's; this module only maps request and response shapes onto its block model
 (``_transcript``) and back. Gemini specifics:
@@ -24,13 +24,13 @@ import base64
 from collections.abc import Sequence
 from typing import Any, Final
 
-from loom_otel.core._bindings import RoundBlock, bindings_for
-from loom_otel.core._call import ModelCall
+from loom_otel.core._calls._capture import Capture
+from loom_otel.core._calls._model_call import ModelCall
+from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._canonical import text_digest
-from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
-from loom_otel.core._continuation import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
-from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
+from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
+from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 

@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
-from loom_otel.core._call import RequestInfo, ResponseInfo
-from loom_otel.core._journal import AttributeValue
+from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
+from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._semconv import model_name, server_attributes
 from loom_otel.instrumentation.google_genai._transcript import config_value
 

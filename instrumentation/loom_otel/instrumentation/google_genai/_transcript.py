@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from loom_otel.core._canonical import text_bytes, text_of
-from loom_otel.core._continuation import Block, MessageView
+from loom_otel.core._continuation._rule import Block, MessageView
 
 __all__ = [
     "MODEL_HEAD",

@@ -1,5 +1,5 @@
 """OpenAI Chat Completions and Responses as the call skeleton's vendor
-(``loom_otel.core._adapter.VendorAdapter``): the API is told by the resource the method belongs to."""
+(``loom_otel.core._calls._adapter.VendorAdapter``): the API is told by the resource the method belongs to."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from loom_otel.core._call import ModelCall, RequestInfo
+from loom_otel.core._calls._model_call import ModelCall, RequestInfo
+from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._config import Runtime
-from loom_otel.core._guard import check_openai_chat_request, check_openai_responses_request
-from loom_otel.core._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._guard._requests import check_openai_chat_request, check_openai_responses_request
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
 

@@ -23,17 +23,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._bindings import BlockRecord, bindings_for
-from loom_otel.core._call import ModelCall, ResponseInfo
+from loom_otel.core._calls._capture import Capture
+from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
+from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._canonical import canonical_json
-from loom_otel.core._capture import Capture
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution
-from loom_otel.core._continuation import UNRESOLVABLE, record_digest
+from loom_otel.core._continuation._bindings import BlockRecord, bindings_for
+from loom_otel.core._continuation._rehydrate import resolve_text
+from loom_otel.core._continuation._rule import UNRESOLVABLE, record_digest
 from loom_otel.core._model import Reasoning, ReasoningPart
-from loom_otel.core._rehydrate import resolve_text
 from loom_otel.core._shapes import field as _get
-from loom_otel.core._streams import AccumulatorLayer, StreamAccumulator
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 

@@ -17,8 +17,8 @@ from typing import Any, Final, Protocol
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
-from loom_otel.core._call import RequestInfo, ResponseInfo
-from loom_otel.core._journal import AttributeValue
+from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
+from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._semconv import model_name, server_attributes
 
 __all__ = ["CHAT", "RESPONSES", "Api", "provider_of"]

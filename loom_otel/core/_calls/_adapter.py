@@ -1,4 +1,4 @@
-"""The contract a vendor package supplies to the call skeleton (``loom_otel.core._skeleton``).
+"""The contract a vendor package supplies to the call skeleton (``loom_otel.core._calls._skeleton``).
 
 A vendor maps its SDK's shapes; the skeleton runs the one sequence every wrapped method goes through.
 The contract, in the order the skeleton uses it:
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from loom_otel.core._call import ModelCall, RequestInfo
+    from loom_otel.core._calls._model_call import ModelCall, RequestInfo
     from loom_otel.core._config import Runtime
 
 __all__ = ["Outgoing", "VendorAdapter"]

@@ -17,16 +17,16 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
-from loom_otel.core._capture import Capture, capture
+from loom_otel.core._calls._capture import Capture, capture
+from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
-from loom_otel.core._identity import CallIdentity, decide
-from loom_otel.core._journal import AttributeValue
-from loom_otel.core._live import LiveChannel
+from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning
+from loom_otel.live._channel import LiveChannel
 
 if TYPE_CHECKING:
-    from loom_otel.core._adapter import Outgoing, VendorAdapter
+    from loom_otel.core._calls._adapter import Outgoing, VendorAdapter
 
 __all__ = [
     "ModelCall",
@@ -253,7 +253,7 @@ class ModelCall:
         context.attach(trace.set_span_in_context(self.span))
         _CURRENT.set(self)
 
-    # -- identity: DESIGN "Execution identity", decided once (``loom_otel.core._identity``) ----------
+    # -- identity: DESIGN "Execution identity", decided once (``loom_otel.core._calls._identity``) ----------
 
     def request_scope(self) -> ExecutionScope | None:
         """The execution a request of this call may read reasoning back from, if already known (an

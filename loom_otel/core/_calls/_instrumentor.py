@@ -15,8 +15,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from loom_otel.core._adapter import VendorAdapter
-from loom_otel.core._call import ReasoningHandler
+from loom_otel.core._calls._adapter import VendorAdapter
+from loom_otel.core._calls._model_call import ReasoningHandler
 from loom_otel.core._config import runtime_for
 from loom_otel.core._limits import warn_if_truncating
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from loom_otel.core._adapter import Outgoing
-from loom_otel.core._call import ModelCall, ReasoningHandler, peer_outside, without_peers
+from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, peer_outside, without_peers
 
 __all__ = ["Wrapper", "active", "async_method", "prepare", "sent", "start", "sync_method"]
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
-from loom_otel.core._identity import CallIdentity, decide
-from loom_otel.core._journal import AttributeValue
+from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store import DigestKeyStore, Envelope
+from loom_otel.core._store._protocol import DigestKeyStore, Envelope
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "capture"]

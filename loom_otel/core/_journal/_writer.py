@@ -49,10 +49,10 @@ from typing import Final, Literal
 from loom_otel.core import _attributes as attr
 from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
-from loom_otel.core._checkpoint import Signer, checkpoint_attributes
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._journal_reader import list_origins, read_lines
-from loom_otel.core._records import RECORD_VERSION, AttributeValue
+from loom_otel.core._journal._checkpoint import Signer, checkpoint_attributes
+from loom_otel.core._journal._reader import list_origins, read_lines
+from loom_otel.core._journal._records import RECORD_VERSION, AttributeValue
 from loom_otel.core._warnings import warn
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any, Protocol
 import wrapt
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._call import ModelCall, ResponseInfo
 from loom_otel.core._callbacks import logger
+from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
 from loom_otel.core._model import Reasoning
 
 __all__ = ["AccumulatorLayer", "AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncStreamProxy"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store import (
+from loom_otel.core._store._protocol import (
     _MAGIC,
     _REF,
     DIGEST_KEY_BYTES,

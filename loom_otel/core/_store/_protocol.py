@@ -229,7 +229,7 @@ def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
     if uri in ("memory:", "memory://"):
         return MemoryReasoningStore()
     parsed = urlparse(uri)
-    from loom_otel.core._file_store import FileReasoningStore
+    from loom_otel.core._store._file import FileReasoningStore
 
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
@@ -238,7 +238,7 @@ def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
     if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
         return FileReasoningStore(uri, fsync=fsync)
     try:
-        from loom_otel.core._fsspec_store import FsspecReasoningStore
+        from loom_otel.core._store._fsspec import FsspecReasoningStore
     except ImportError as exc:
         raise ReasoningConfigError(
             f"reasoning store {uri!r} needs fsspec (pip install 'loom-otel[s3]'): {exc}"

@@ -31,8 +31,9 @@ from collections import OrderedDict, deque
 from typing import Final
 
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._live import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
-from loom_otel.core._live_feed import (
+from loom_otel.core.exceptions import LiveSubscriberLimitError, ReasoningConfigError
+from loom_otel.live._channel import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
+from loom_otel.live._feed import (
     SUBSCRIBER_CAPACITY,
     Done,
     FeedEvent,
@@ -42,7 +43,6 @@ from loom_otel.core._live_feed import (
     Viewer,
     admits,
 )
-from loom_otel.core.exceptions import LiveSubscriberLimitError, ReasoningConfigError
 
 __all__ = ["LiveReasoningHub"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._live import LiveCall, ReasoningDelta, TextDelta
+from loom_otel.live._channel import LiveCall, ReasoningDelta, TextDelta
 
 __all__ = ["Done", "FeedEvent", "Partial", "Reset", "Subscription", "Viewer", "admits"]
 

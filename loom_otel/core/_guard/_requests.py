@@ -45,9 +45,9 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from loom_otel.core._guard._untrusted import FENCE_OPEN, Untrusted
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
-from loom_otel.core._untrusted import FENCE_OPEN, Untrusted
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from loom_otel.core._canonical import text_of
 from loom_otel.core._context import ExecutionScope
-from loom_otel.core._store import DigestKeyStore, ReasoningStore, digest_matches
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, digest_matches
 from loom_otel.core.exceptions import ReasoningContinuationError
 
 __all__ = ["resolve_text"]

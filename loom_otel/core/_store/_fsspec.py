@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from loom_otel.core._store import (
+from loom_otel.core._store._protocol import (
     _MAGIC,
     _REF,
     DIGEST_KEY_BYTES,

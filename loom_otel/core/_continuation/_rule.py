@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._canonical import text_bytes, text_digest
 from loom_otel.core._context import ExecutionScope
-from loom_otel.core._journal import AttributeValue
+from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
+from loom_otel.core._continuation._rehydrate import resolve_text
+from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import ReasoningPart
-from loom_otel.core._rehydrate import resolve_text
-from loom_otel.core._store import DigestKeyStore, ReasoningStore, keyed_digest
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
 
 if TYPE_CHECKING:
-    from loom_otel.core._call import ModelCall
+    from loom_otel.core._calls._model_call import ModelCall
 
 __all__ = [
     "Block",

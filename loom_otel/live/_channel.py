@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._live_handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
-from loom_otel.core._untrusted import Untrusted
+from loom_otel.core._guard._untrusted import Untrusted
+from loom_otel.live._handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
 
 if TYPE_CHECKING:
-    from loom_otel.core._call import ModelCall
-    from loom_otel.core._capture import Capture
+    from loom_otel.core._calls._capture import Capture
+    from loom_otel.core._calls._model_call import ModelCall
     from loom_otel.core._config import Runtime
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""The request guard: reasoning read back for audit never becomes an instruction."""

@@ -1,0 +1,1 @@
+"""The audit journal: the hash-chained writer, its one reader, checkpoints, record parsing."""
