@@ -6,20 +6,25 @@ Vendor packages describe a request (``RequestInfo``) and a response (``ResponseI
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context, trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import current_execution
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._live import LiveChannel
+from loom_otel.core._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._model import Reasoning
+from loom_otel.core._semconv import SCHEMA_URL
 
 __all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo"]
 
@@ -55,11 +60,19 @@ class ResponseInfo:
 
 
 class ReasoningHandler:
-    """Shared by every wrapper of one instrumentor: the tracer and the process runtime."""
+    """Shared by every wrapper of one instrumentor: the tracer, the GenAI metrics and the process runtime."""
 
-    def __init__(self, tracer_provider: TracerProvider | None, runtime: Runtime, name: str, version: str) -> None:
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None,
+        runtime: Runtime,
+        name: str,
+        version: str,
+        meter_provider: MeterProvider | None = None,
+    ) -> None:
         self.runtime = runtime
-        self.tracer = trace.get_tracer(name, version, tracer_provider)
+        self.tracer = trace.get_tracer(name, version, tracer_provider, schema_url=SCHEMA_URL)
+        self.metrics = GenAiMetrics(meter_provider, name, version)
         self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
         self.continuation: Any = None
         """The vendor's continuation adapter (set by the instrumentor; ``None``: requests pass unchanged)."""
@@ -95,17 +108,34 @@ class _Current:
 class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
-    __slots__ = ("_ended", "after_capture", "handler", "live", "request", "span")
+    __slots__ = (
+        "_chunked",
+        "_ended",
+        "_metric_attributes",
+        "_started",
+        "after_capture",
+        "handler",
+        "live",
+        "request",
+        "span",
+    )
 
     def __init__(self, handler: ReasoningHandler, request: RequestInfo) -> None:
         self.handler = handler
         self.request = request
+        attributes = request.span_attributes()
+        self._started = time.perf_counter()
         self.span: Span = handler.tracer.start_span(
             f"{request.operation} {request.model}",
             kind=SpanKind.CLIENT,
-            attributes=request.span_attributes(),
+            attributes=attributes,
         )
+        self._metric_attributes = metric_attributes(attributes)
+        self._chunked = False
         self._ended = False
+        scope = current_execution()
+        if scope is not None:
+            self.set_execution(scope.execution_id)
         self.live: object = None
         """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
         self.after_capture: Callable[[Capture | None], None] | None = None
@@ -121,6 +151,37 @@ class ModelCall:
 
     def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None:
         self.span.add_event(name, dict(attributes))
+
+    def set_execution(self, execution_id: str, *, conversation: bool = True) -> None:
+        """The call's execution, once known: ``loom.execution.id`` on the span (filterable, unlike the
+        event's), and ``gen_ai.conversation.id`` unless an instrumentation or the app already set one.
+        ``conversation=False`` for an execution derived from the trace id: the conventions say a trace
+        id SHOULD NOT stand in for a conversation."""
+        span = self.span
+        span.set_attribute(attr.EXECUTION_ID, execution_id)
+        existing = getattr(span, "attributes", None)
+        if conversation and not (isinstance(existing, Mapping) and attr.GEN_AI_CONVERSATION_ID in existing):
+            span.set_attribute(attr.GEN_AI_CONVERSATION_ID, execution_id)
+
+    def first_chunk(self) -> None:
+        """The stream proxy received its first chunk: time to first chunk (streamed calls only, once)."""
+        if self._chunked or self._ended or not self.request.stream:
+            return
+        self._chunked = True
+        seconds = time.perf_counter() - self._started
+        shielded(
+            "recording time to first chunk", self.handler.metrics.first_chunk.record, seconds, self._metric_attributes
+        )
+
+    def _record_end(self, response_model: str | None, usage: Mapping[str, AttributeValue], error: str | None) -> None:
+        """The duration and token usage metrics of the call that just ended (never raises)."""
+        attributes = dict(self._metric_attributes)
+        if response_model:
+            attributes[attr.GEN_AI_RESPONSE_MODEL] = response_model
+        if error is not None:
+            attributes[attr.ERROR_TYPE] = error
+        seconds = time.perf_counter() - self._started
+        shielded("recording GenAI metrics", self.handler.metrics.record_end, attributes, seconds, usage)
 
     def complete(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
         """Record the response and capture its reasoning; raises ``ReasoningCaptureError`` (fail-closed)."""
@@ -141,13 +202,17 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
             )
+            if result is not None and current_execution() is None:
+                self.set_execution(result.identity.execution_id, conversation=False)
         except BaseException as exc:
             span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
             span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
             span.end()
+            self._record_end(response.model, response.attributes, type(exc).__qualname__)
             self._live_end("failed", None)
             raise
         span.end()
+        self._record_end(response.model, response.attributes, None)
         if self.after_capture is not None:
             shielded("recording reasoning bindings", self.after_capture, result)
         self._live_end("completed", result)
@@ -161,6 +226,7 @@ class ModelCall:
         self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
         self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
         self.span.end()
+        self._record_end(None, {}, type(exc).__qualname__)
         self._live_end("failed", None)
 
     def abandon(self, reason: str) -> None:
@@ -170,6 +236,7 @@ class ModelCall:
         self._ended = True
         self.span.set_attribute("loom.stream.outcome", reason)
         self.span.end()
+        self._record_end(None, {}, reason)
         self._live_end(reason, None)
 
     def _live_end(self, outcome: str, result: Capture | None) -> None:

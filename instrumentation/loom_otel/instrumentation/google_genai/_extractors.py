@@ -21,7 +21,7 @@ from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
-from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
@@ -33,6 +33,33 @@ _USAGE: Final = (
     (attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, "thoughts_token_count"),
     (attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cached_content_token_count"),
 )
+"""Usage fields as Gemini names them; the output count the conventions want adds the thoughts to the
+candidates (``prompt_token_count`` already includes the cached content)."""
+_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_output_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+    attr.GEN_AI_REQUEST_TOP_K: "top_k",
+    attr.GEN_AI_REQUEST_STOP_SEQUENCES: "stop_sequences",
+    attr.GEN_AI_REQUEST_SEED: "seed",
+    attr.GEN_AI_REQUEST_FREQUENCY_PENALTY: "frequency_penalty",
+    attr.GEN_AI_REQUEST_PRESENCE_PENALTY: "presence_penalty",
+    attr.GEN_AI_REQUEST_CHOICE_COUNT: "candidate_count",
+}
+_CONTENT_FILTER: Final = "content_filter"
+FINISH_REASONS: Final = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": _CONTENT_FILTER,
+    "RECITATION": _CONTENT_FILTER,
+    "BLOCKLIST": _CONTENT_FILTER,
+    "PROHIBITED_CONTENT": _CONTENT_FILTER,
+    "SPII": _CONTENT_FILTER,
+    "IMAGE_SAFETY": _CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+"""Gemini ``finishReason`` -> the conventions' finish reason; ``STOP`` after a function call is ``tool_call``."""
 
 
 def provider_of(instance: Any) -> str:
@@ -44,9 +71,12 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
     attributes: dict[str, AttributeValue] = {}
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     server_attributes(getattr(options, "base_url", None), attributes)
-    max_tokens = config_value(kwargs.get("config"), "max_output_tokens")
-    if isinstance(max_tokens, int):
-        attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    config = kwargs.get("config")
+    if config is not None:
+        request_parameters(lambda name: config_value(config, name), _PARAMETERS, attributes)
+        output_type = _output_type(config)
+        if output_type is not None:
+            attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     model = kwargs.get("model")
     return RequestInfo(
         provider=provider_of(instance),
@@ -55,6 +85,16 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         stream=stream,
         attributes=attributes,
     )
+
+
+def _output_type(config: Any) -> str | None:
+    """``json`` for a JSON response MIME type or schema, ``text`` for ``text/plain``."""
+    mime = config_value(config, "response_mime_type")
+    if mime == "application/json" or config_value(config, "response_schema") is not None:
+        return "json"
+    if config_value(config, "response_json_schema") is not None:
+        return "json"
+    return "text" if mime == "text/plain" else None
 
 
 def resumes(kwargs: Mapping[str, Any]) -> bool:
@@ -95,6 +135,8 @@ class ResponseAccumulator:
         self._response_id: str | None = None
         self._model: str | None = None
         self._finish_reasons: list[str] = []
+        self._tool_calls: set[int] = set()
+        """Candidates that produced a function call (their ``STOP`` is a ``tool_call``)."""
         self.hops = 0
         self.produced: list[Any] = []
         """Every part of candidate 0, every hop, in arrival order (what the continuation layer records)."""
@@ -106,6 +148,7 @@ class ResponseAccumulator:
         """A new HTTP request of this call. Usage is summed over requests, except that streamed chunks
         of a resumed generation already count the hops before it (the SDK merges them)."""
         self.hops += 1
+        self._tool_calls.clear()
         if self._usage is not None and not (resuming and self._request.stream):
             for _, name in _USAGE:
                 value = getattr(self._usage, name, None)
@@ -125,9 +168,12 @@ class ResponseAccumulator:
                 self._fold(number, parts, deltas)
                 if number == 0:
                     self.produced.extend(parts)
+            if parts and any(getattr(p, "function_call", None) is not None for p in parts):
+                self._tool_calls.add(number)
             if candidate.finish_reason is not None:
-                reason = candidate.finish_reason
-                finish.append(str(getattr(reason, "value", reason)))
+                reason = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+                (normal,) = finish_reasons([reason], FINISH_REASONS)
+                finish.append("tool_call" if normal == "stop" and number in self._tool_calls else normal)
         if finish:
             self._finish_reasons = finish
         usage = getattr(response, "usage_metadata", None)
@@ -189,4 +235,8 @@ class ResponseAccumulator:
             total = self._banked.get(name, 0) + (value if isinstance(value, int) else 0)
             if isinstance(value, int) or name in self._banked:
                 attributes[key] = total
+        thoughts = attributes.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
+        output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
+        if isinstance(thoughts, int):
+            attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
         return ResponseInfo(model=self._model, attributes=attributes)

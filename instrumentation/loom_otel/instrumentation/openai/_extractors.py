@@ -19,7 +19,7 @@ from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
 from loom_otel.core._journal import AttributeValue
-from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 
 __all__ = ["CHAT", "RESPONSES", "Api", "provider_of"]
 
@@ -27,6 +27,28 @@ _OPERATION: Final = "chat"
 _FIELDS: Final = ("reasoning_content", "reasoning")
 _SUMMARY_SEPARATOR: Final = "\n\n"
 _FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_CHAT_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_completion_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+    attr.GEN_AI_REQUEST_STOP_SEQUENCES: "stop",
+    attr.GEN_AI_REQUEST_SEED: "seed",
+    attr.GEN_AI_REQUEST_FREQUENCY_PENALTY: "frequency_penalty",
+    attr.GEN_AI_REQUEST_PRESENCE_PENALTY: "presence_penalty",
+    attr.GEN_AI_REQUEST_CHOICE_COUNT: "n",
+}
+_RESPONSES_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_output_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+}
+_ALIASES: Final = {"max_completion_tokens": "max_tokens"}
+"""A parameter's older name, read when the newer one is absent."""
+CHAT_FINISH_REASONS: Final = {"tool_calls": "tool_call", "function_call": "tool_call"}
+"""Chat Completions ``finish_reason`` -> the conventions' (``stop``, ``length``, ``content_filter`` are equal)."""
+RESPONSES_INCOMPLETE: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""Responses ``incomplete_details.reason`` -> the conventions' finish reason."""
+_JSON_FORMATS: Final = frozenset({"json_object", "json_schema"})
 
 
 class Accumulator(Protocol):
@@ -53,13 +75,27 @@ def provider_of(instance: Any) -> str:
     return "deepseek" if host and "deepseek" in str(host).lower() else "openai"
 
 
-def _request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool, max_keys: Sequence[str]) -> RequestInfo:
+def _output_type(fmt: object) -> str | None:
+    """``json`` / ``text`` from a ``response_format`` (Chat) or ``text.format`` (Responses)."""
+    kind = fmt.get("type") if isinstance(fmt, Mapping) else getattr(fmt, "type", None)
+    if kind in _JSON_FORMATS:
+        return "json"
+    return "text" if kind == "text" else None
+
+
+def _request_info(
+    instance: Any, kwargs: Mapping[str, Any], stream: bool, parameters: Mapping[str, str], fmt: object
+) -> RequestInfo:
     attributes: dict[str, AttributeValue] = {}
-    for key in max_keys:
-        value = kwargs.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = value
-            break
+
+    def value_of(name: str) -> object:
+        value = kwargs.get(name)
+        return kwargs.get(_ALIASES[name]) if value is None and name in _ALIASES else value
+
+    request_parameters(value_of, parameters, attributes)
+    output_type = _output_type(fmt)
+    if output_type is not None:
+        attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
     return RequestInfo(
@@ -99,7 +135,7 @@ def _reasoning_field(obj: Any) -> str | None:
 
 
 def chat_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
-    return _request_info(instance, kwargs, stream, ("max_completion_tokens", "max_tokens"))
+    return _request_info(instance, kwargs, stream, _CHAT_PARAMETERS, kwargs.get("response_format"))
 
 
 def chat_reasonings(completion: Any, request: RequestInfo) -> list[Reasoning]:
@@ -128,7 +164,7 @@ def chat_response_info(completion: Any) -> ResponseInfo:
     model = _head(completion, attributes)
     reasons = [str(c.finish_reason) for c in getattr(completion, "choices", None) or () if c.finish_reason]
     if reasons:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
     _chat_usage(getattr(completion, "usage", None), attributes)
     return ResponseInfo(model=model, attributes=attributes)
 
@@ -169,7 +205,8 @@ class ChatStreamAccumulator:
         attributes: dict[str, AttributeValue] = {}
         model = _head(self._last, attributes) if self._last is not None else None
         if self._finish:
-            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [r for _, r in sorted(self._finish.items())]
+            reasons = [r for _, r in sorted(self._finish.items())]
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
         _chat_usage(self._usage, attributes)
         return reasonings, ResponseInfo(model=model, attributes=attributes)
 
@@ -178,7 +215,10 @@ class ChatStreamAccumulator:
 
 
 def responses_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
-    return _request_info(instance, kwargs, stream, ("max_output_tokens",))
+    text = kwargs.get("text")
+    return _request_info(
+        instance, kwargs, stream, _RESPONSES_PARAMETERS, text.get("format") if isinstance(text, Mapping) else None
+    )
 
 
 def _item_reasoning(item: Any, provider: str) -> Reasoning:
@@ -200,12 +240,27 @@ def responses_reasonings(response: Any, request: RequestInfo) -> list[Reasoning]
     ]
 
 
+def _responses_finish_reason(response: Any) -> str | None:
+    """``completed`` is ``stop`` (``tool_call`` when the output calls a function), ``incomplete`` its
+    reason (``length``, ``content_filter``), ``failed`` / ``cancelled`` ``error``; in progress: none."""
+    status = getattr(response, "status", None)
+    if status == "completed":
+        calls = any(getattr(i, "type", None) == "function_call" for i in getattr(response, "output", None) or ())
+        return "tool_call" if calls else "stop"
+    if status == "incomplete":
+        reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+        return RESPONSES_INCOMPLETE.get(str(reason), str(reason or "incomplete"))
+    if status in ("failed", "cancelled"):
+        return "error"
+    return None
+
+
 def responses_response_info(response: Any) -> ResponseInfo:
     attributes: dict[str, AttributeValue] = {}
     model = _head(response, attributes)
-    status = getattr(response, "status", None)
-    if status:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [str(status)]
+    reason = _responses_finish_reason(response)
+    if reason is not None:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
     usage = getattr(response, "usage", None)
     if usage is not None:
         _set_int(attributes, attr.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "input_tokens", None))
