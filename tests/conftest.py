@@ -10,6 +10,7 @@ from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig
 from loom_otel.core._bindings import forget_bindings
 from loom_otel.core._call import ModelCall
 from loom_otel.core._config import reset_runtime
+from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 
 WIRE = Path(os.environ.get("LOOM_OTEL_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "vendor" / "wire"
@@ -24,9 +25,11 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.chdir(tmp_path)
     reset_runtime()
     forget_bindings()
+    forget_all()
     yield
     reset_runtime()
     forget_bindings()
+    forget_all()
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from loom_otel.core._journal import AttributeValue
 from loom_otel.core._live import LiveChannel
 from loom_otel.core._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._model import Reasoning
+from loom_otel.core._scrub import install_scrubber, remember
 from loom_otel.core._semconv import SCHEMA_URL
 
 __all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo"]
@@ -73,6 +74,7 @@ class ReasoningHandler:
         self.runtime = runtime
         self.tracer = trace.get_tracer(name, version, tracer_provider, schema_url=SCHEMA_URL)
         self.metrics = GenAiMetrics(meter_provider, name, version)
+        shielded("installing the reasoning scrubber", install_scrubber, tracer_provider)
         self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
         self.continuation: Any = None
         """The vendor's continuation adapter (set by the instrumentor; ``None``: requests pass unchanged)."""
@@ -202,8 +204,16 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
             )
-            if result is not None and current_execution() is None:
-                self.set_execution(result.identity.execution_id, conversation=False)
+            if result is not None:
+                shielded(
+                    "remembering captured reasoning for scrubbing",
+                    remember,
+                    reasonings,
+                    result.parts,
+                    span.get_span_context().trace_id,
+                )
+                if current_execution() is None:
+                    self.set_execution(result.identity.execution_id, conversation=False)
         except BaseException as exc:
             span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
             span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))

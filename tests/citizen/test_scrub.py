@@ -1,0 +1,194 @@
+"""Reasoning scrubbing of everyone's telemetry: other instrumentations run beside loom-otel, in both
+orders, against the simulator; every exported span, span event and log record is scanned for the
+canary text and the signatures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInferenceAnthropic
+from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetryAnthropic
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import ReadableSpan
+
+from loom_otel.core import ReasoningConfig
+from loom_otel.core._scrub import REMOVED, install_scrubber, scrub_value
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.testing import Telemetry, find_leaks
+from loom_otel.testing.simulator import Simulator
+
+CANARY = "CANARY-5be1-scrub: the user wants Paris weather, so I call the tool first."
+CLAUDE = "claude-sonnet-4-6"
+ORDERS = ("loom_first", "loom_last")
+
+
+def _request(messages: list[Any]) -> dict[str, Any]:
+    return {
+        "model": CLAUDE,
+        "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": messages,
+    }
+
+
+def _conversation(client: Any, stream: bool = False) -> list[str]:
+    """Two turns, the second sending the first turn's thinking back; returns every signature seen."""
+    messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    signatures: list[str] = []
+    for turn in range(2):
+        if stream:
+            with client.messages.stream(**_request(messages)) as s:
+                message = s.get_final_message()
+        else:
+            message = client.messages.create(**_request(messages))
+        signatures += [getattr(b, "signature", None) or getattr(b, "data", "") for b in message.content]
+        messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in message.content]})
+        tool = next((b for b in message.content if b.type == "tool_use"), None)
+        if tool is not None:
+            messages.append(
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "sunny"}]}
+            )
+        elif turn == 0:
+            messages.append({"role": "user", "content": "And tomorrow?"})
+    return [s for s in signatures if s]
+
+
+class _Other:
+    """Another instrumentation: instrument it on the providers, and undo it."""
+
+    def __init__(self, name: str, instrumentor: Any, **kwargs: Any) -> None:
+        self.name = name
+        self.instrumentor = instrumentor
+        self.kwargs = kwargs
+
+    def instrument(self, telemetry: Telemetry, logs: LoggerProvider) -> None:
+        self.instrumentor.instrument(tracer_provider=telemetry.provider, logger_provider=logs, **self.kwargs)
+
+    def uninstrument(self) -> None:
+        self.instrumentor.uninstrument()
+
+
+def _others() -> dict[str, Callable[[], _Other]]:
+    return {
+        "openinference": lambda: _Other("openinference", OpenInferenceAnthropic()),
+        "openllmetry": lambda: _Other("openllmetry", OpenLLMetryAnthropic()),
+        "openllmetry_events": lambda: _Other("openllmetry_events", OpenLLMetryAnthropic(use_attributes=False)),
+    }
+
+
+def _scan(spans: tuple[ReadableSpan, ...], logs: InMemoryLogRecordExporter, secrets: list[str]) -> list[str]:
+    records = [r.to_json() for r in logs.get_finished_logs()]
+    return find_leaks(secrets, spans=spans, texts=records)
+
+
+@pytest.fixture
+def logs() -> Iterator[tuple[LoggerProvider, InMemoryLogRecordExporter]]:
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    yield provider, exporter
+    provider.shutdown()
+
+
+def _run_beside(other: _Other, order: str, config: ReasoningConfig, logs: Any, stream: bool) -> Any:
+    provider, log_exporter = logs
+    telemetry = Telemetry.in_memory()
+    loom = AnthropicInstrumentor()
+    sim = Simulator(reasoning_text=CANARY)
+    steps = [lambda: loom.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True)]
+    steps.append(lambda: other.instrument(telemetry, provider))
+    if order == "loom_last":
+        steps.reverse()
+    for step in steps:
+        step()
+    install_scrubber(telemetry.provider, provider)  # the logs side: the instrumentor's logger_provider
+    try:
+        signatures = _conversation(sim.anthropic_client(), stream=stream)
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    return telemetry, log_exporter, signatures
+
+
+_INNER_EVENTS_GAP = pytest.mark.xfail(
+    strict=True,
+    reason="OpenLLMetry's events mode logs the thinking as a plain gen_ai.choice (no reasoning shape) and, "
+    "wrapped inside loom-otel, exports it before loom-otel sees the response: needs the wrappers to "
+    "report the parsed response to the scrubber before the inner wrapper returns (see the report)",
+)
+CASES = [
+    pytest.param(name, order, stream, marks=_INNER_EVENTS_GAP)
+    if (name, order, stream) == ("openllmetry_events", "loom_last", False)
+    else (name, order, stream)
+    for name in _others()
+    for order in ORDERS
+    for stream in (False, True)
+]
+
+
+@pytest.mark.parametrize(("name", "order", "stream"), CASES)
+def test_no_reasoning_in_other_instrumentations(name, order, stream, config, logs):
+    telemetry, log_exporter, signatures = _run_beside(_others()[name](), order, config, logs, stream)
+    theirs = [s for s in telemetry.spans if not s.instrumentation_scope.name.startswith("loom_otel")]
+    assert theirs, "the other instrumentation recorded nothing"
+    if name == "openllmetry_events":
+        assert log_exporter.get_finished_logs(), "the events mode emitted no log records"
+    assert len(signatures) >= 2
+    assert _scan(telemetry.spans, log_exporter, [CANARY, *signatures]) == []
+
+
+def test_the_other_instrumentation_still_shows_references_and_answers(config, logs):
+    """Outermost (instrumented after loom-otel): the reasoning part is loom-otel's reference and digest."""
+    telemetry, _, _ = _run_beside(_others()["openllmetry"](), "loom_first", config, logs, False)
+    span = next(s for s in telemetry.spans if s.instrumentation_scope.name.startswith("opentelemetry.instr"))
+    (message,) = json.loads(span.attributes["gen_ai.output.messages"])
+    reasoning = [p for p in message["parts"] if p["type"] == "reasoning"]
+    texts = [p for p in message["parts"] if p["type"] == "text"]
+    assert reasoning and all(p["content"].startswith("[loom-otel reasoning text ref=") for p in reasoning)
+    assert all("digest=" in p["content"] for p in reasoning)
+    assert texts and all(p["content"].startswith("Here is the answer") for p in texts)
+
+
+def test_anthropic_sdk_content_mode(config, monkeypatch):
+    """The anthropic SDK's own spans with ``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``."""
+    monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE", "content")
+    telemetry = Telemetry.in_memory()
+    loom = AnthropicInstrumentor()
+    loom.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True)
+    sim = Simulator(reasoning_text=CANARY)
+    client = sim.anthropic_client(
+        open_telemetry={"traces": {"enabled": True, "content_mode": "content"}, "tracer_provider": telemetry.provider}
+    )
+    try:
+        signatures = _conversation(client)
+    finally:
+        loom.uninstrument()
+    sdk_spans = [s for s in telemetry.spans if s.instrumentation_scope.name == "com.anthropic.sdk.python"]
+    assert len(sdk_spans) == 2 and "gen_ai.output.messages" in sdk_spans[0].attributes
+    assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
+
+
+def test_without_a_capture_reasoning_shapes_are_removed():
+    """Nothing remembered (another process, or the text ended up on a span before loom-otel captured it)."""
+    messages = json.dumps(
+        [
+            {
+                "role": "assistant",
+                "parts": [{"type": "reasoning", "content": CANARY}, {"type": "text", "content": "Hi"}],
+            },
+            {"role": "model", "parts": [{"text": CANARY, "thought": True}, {"text": "a", "thoughtSignature": "c2ln"}]},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": CANARY}], "encrypted_content": "gAAA"},
+            {"role": "assistant", "content": "x", "reasoning_content": CANARY},
+        ]
+    )
+    scrubbed = json.loads(scrub_value(messages))
+    assert (
+        CANARY not in json.dumps(scrubbed) and "c2ln" not in json.dumps(scrubbed) and "gAAA" not in json.dumps(scrubbed)
+    )
+    assert scrubbed[0]["parts"][0] == {"type": "reasoning", "content": REMOVED}
+    assert scrubbed[0]["parts"][1] == {"type": "text", "content": "Hi"}
+    assert scrubbed[1]["parts"][1]["text"] == "a"
