@@ -19,6 +19,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._capture import Capture, capture
 from loom_otel.core._config import Runtime
+from loom_otel.core._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._context import current_execution
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._live import LiveChannel
@@ -58,6 +59,8 @@ class ResponseInfo:
 
     model: str | None = None
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    output_messages: Sequence[Mapping[str, Any]] | None = None
+    """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
 
 
 class ReasoningHandler:
@@ -175,6 +178,19 @@ class ModelCall:
             "recording time to first chunk", self.handler.metrics.first_chunk.record, seconds, self._metric_attributes
         )
 
+    def _record_content(self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None) -> None:
+        """The answer as ``gen_ai.output.messages``, each reasoning part its reference (content capture on)."""
+        mode = self.request.hints.get("content_mode")
+        if not isinstance(mode, str) or response.output_messages is None:
+            return
+        reasoning = output_reasoning(result.parts if result is not None else (), len(reasonings))
+        content = output_content(response.output_messages, reasoning)
+        if on_span(mode):
+            self.span.set_attributes(content)
+        if in_event(mode):
+            request = self.request.hints.get("content")
+            self.span.add_event(CONTENT_EVENT, {**(request if isinstance(request, Mapping) else {}), **content})
+
     def _record_end(self, response_model: str | None, usage: Mapping[str, AttributeValue], error: str | None) -> None:
         """The duration and token usage metrics of the call that just ended (never raises)."""
         attributes = dict(self._metric_attributes)
@@ -204,6 +220,8 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
             )
+            if response.output_messages is not None:
+                shielded("recording message content", self._record_content, reasonings, response, result)
             if result is not None:
                 shielded(
                     "remembering captured reasoning for scrubbing",

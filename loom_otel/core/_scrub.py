@@ -46,6 +46,7 @@ __all__ = [
     "ReasoningLogScrubber",
     "ReasoningScrubber",
     "install_scrubber",
+    "reference_of",
     "remember",
     "scrub_value",
 ]
@@ -102,12 +103,12 @@ class _Registry:
         self._limit = limit
         self._traces_limit = traces
         self._lock = threading.Lock()
-        self._exact: OrderedDict[str, str] = OrderedDict()
+        self._exact: OrderedDict[str, tuple[str, ReasoningPart]] = OrderedDict()
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
 
-    def add(self, secret: str, replacement: str, trace_id: int) -> None:
+    def add(self, secret: str, replacement: str, part: ReasoningPart, trace_id: int) -> None:
         with self._lock:
-            self._exact[secret] = replacement
+            self._exact[secret] = (replacement, part)
             self._exact.move_to_end(secret)
             while len(self._exact) > self._limit:
                 self._exact.popitem(last=False)
@@ -121,6 +122,10 @@ class _Registry:
             needles.add(secret, replacement)
 
     def get(self, value: str) -> str | None:
+        found = self._exact.get(value)
+        return found[0] if found is not None else None
+
+    def reference(self, value: str) -> tuple[str, ReasoningPart] | None:
         return self._exact.get(value)
 
     def needles(self, trace_id: int | None, length: int) -> Sequence[tuple[str, str]]:
@@ -165,10 +170,15 @@ def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], tr
     reference that replaces it."""
     for reasoning, part in zip(reasonings, parts, strict=False):
         if reasoning.text:
-            _registry.add(reasoning.text, _marker(part, "text"), trace_id)
+            _registry.add(reasoning.text, _marker(part, "text"), part, trace_id)
         if reasoning.signature:
             for form in _signature_forms(reasoning.signature):
-                _registry.add(form, _marker(part, "signature"), trace_id)
+                _registry.add(form, _marker(part, "signature"), part, trace_id)
+
+
+def reference_of(secret: str) -> tuple[str, ReasoningPart] | None:
+    """(replacement marker, captured part) of a text or signature loom-otel captured recently."""
+    return _registry.reference(secret)
 
 
 def forget_all() -> None:

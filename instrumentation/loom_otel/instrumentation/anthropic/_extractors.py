@@ -8,12 +8,21 @@ from typing import Any, Final
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
+from loom_otel.core._content import (
+    attach_request,
+    content_mode,
+    reasoning_input_part,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
 
 __all__ = ["StreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
+_REASONING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
 _PROVIDERS = {"AnthropicVertex": "gcp.vertex_ai", "AsyncAnthropicVertex": "gcp.vertex_ai"}
 _BEDROCK = "aws.bedrock"
 _PARAMETERS: Final = {
@@ -77,14 +86,99 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
+    hints: dict[str, object] = {"thinking_kind": _thinking_kind(kwargs)}
+    mode = content_mode()
+    if mode != "NO_CONTENT":
+        attach_request(
+            mode,
+            system=_system(kwargs.get("system")),
+            messages=_messages(kwargs),
+            tools=_tools(kwargs),
+            attributes=attributes,
+            hints=hints,
+        )
     return RequestInfo(
         provider=provider_of(instance),
         operation="chat",
         model=model_name(model),
         stream=stream,
         attributes=attributes,
-        hints={"thinking_kind": _thinking_kind(kwargs)},
+        hints=hints,
     )
+
+
+# --- message content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) -------------------------
+
+
+def _plain(content: Any) -> Any:
+    """A tool result's content: its text, or its blocks' texts."""
+    if isinstance(content, str) or content is None:
+        return content
+    texts = [field(b, "text") for b in content if field(b, "type") == "text"]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def _part(block: Any) -> dict[str, Any]:
+    kind = field(block, "type")
+    if kind == "text":
+        return text_part(str(field(block, "text") or ""))
+    if kind == "thinking":
+        return reasoning_input_part(field(block, "thinking"), field(block, "signature"))
+    if kind == "redacted_thinking":
+        return reasoning_input_part(None, field(block, "data"))
+    if kind in ("tool_use", "server_tool_use"):
+        return tool_call_part(field(block, "id"), field(block, "name"), field(block, "input"))
+    if kind == "tool_result":
+        return tool_response_part(field(block, "tool_use_id"), _plain(field(block, "content")))
+    return {"type": str(kind or "unknown")}  # images, documents, search results: their kind only
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [text_part(content)]
+    return [_part(b) for b in content or ()]
+
+
+def _system(system: Any) -> list[dict[str, Any]] | None:
+    return _parts(system) if system else None
+
+
+def _messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"role": str(field(m, "role") or "user"), "parts": _parts(field(m, "content"))}
+        for m in kwargs.get("messages") or ()
+    ]
+
+
+def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    found = []
+    for tool in kwargs.get("tools") or ():
+        kind = field(tool, "type")
+        if kind in (None, "custom"):
+            found.append(
+                {
+                    "type": "function",
+                    "name": field(tool, "name"),
+                    "description": field(tool, "description"),
+                    "parameters": field(tool, "input_schema"),
+                }
+            )
+        else:
+            found.append({"type": str(kind), "name": field(tool, "name")})
+    return found or None
+
+
+def _answer(parts: list[dict[str, Any]], reasons: list[str]) -> list[dict[str, Any]]:
+    message: dict[str, Any] = {"role": "assistant", "parts": parts}
+    if reasons:
+        message["finish_reason"] = reasons[0]
+    return [message]
+
+
+def _output_messages(message: Any, reasons: list[str]) -> list[dict[str, Any]]:
+    """The answer's blocks without its reasoning (``ModelCall`` adds that by reference)."""
+    blocks = getattr(message, "content", None) or ()
+    return _answer([_part(b) for b in blocks if getattr(b, "type", None) not in _REASONING_BLOCKS], reasons)
 
 
 def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasoning | None:
@@ -142,11 +236,13 @@ def response_info(message: Any) -> ResponseInfo:
     if getattr(message, "id", None):
         attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
     stop_reason = getattr(message, "stop_reason", None)
-    if stop_reason:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons([str(stop_reason)], FINISH_REASONS)
+    reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else []
+    if reasons:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
     _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
-    return ResponseInfo(model=str(model) if model else None, attributes=attributes)
+    content = _output_messages(message, reasons) if content_mode() != "NO_CONTENT" else None
+    return ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
 
 
 class _Block:
@@ -229,7 +325,24 @@ class StreamAccumulator:
                 reasonings.append(Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.start.data))
         info = response_info(self.message) if self.message is not None else ResponseInfo()
         attributes = dict(info.attributes)
-        if self._stop_reason:
-            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons([self._stop_reason], FINISH_REASONS)
+        reasons = finish_reasons([self._stop_reason], FINISH_REASONS) if self._stop_reason else []
+        if reasons:
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)
-        return reasonings, ResponseInfo(model=info.model, attributes=attributes)
+        content = self._output_messages(reasons) if "content_mode" in self._request.hints else None
+        return reasonings, ResponseInfo(model=info.model, attributes=attributes, output_messages=content)
+
+    def _output_messages(self, reasons: list[str]) -> list[dict[str, Any]]:
+        parts = []
+        for _, block in sorted(self.blocks.items()):
+            kind = getattr(block.start, "type", None)
+            if kind == "text":
+                parts.append(text_part((getattr(block.start, "text", "") or "") + "".join(block.texts)))
+            elif kind in ("tool_use", "server_tool_use"):
+                raw = "".join(block.json)
+                parts.append(
+                    tool_call_part(block.start.id, block.start.name, raw or getattr(block.start, "input", None))
+                )
+            elif kind not in _REASONING_BLOCKS:
+                parts.append({"type": str(kind or "unknown")})
+        return _answer(parts, reasons)
