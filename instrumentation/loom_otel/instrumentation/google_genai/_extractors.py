@@ -20,8 +20,17 @@ from typing import Any, Final
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
 from loom_otel.core._call import RequestInfo, ResponseInfo
+from loom_otel.core._content import (
+    attach_request,
+    content_mode,
+    reasoning_input_part,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 from loom_otel.core._journal import AttributeValue
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
+from loom_otel.core._shapes import field
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
@@ -78,13 +87,115 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         if output_type is not None:
             attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     model = kwargs.get("model")
+    hints: dict[str, object] = {}
+    mode = content_mode()
+    if mode != "NO_CONTENT":
+        attach_request(
+            mode,
+            system=_system(config_value(config, "system_instruction")) if config is not None else None,
+            messages=_contents(kwargs.get("contents")),
+            tools=_tools(config_value(config, "tools")) if config is not None else None,
+            attributes=attributes,
+            hints=hints,
+        )
     return RequestInfo(
         provider=provider_of(instance),
         operation=_OPERATION,
         model=model_name(model),
         stream=stream,
         attributes=attributes,
+        hints=hints,
     )
+
+
+# --- message content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) -------------------------
+
+
+def _part(part: Any, *, answer: bool = False) -> list[dict[str, Any]]:
+    """One Gemini part as convention parts; an answer's thoughts are left out (added by reference)."""
+    if isinstance(part, str):
+        return [text_part(part)]
+    signature = field(part, "thought_signature") or field(part, "thoughtSignature")
+    if field(part, "thought"):
+        return [] if answer else [reasoning_input_part(field(part, "text"), signature)]
+    found = [] if answer or not signature else [reasoning_input_part(None, signature)]
+    call = field(part, "function_call") or field(part, "functionCall")
+    response = field(part, "function_response") or field(part, "functionResponse")
+    text = field(part, "text")
+    if call is not None:
+        found.append(tool_call_part(field(call, "id"), field(call, "name"), field(call, "args")))
+    elif response is not None:
+        found.append(tool_response_part(field(response, "id") or field(response, "name"), field(response, "response")))
+    elif isinstance(text, str):
+        found.append(text_part(text))
+    elif field(part, "inline_data") is not None or field(part, "inlineData") is not None:
+        found.append({"type": "blob"})
+    elif field(part, "file_data") is not None or field(part, "fileData") is not None:
+        found.append({"type": "file"})
+    return found
+
+
+def _parts(parts: Any, *, answer: bool = False) -> list[dict[str, Any]]:
+    found = [p for part in parts or () for p in _part(part, answer=answer)]
+    merged: list[dict[str, Any]] = []
+    for part in found:  # stream chunks split one text into many parts
+        if part["type"] == "text" and merged and merged[-1]["type"] == "text":
+            merged[-1] = text_part(merged[-1]["content"] + part["content"])
+        else:
+            merged.append(part)
+    return merged
+
+
+def _role(role: Any) -> str:
+    return "assistant" if role == "model" else str(role or "user")
+
+
+def _contents(contents: Any) -> list[dict[str, Any]]:
+    items = contents if isinstance(contents, list | tuple) else [] if contents is None else [contents]
+    messages: list[dict[str, Any]] = []
+    loose: list[Any] = []
+    for item in items:
+        if not isinstance(item, str) and field(item, "parts") is not None:
+            if loose:
+                messages.append({"role": "user", "parts": _parts(loose)})
+                loose = []
+            messages.append({"role": _role(field(item, "role")), "parts": _parts(field(item, "parts"))})
+        else:
+            loose.append(item)
+    if loose:
+        messages.append({"role": "user", "parts": _parts(loose)})
+    return messages
+
+
+def _system(system: Any) -> list[dict[str, Any]] | None:
+    if system is None:
+        return None
+    if isinstance(system, str):
+        return [text_part(system)]
+    parts = field(system, "parts")
+    return _parts(parts if parts is not None else system if isinstance(system, list | tuple) else [system])
+
+
+def _tools(tools: Any) -> list[dict[str, Any]] | None:
+    found: list[dict[str, Any]] = []
+    for tool in tools or ():
+        if callable(tool) and not hasattr(tool, "model_dump"):
+            doc = (tool.__doc__ or "").strip() or None
+            found.append({"type": "function", "name": getattr(tool, "__name__", ""), "description": doc})
+            continue
+        for declaration in field(tool, "function_declarations") or field(tool, "functionDeclarations") or ():
+            parameters = field(declaration, "parameters")
+            if hasattr(parameters, "model_dump"):
+                parameters = parameters.model_dump(exclude_none=True, mode="json")
+            found.append(
+                {
+                    "type": "function",
+                    "name": field(declaration, "name"),
+                    "description": field(declaration, "description"),
+                    "parameters": parameters,
+                }
+            )
+    return found or None
 
 
 def _output_type(config: Any) -> str | None:
@@ -224,6 +335,12 @@ class ResponseAccumulator:
         ]
         return reasonings, self._response_info()
 
+    def _output_messages(self) -> list[dict[str, Any]]:
+        message: dict[str, Any] = {"role": "assistant", "parts": _parts(self.produced, answer=True)}
+        if self._finish_reasons:
+            message["finish_reason"] = self._finish_reasons[0]
+        return [message]
+
     def _response_info(self) -> ResponseInfo:
         attributes: dict[str, AttributeValue] = {}
         if self._response_id:
@@ -239,4 +356,5 @@ class ResponseAccumulator:
         output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
         if isinstance(thoughts, int):
             attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
-        return ResponseInfo(model=self._model, attributes=attributes)
+        content = self._output_messages() if "content_mode" in self._request.hints else None
+        return ResponseInfo(model=self._model, attributes=attributes, output_messages=content)
