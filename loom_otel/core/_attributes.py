@@ -26,6 +26,12 @@ PART_DIGEST: Final = "loom.reasoning.part.digest"
 PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
 
+# Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
+# trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.
+CALL_TRACE_ID: Final = "loom.call.trace_id"
+CALL_SPAN_ID: Final = "loom.call.span_id"
+CALL_SAMPLED: Final = "loom.call.sampled"
+
 # Chain fields (event only; the record holds them as top-level keys).
 AUDIT_ORIGIN: Final = "loom.audit.origin"
 AUDIT_SEQ: Final = "loom.audit.seq"
