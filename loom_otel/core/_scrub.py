@@ -278,11 +278,19 @@ def scrub_value(value: str, trace_id: int | None = None) -> str:
 
 
 def _scrub_any(value: Any, trace_id: int | None) -> Any:
+    """A scrubbed copy of an attribute value or log body: strings, sequences, and the nested maps and
+    lists log records may hold (their reasoning shapes included); ``value`` itself when nothing changes."""
     if isinstance(value, str):
         return scrub_value(value, trace_id)
-    if isinstance(value, tuple | list) and value and isinstance(value[0], str):
-        scrubbed = tuple(scrub_value(v, trace_id) if isinstance(v, str) else v for v in value)
-        return scrubbed if scrubbed != tuple(value) else value
+    if isinstance(value, Mapping):
+        tree = {key: _scrub_any(item, trace_id) for key, item in value.items()}
+        _walk(tree)
+        return value if tree == value else tree
+    if isinstance(value, tuple | list) and value:
+        items = [_scrub_any(item, trace_id) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value
 
 
@@ -388,13 +396,7 @@ class ReasoningLogScrubber:
 
 
 def _scrub_body(body: Any, trace_id: int | None) -> Any:
-    if isinstance(body, str):
-        return scrub_value(body, trace_id)
-    if isinstance(body, dict | list):
-        encoded = json.dumps(body, ensure_ascii=False, default=str)
-        scrubbed = scrub_value(encoded, trace_id)
-        return body if scrubbed == encoded else json.loads(scrubbed)
-    return body
+    return _scrub_any(body, trace_id)
 
 
 def install_scrubber(tracer_provider: Any = None, logger_provider: Any = None) -> None:

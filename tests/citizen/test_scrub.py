@@ -72,8 +72,15 @@ class _Other:
         self.instrumentor.uninstrument()
 
 
+def _official() -> _Other:
+    from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
+
+    return _Other("official", Official())
+
+
 def _others() -> dict[str, Callable[[], _Other]]:
     return {
+        "official": _official,
         "openinference": lambda: _Other("openinference", OpenInferenceAnthropic()),
         "openllmetry": lambda: _Other("openllmetry", OpenLLMetryAnthropic()),
         "openllmetry_events": lambda: _Other("openllmetry_events", OpenLLMetryAnthropic(use_attributes=False)),
@@ -131,7 +138,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "order", "stream"), CASES)
-def test_no_reasoning_in_other_instrumentations(name, order, stream, config, logs):
+def test_no_reasoning_in_other_instrumentations(name, order, stream, config, logs, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_AND_EVENT")  # the official one
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     telemetry, log_exporter, signatures = _run_beside(_others()[name](), order, config, logs, stream)
     theirs = [s for s in telemetry.spans if not s.instrumentation_scope.name.startswith("loom_otel")]
     assert theirs, "the other instrumentation recorded nothing"
