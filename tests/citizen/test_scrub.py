@@ -201,3 +201,38 @@ def test_without_a_capture_reasoning_shapes_are_removed():
     assert scrubbed[0]["parts"][0] == {"type": "reasoning", "content": REMOVED}
     assert scrubbed[0]["parts"][1] == {"type": "text", "content": "Hi"}
     assert scrubbed[1]["parts"][1]["text"] == "a"
+
+
+def test_pydantic_ai_instrument_all(config):
+    """pydantic-ai's own instrumentation (``Agent.instrument_all``, content on) over an Anthropic model."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    telemetry = Telemetry.in_memory()
+    loom = AnthropicInstrumentor()
+    loom.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True)
+    sim = Simulator(reasoning_text=CANARY)
+    model = AnthropicModel(CLAUDE, provider=AnthropicProvider(anthropic_client=sim.async_anthropic_client()))
+    settings = AnthropicModelSettings(anthropic_thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2048)
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=telemetry.provider, include_content=True))
+    try:
+        agent = Agent(model, model_settings=settings)
+
+        @agent.tool_plain
+        def get_weather(location: str) -> str:
+            """Weather for a location."""
+            return f"Sunny in {location}."
+
+        result = agent.run_sync("Weather in Paris?")
+    finally:
+        Agent.instrument_all(False)
+        loom.uninstrument()
+    signatures = [
+        p.signature for m in result.all_messages() for p in m.parts if getattr(p, "part_kind", "") == "thinking"
+    ]
+    theirs = [s for s in telemetry.spans if s.instrumentation_scope.name.startswith("pydantic")]
+    assert any("gen_ai.output.messages" in (s.attributes or {}) for s in theirs)
+    assert signatures and all(signatures)
+    assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
