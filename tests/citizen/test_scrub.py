@@ -9,8 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInferenceAnthropic
-from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetryAnthropic
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan
@@ -78,12 +76,24 @@ def _official() -> _Other:
     return _Other("official", Official())
 
 
+def _openinference() -> _Other:
+    from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInference
+
+    return _Other("openinference", OpenInference())
+
+
+def _openllmetry(**kwargs: Any) -> _Other:
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetry
+
+    return _Other("openllmetry", OpenLLMetry(**kwargs))
+
+
 def _others() -> dict[str, Callable[[], _Other]]:
     return {
         "official": _official,
-        "openinference": lambda: _Other("openinference", OpenInferenceAnthropic()),
-        "openllmetry": lambda: _Other("openllmetry", OpenLLMetryAnthropic()),
-        "openllmetry_events": lambda: _Other("openllmetry_events", OpenLLMetryAnthropic(use_attributes=False)),
+        "openinference": _openinference,
+        "openllmetry": _openllmetry,
+        "openllmetry_events": lambda: _openllmetry(use_attributes=False),
     }
 
 
