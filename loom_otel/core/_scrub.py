@@ -65,6 +65,10 @@ _TEXT_TYPES: Final = frozenset({"reasoning", "thinking"})
 _SIGNATURE_KEYS: Final = frozenset({"signature", "thought_signature", "thoughtSignature", "encrypted_content", "data"})
 _FLAT_TYPE: Final = ".message_content.type"
 _FLAT_FIELDS: Final = ("text", "signature", "data")
+_SECRET_NAMES: Final = frozenset(
+    {"signature", "reasoning_signature", "thought_signature", "thoughtSignature", "encrypted_content"}
+)
+"""Attribute (last segment) and JSON key names that only ever hold a reasoning signature."""
 
 
 class _Needles:
@@ -231,7 +235,7 @@ def _walk(node: Any) -> bool:
     changed = False
     if isinstance(node, dict):
         changed = _scrub_part(node)
-        for key in ("thought_signature", "thoughtSignature", "reasoning_content"):
+        for key in ("thought_signature", "thoughtSignature", "reasoning_signature", "reasoning_content"):
             value = node.get(key)
             if isinstance(value, str) and value and not _is_marker(value):
                 node[key] = _replacement(value)
@@ -302,7 +306,9 @@ def scrub_attributes(attributes: Mapping[str, Any], trace_id: int | None = None)
         if new is not value and new != value:
             changed[key] = new
     for key, value in attributes.items():
-        if key.endswith(_FLAT_TYPE) and value in ("reasoning", "thinking"):
+        if isinstance(value, str) and value and key.rpartition(".")[2] in _SECRET_NAMES and not _is_marker(value):
+            changed[key] = _replacement(changed.get(key, value))
+        elif key.endswith(_FLAT_TYPE) and value in ("reasoning", "thinking"):
             prefix = key[: -len("type")]
             for name in _FLAT_FIELDS:
                 flat = prefix + name

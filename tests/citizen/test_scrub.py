@@ -4,6 +4,7 @@ canary text and the signatures."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -246,3 +247,109 @@ def test_pydantic_ai_instrument_all(config):
     assert any("gen_ai.output.messages" in (s.attributes or {}) for s in theirs)
     assert signatures and all(signatures)
     assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
+
+
+def _gemini_conversation(client: Any) -> list[str]:
+    """Two Gemini turns with a function call between them (thought parts and signatures sent back)."""
+    from google.genai import types
+
+    def get_weather(location: str) -> str:
+        """Returns the weather forecast for a location."""
+        return f"Sunny in {location}."
+
+    cfg = types.GenerateContentConfig(
+        tools=[get_weather],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        thinking_config=types.ThinkingConfig(include_thoughts=True),
+    )
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text="Rain in Lyon?")])]
+    signatures: list[str] = []
+    for _ in range(2):
+        response = client.models.generate_content(model="gemini-3-flash-preview", contents=contents, config=cfg)
+        parts = response.candidates[0].content.parts
+        for part in parts:
+            if part.thought_signature:
+                signatures += [base64.b64encode(part.thought_signature).decode()]
+                signatures += [base64.urlsafe_b64encode(part.thought_signature).decode()]
+        contents.append(types.Content(role="model", parts=parts))
+        call = next((p.function_call for p in parts if p.function_call), None)
+        if call is None:
+            break
+        contents.append(
+            types.Content(role="user", parts=[types.Part.from_function_response(name=call.name, response={"r": "ok"})])
+        )
+    return signatures
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_openinference_google_genai(order, config):
+    from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor as OpenInference
+
+    from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
+
+    telemetry = Telemetry.in_memory()
+    loom, other = GoogleGenAiInstrumentor(), OpenInference()
+    steps = [
+        lambda: loom.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True),
+        lambda: other.instrument(tracer_provider=telemetry.provider),
+    ]
+    for step in steps if order == "loom_first" else reversed(steps):
+        step()
+    try:
+        signatures = _gemini_conversation(Simulator(reasoning_text=CANARY).genai_client())
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    theirs = [s for s in telemetry.spans if s.instrumentation_scope.name.startswith("openinference")]
+    assert theirs and signatures
+    assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("order", ORDERS)
+def test_openinference_openai(api, order, config):
+    from openinference.instrumentation.openai import OpenAIInstrumentor as OpenInference
+
+    from loom_otel.instrumentation.openai import OpenAiInstrumentor
+
+    telemetry = Telemetry.in_memory()
+    loom, other = OpenAiInstrumentor(), OpenInference()
+    steps = [
+        lambda: loom.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True),
+        lambda: other.instrument(tracer_provider=telemetry.provider),
+    ]
+    for step in steps if order == "loom_first" else reversed(steps):
+        step()
+    client = Simulator(reasoning_text=CANARY).openai_client()
+    secrets = [CANARY]
+    try:
+        if api == "chat":
+            first = client.chat.completions.create(
+                model="deepseek-reasoner", messages=[{"role": "user", "content": "Q?"}]
+            )
+            message = first.choices[0].message
+            history = [
+                {"role": "user", "content": "Q?"},
+                {
+                    "role": "assistant",
+                    "content": message.content,
+                    "reasoning_content": message.model_extra["reasoning_content"],
+                },
+                {"role": "user", "content": "And?"},
+            ]
+            client.chat.completions.create(model="deepseek-reasoner", messages=history)
+        else:
+            first = client.responses.create(
+                model="o4-mini", input="Q?", reasoning={"summary": "auto"}, include=["reasoning.encrypted_content"]
+            )
+            secrets += [i.encrypted_content for i in first.output if i.type == "reasoning" and i.encrypted_content]
+            items = [{"role": "user", "content": "Q?"}, *[i.model_dump(exclude_none=True) for i in first.output]]
+            client.responses.create(
+                model="o4-mini", input=[*items, {"role": "user", "content": "And?"}], reasoning={"summary": "auto"}
+            )
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    theirs = [s for s in telemetry.spans if s.instrumentation_scope.name.startswith("openinference")]
+    assert theirs
+    assert find_leaks(secrets, spans=telemetry.spans) == []
