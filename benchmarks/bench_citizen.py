@@ -7,8 +7,9 @@ median microseconds per call over interleaved rounds, for:
   global one): the baseline;
 - ``+scrub``: the scrubber on (what ``instrument()`` installs);
 - ``+metrics``: the scrubber and an SDK ``MeterProvider`` with a reader (the three GenAI histograms);
-- ``openllmetry``, ``openllmetry+scrub``: OpenLLMetry's instrumentation wrapped outside loom-otel,
-  content on, without and with the scrubber (its spans carry the messages the scrubber rewrites).
+- ``openllmetry``, ``openllmetry+scrub``, ``openinference``, ``openinference+scrub``: OpenLLMetry's or
+  OpenInference's instrumentation wrapped outside loom-otel, content on (their default), without and
+  with the scrubber (their spans carry the messages and responses the scrubber rewrites).
 
 Run: ``python benchmarks/bench_citizen.py [--calls 200] [--rounds 3]``.
 """
@@ -60,12 +61,16 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
     meters = MeterProvider(metric_readers=[InMemoryMetricReader()]) if name == "+metrics" else None
     reset_runtime()
     runtime = runtime_for(ReasoningConfig(store=MemoryReasoningStore(), journal=journal))
-    handler = ReasoningHandler(provider, runtime, "bench", "0", meters)
-    other = None
+    handler = ReasoningHandler(provider, runtime, AnthropicInstrumentor.__module__, "0", meters)
+    other: Any = None
     if name.startswith("openllmetry"):
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetry
 
         other = OpenLLMetry()
+    elif name.startswith("openinference"):
+        from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInference
+
+        other = OpenInference()
     for module, method, factory in AnthropicInstrumentor.wraps:
         wrap_function_wrapper(module, method, factory(handler))
     if other is not None:
@@ -87,7 +92,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    names = ("loom", "+scrub", "+metrics", "openllmetry", "openllmetry+scrub")
+    names = ("loom", "+scrub", "+metrics", "openllmetry", "openllmetry+scrub", "openinference", "openinference+scrub")
     samples: dict[str, list[float]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):
@@ -103,7 +108,11 @@ def main() -> None:
     print(f"{'variant':<20}{'median us/call':>16}{'added us':>12}")
     for name in names:
         median = statistics.median(samples[name])
-        reference = statistics.median(samples["openllmetry"]) if name == "openllmetry+scrub" else base
+        reference = (
+            statistics.median(samples[name.removesuffix("+scrub")])
+            if name.endswith("+scrub") and name != "+scrub"
+            else base
+        )
         print(f"{name:<20}{median * 1e6:>16.0f}{(median - reference) * 1e6:>12.0f}")
 
 
