@@ -49,6 +49,7 @@ __all__ = [
     "reference_of",
     "remember",
     "scrub_value",
+    "sight",
 ]
 
 REMOVED: Final = "[reasoning removed by loom-otel]"
@@ -185,6 +186,19 @@ def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], tr
         if reasoning.signature:
             for form in _signature_forms(reasoning.signature):
                 _registry.add(form, _marker(part, "signature"), part, trace_id)
+
+
+def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:
+    """Register a response's reasoning as soon as it is parsed, before capture (removal markers until
+    ``remember`` gives their references). For the wrappers to call where another instrumentation wrapped
+    inside loom-otel could record the response first (it returns to that wrapper before loom-otel's)."""
+    for reasoning in reasonings:
+        part = ReasoningPart(reasoning.kind, reasoning.provider, size=len((reasoning.text or "").encode()))
+        if reasoning.text and _registry.get(reasoning.text) is None:
+            _registry.add(reasoning.text, REMOVED, part, trace_id)
+        for form in _signature_forms(reasoning.signature) if reasoning.signature else ():
+            if _registry.get(form) is None:
+                _registry.add(form, REMOVED, part, trace_id)
 
 
 def reference_of(secret: str) -> tuple[str, ReasoningPart] | None:

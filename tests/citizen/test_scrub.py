@@ -353,3 +353,28 @@ def test_openinference_openai(api, order, config):
     theirs = [s for s in telemetry.spans if s.instrumentation_scope.name.startswith("openinference")]
     assert theirs
     assert find_leaks(secrets, spans=telemetry.spans) == []
+
+
+def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
+    """What the wrappers report as soon as a response is parsed is scrubbed from a log record that has no
+    reasoning shape (OpenLLMetry's events mode logs thinking as a plain ``gen_ai.choice``), before capture
+    gives it a reference; the reference replaces the marker once remembered."""
+    from opentelemetry._logs import LogRecord
+
+    from loom_otel.core import ReasoningKind
+    from loom_otel.core._model import Reasoning, ReasoningPart
+    from loom_otel.core._scrub import remember, sight
+
+    provider, exporter = logs
+    install_scrubber(Telemetry.in_memory().provider, provider)
+    reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=CANARY, signature="EqQDsig-canary-0123456789")
+    sight([reasoning], 0xABC)
+    logger = provider.get_logger("peer")
+    logger.emit(LogRecord(body={"index": 0, "message": {"content": CANARY}}, attributes={"sig": reasoning.signature}))
+    part = ReasoningPart(ReasoningKind.TEXT, "anthropic", reasoning.signature, "mem://r1", "d" * 64, 10)
+    remember([reasoning], [part], 0xABC)
+    logger.emit(LogRecord(body={"index": 0, "message": {"content": CANARY}}))
+    first, second = (r.log_record for r in exporter.get_finished_logs())
+    assert first.body["message"]["content"] == REMOVED and first.attributes["sig"] == REMOVED
+    assert second.body["message"]["content"].startswith("[loom-otel reasoning text ref=mem://r1")
+    assert _scan((), exporter, [CANARY, reasoning.signature]) == []
