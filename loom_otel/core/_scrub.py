@@ -75,14 +75,14 @@ _SECRET_NAMES: Final = frozenset(
 class _Needles:
     """The secrets of one trace as searched for inside larger values: (needle, replacement), longest
     first, JSON-escaped forms included, with minus each length (ascending) to skip those too long.
-    Built on the first search after a change (most traces are never searched)."""
+    Built on the first search after a change (most traces are never searched); the built pair is
+    replaced in one assignment, so a concurrent search never sees pairs and lengths that disagree."""
 
-    __slots__ = ("lengths", "pairs", "secrets", "stale")
+    __slots__ = ("built", "secrets", "stale")
 
     def __init__(self) -> None:
         self.secrets: dict[str, str] = {}
-        self.pairs: tuple[tuple[str, str], ...] = ()
-        self.lengths: list[int] = []
+        self.built: tuple[tuple[tuple[str, str], ...], list[int]] = ((), [])
         self.stale = False
 
     def add(self, secret: str, replacement: str) -> None:
@@ -91,16 +91,16 @@ class _Needles:
 
     def fitting(self, length: int) -> Sequence[tuple[str, str]]:
         if self.stale:
+            self.stale = False
             found: dict[str, str] = {}
             for secret, replacement in list(self.secrets.items()):
                 found[secret] = replacement
                 for ascii_only in (True, False):
                     found.setdefault(json.dumps(secret, ensure_ascii=ascii_only)[1:-1], replacement)
             pairs = tuple(sorted(found.items(), key=lambda item: -len(item[0])))
-            self.lengths = [-len(needle) for needle, _ in pairs]
-            self.pairs = pairs
-            self.stale = False
-        return self.pairs[bisect.bisect_left(self.lengths, -length) :]
+            self.built = (pairs, [-len(needle) for needle, _ in pairs])
+        pairs, lengths = self.built
+        return pairs[bisect.bisect_left(lengths, -length) :]
 
 
 class _Registry:
