@@ -378,3 +378,28 @@ def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
     assert first.body["message"]["content"] == REMOVED and first.attributes["sig"] == REMOVED
     assert second.body["message"]["content"].startswith("[loom-otel reasoning text ref=mem://r1")
     assert _scan((), exporter, [CANARY, reasoning.signature]) == []
+
+
+def test_a_users_own_batch_exporter_registered_first_gets_scrubbed_spans(config):
+    """The scrubber rewrites in the SDK's ``_on_ending`` hook: an exporter the application registered
+    before loom-otel (a ``BatchSpanProcessor``, the usual setup) only ever sees scrubbed spans."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    other = _openllmetry()
+    loom = AnthropicInstrumentor()
+    loom.instrument(tracer_provider=provider, config=config, skip_dep_check=True)
+    other.instrumentor.instrument(tracer_provider=provider)
+    try:
+        signatures = _conversation(Simulator(reasoning_text=CANARY).anthropic_client())
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    provider.force_flush()
+    spans = exporter.get_finished_spans()
+    assert any("gen_ai.output.messages" in (s.attributes or {}) for s in spans)
+    assert find_leaks([CANARY, *signatures], spans=spans) == []
