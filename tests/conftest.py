@@ -11,6 +11,7 @@ from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._config import reset_runtime
 from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
@@ -30,9 +31,11 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setattr(_journal, "_warned_unsigned", True)
     reset_runtime()
     forget_bindings()
+    forget_all()
     yield
     reset_runtime()
     forget_bindings()
+    forget_all()
 
 
 @pytest.fixture

@@ -28,6 +28,12 @@ PART_DIGEST: Final = "loom.reasoning.part.digest"
 PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
 
+# Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
+# trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.
+CALL_TRACE_ID: Final = "loom.call.trace_id"
+CALL_SPAN_ID: Final = "loom.call.span_id"
+CALL_SAMPLED: Final = "loom.call.sampled"
+
 # Chain fields (event only; the record holds them as top-level keys).
 AUDIT_ORIGIN: Final = "loom.audit.origin"
 AUDIT_SEQ: Final = "loom.audit.seq"
@@ -66,3 +72,23 @@ GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 ERROR_TYPE: Final = "error.type"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+GEN_AI_REQUEST_STOP_SEQUENCES: Final = "gen_ai.request.stop_sequences"
+GEN_AI_REQUEST_SEED: Final = "gen_ai.request.seed"
+GEN_AI_REQUEST_FREQUENCY_PENALTY: Final = "gen_ai.request.frequency_penalty"
+GEN_AI_REQUEST_PRESENCE_PENALTY: Final = "gen_ai.request.presence_penalty"
+GEN_AI_REQUEST_CHOICE_COUNT: Final = "gen_ai.request.choice.count"
+GEN_AI_OUTPUT_TYPE: Final = "gen_ai.output.type"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+
+# GenAI client metrics.
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"

@@ -3,12 +3,76 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
+from typing import Final
 from urllib.parse import urlsplit
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._journal._writer import AttributeValue
 
-__all__ = ["model_name", "server_attributes"]
+__all__ = [
+    "SCHEMA_URL",
+    "finish_reasons",
+    "model_name",
+    "request_parameters",
+    "server_attributes",
+]
+
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
+"""The semantic-conventions version the model-call span and the GenAI metrics follow."""
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+_PARAMETERS: Final[tuple[tuple[str, Callable[[object], AttributeValue | None]], ...]] = (
+    (attr.GEN_AI_REQUEST_MAX_TOKENS, _integer),
+    (attr.GEN_AI_REQUEST_TEMPERATURE, _number),
+    (attr.GEN_AI_REQUEST_TOP_P, _number),
+    (attr.GEN_AI_REQUEST_TOP_K, _number),
+    (attr.GEN_AI_REQUEST_STOP_SEQUENCES, _strings),
+    (attr.GEN_AI_REQUEST_SEED, _integer),
+    (attr.GEN_AI_REQUEST_FREQUENCY_PENALTY, _number),
+    (attr.GEN_AI_REQUEST_PRESENCE_PENALTY, _number),
+    (attr.GEN_AI_REQUEST_CHOICE_COUNT, _integer),
+)
+
+
+def request_parameters(
+    value_of: Callable[[str], object], names: Mapping[str, str], into: dict[str, AttributeValue]
+) -> None:
+    """The ``gen_ai.request.*`` parameters the request sets, typed as the conventions say (doubles,
+    ints, string arrays). ``names`` maps a convention key to the vendor's parameter name; ``value_of``
+    reads one vendor parameter. A choice count of 1 is the default and is left out."""
+    for key, convert in _PARAMETERS:
+        name = names.get(key)
+        if name is None:
+            continue
+        value = convert(value_of(name))
+        if value is None or (key == attr.GEN_AI_REQUEST_CHOICE_COUNT and value == 1):
+            continue
+        into[key] = value
+
+
+def finish_reasons(reasons: list[str], table: Mapping[str, str]) -> list[str]:
+    """The vendor's reasons mapped onto the conventions' values (``stop``, ``length``, ``tool_call``,
+    ``content_filter``, ``error``); a reason the table does not know is kept, lower-cased."""
+    return [table.get(reason) or reason.lower() for reason in reasons]
 
 
 def server_attributes(base_url: object, into: dict[str, AttributeValue]) -> None:

@@ -55,7 +55,7 @@ def test_captures_reasoning_by_reference_in_every_mode(mode, sim, config, store,
     assert span.attributes["gen_ai.request.stream"] is (mode in STREAMING)
     assert span.attributes["server.address"] == "api.anthropic.sim"
     assert isinstance(span.attributes["gen_ai.usage.output_tokens"], int)
-    assert span.attributes["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert span.attributes["gen_ai.response.finish_reasons"] == ("stop",)
 
     (event,) = reasoning_events([span])
     assert event["loom.execution.id"] == format(span.context.trace_id, "032x")

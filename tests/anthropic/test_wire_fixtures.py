@@ -122,5 +122,5 @@ def test_sse_fixture(mode, wire: Path, config, store, journal_dir):
     (ref,) = event["loom.reasoning.part.ref"]
     assert store.get(ref, tenant=None, execution_id=event["loom.execution.id"]) == thinking.encode()
     (span,) = [s for s in telemetry.spans if s.name.startswith("chat")]
-    assert span.attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert span.attributes["gen_ai.response.finish_reasons"] == ("tool_call",)
     assert find_leaks([thinking, signature], spans=telemetry.spans, directories=[journal_dir]) == []

@@ -37,7 +37,7 @@ HEX32 = 32
 HEX16 = 16
 
 
-def _assert_span(span, *, stream: bool, provider: str = "gcp.gemini") -> None:
+def _assert_span(span, *, stream: bool, provider: str = "gcp.gemini", finish: str = "stop") -> None:
     attrs = span.attributes
     assert span.name == f"generate_content {MODEL}"
     assert span.kind is SpanKind.CLIENT
@@ -49,7 +49,7 @@ def _assert_span(span, *, stream: bool, provider: str = "gcp.gemini") -> None:
     assert isinstance(attrs["server.port"], int)
     assert isinstance(attrs["gen_ai.response.id"], str)
     assert attrs["gen_ai.response.model"] == MODEL
-    assert attrs["gen_ai.response.finish_reasons"] == ("STOP",)
+    assert attrs["gen_ai.response.finish_reasons"] == (finish,)
     for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.reasoning.output_tokens"):
         assert type(attrs[key]) is int, key
 
@@ -194,7 +194,7 @@ def test_wire_fixtures_in_every_mode(mode, wire, config, store, completed):
     with instrumented(GoogleGenAiInstrumentor(), config=config) as telemetry:
         outcome = run(mode, wire_client(wire))
     (span,) = telemetry.spans
-    _assert_span(span, stream=mode in STREAMING)
+    _assert_span(span, stream=mode in STREAMING, finish="tool_call")  # STOP after function calls
     (event,) = reasoning_events(telemetry.spans)
     _assert_event(span, event, 1)
     assert _text(store, event, 0) == outcome.thought_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, format_span_id, format_trace_id
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._identity import CallIdentity, decide
@@ -97,6 +97,11 @@ def capture(
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
+    context = span.get_span_context()
+    if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
+        attributes[attr.CALL_TRACE_ID] = format_trace_id(context.trace_id)
+        attributes[attr.CALL_SPAN_ID] = format_span_id(context.span_id)
+        attributes[attr.CALL_SAMPLED] = context.trace_flags.sampled
     try:
         entry = runtime.journal.append(attr.RECORD_CAPTURE, attributes)
     except Exception as exc:

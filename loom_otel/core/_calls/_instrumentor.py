@@ -15,10 +15,12 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._model_call import ReasoningHandler
 from loom_otel.core._config import runtime_for
 from loom_otel.core._limits import warn_if_truncating
+from loom_otel.core._scrub import install_scrubber
 
 __all__ = ["ReasoningInstrumentor", "Wrap"]
 
@@ -45,9 +47,18 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
-        warn_if_truncating(kwargs.get("tracer_provider"))
+        warn_if_truncating(kwargs.get("tracer_provider"))  # before the handler: a limit cuts its events
         adapter = type(self).adapter(runtime)
-        handler = ReasoningHandler(kwargs.get("tracer_provider"), runtime, type(self).__module__, self.version, adapter)
+        tracer_provider = kwargs.get("tracer_provider")
+        handler = ReasoningHandler(
+            tracer_provider,
+            runtime,
+            type(self).__module__,
+            self.version,
+            adapter,
+            meter_provider=kwargs.get("meter_provider"),
+        )
+        shielded("installing the reasoning scrubber", install_scrubber, tracer_provider, kwargs.get("logger_provider"))
         for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):
             wrap_function_wrapper(module, name, factory(handler))
 

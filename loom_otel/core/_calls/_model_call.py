@@ -7,22 +7,28 @@ Vendor packages describe a request (``RequestInfo``) and a response (``ResponseI
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from opentelemetry import context, trace
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._capture import Capture, capture
+from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, decide
+from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning
+from loom_otel.core._scrub import remember
+from loom_otel.core._semconv import SCHEMA_URL
 from loom_otel.live._channel import LiveChannel
 
 if TYPE_CHECKING:
@@ -69,10 +75,13 @@ class ResponseInfo:
 
     model: str | None = None
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    output_messages: Sequence[Mapping[str, Any]] | None = None
+    """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
 
 
 class ReasoningHandler:
-    """Shared by every wrapper of one instrumentor: the tracer, the process runtime, the vendor adapter."""
+    """Shared by every wrapper of one instrumentor: the tracer, the GenAI metrics, the process runtime,
+    the vendor adapter."""
 
     def __init__(
         self,
@@ -81,10 +90,13 @@ class ReasoningHandler:
         name: str,
         version: str,
         adapter: VendorAdapter,
+        *,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.runtime = runtime
         self.adapter = adapter
-        self.tracer = trace.get_tracer(name, version, tracer_provider)
+        self.tracer = trace.get_tracer(name, version, tracer_provider, schema_url=SCHEMA_URL)
+        self.metrics = GenAiMetrics(meter_provider, name, version)
         self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
         self.live_end: Callable[[ModelCall, str, Capture | None], None] | None = None
         self.live_text_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
@@ -196,11 +208,14 @@ class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
     __slots__ = (
+        "_chunked",
         "_ended",
         "_explicit",
         "_genai",
         "_identity",
+        "_metric_attributes",
         "_owns_span",
+        "_started",
         "_step",
         "after_capture",
         "handler",
@@ -217,10 +232,14 @@ class ModelCall:
         self.request = request
         self._owns_span = shared is None
         self._genai = genai and shared is None
+        self._started = time.perf_counter()
+        self._chunked = False
+        attributes = request.span_attributes()
+        self._metric_attributes = metric_attributes(attributes)
         if shared is not None:
             self.span: Span = shared
         elif genai:
-            name, kind, attributes = f"{request.operation} {request.model}", SpanKind.CLIENT, request.span_attributes()
+            name, kind = f"{request.operation} {request.model}", SpanKind.CLIENT
             self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
         else:
             self.span = handler.tracer.start_span(f"loom.reasoning {request.model}", kind=SpanKind.INTERNAL)
@@ -288,6 +307,42 @@ class ModelCall:
     def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None:
         self.span.add_event(name, dict(attributes))
 
+    def first_chunk(self) -> None:
+        """The stream proxy received its first chunk: time to first chunk (streamed calls only, once)."""
+        if self._chunked or self._ended or not self.request.stream:
+            return
+        self._chunked = True
+        if self._genai:
+            seconds = time.perf_counter() - self._started
+            first_chunk = self.handler.metrics.first_chunk.record
+            shielded("recording time to first chunk", first_chunk, seconds, self._metric_attributes)
+
+    def _record_content(self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None) -> None:
+        """The answer as ``gen_ai.output.messages``, each reasoning part its reference (content capture on)."""
+        mode = self.request.hints.get("content_mode")
+        if not isinstance(mode, str) or response.output_messages is None:
+            return
+        reasoning = output_reasoning(result.parts if result is not None else (), len(reasonings))
+        content = output_content(response.output_messages, reasoning)
+        if on_span(mode):
+            self.span.set_attributes(content)
+        if in_event(mode):
+            request = self.request.hints.get("content")
+            self.span.add_event(CONTENT_EVENT, {**(request if isinstance(request, Mapping) else {}), **content})
+
+    def _record_end(self, response_model: str | None, usage: Mapping[str, AttributeValue], error: str | None) -> None:
+        """The duration and token usage metrics of the call that just ended (never raises); none where
+        another instrumentation's span is the call's GenAI span (it counts the call)."""
+        if not self._genai:
+            return
+        attributes = dict(self._metric_attributes)
+        if response_model:
+            attributes[attr.GEN_AI_RESPONSE_MODEL] = response_model
+        if error is not None:
+            attributes[attr.ERROR_TYPE] = error
+        seconds = time.perf_counter() - self._started
+        shielded("recording GenAI metrics", self.handler.metrics.record_end, attributes, seconds, usage)
+
     def complete(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
         """Record the response and capture its reasoning; raises ``ReasoningCaptureError`` (fail-closed)."""
         if self._ended:
@@ -310,10 +365,17 @@ class ModelCall:
                 response_model=response.model,
                 identity=self.identity,
             )
+            if response.output_messages is not None and self._genai:
+                shielded("recording message content", self._record_content, reasonings, response, result)
+            if result is not None:
+                trace_id = span.get_span_context().trace_id
+                shielded("remembering captured reasoning for scrubbing", remember, reasonings, result.parts, trace_id)
         except BaseException as exc:
             self._end_with_error(exc)
+            self._record_end(response.model, response.attributes, type(exc).__qualname__)
             raise
         self._end()
+        self._record_end(response.model, response.attributes, None)
         if self.after_capture is not None:
             shielded("recording reasoning bindings", self.after_capture, result)
         self._live_end("completed", result)
@@ -325,6 +387,7 @@ class ModelCall:
             return
         self._ended = True
         self._end_with_error(exc)
+        self._record_end(None, {}, type(exc).__qualname__)
 
     def abandon(self, reason: str) -> None:
         """A stream dropped without an end: close the span, capture nothing."""
@@ -333,6 +396,7 @@ class ModelCall:
         self._ended = True
         self.span.set_attribute(attr.STREAM_OUTCOME, reason)
         self._end()
+        self._record_end(None, {}, reason)
         self._live_end(reason, None)
 
     def _end(self) -> None:

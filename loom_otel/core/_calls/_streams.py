@@ -3,7 +3,7 @@ proxies built on it. Vendor packages supply only a ``StreamAccumulator`` for the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -135,10 +135,17 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
     def _iterate(self) -> Iterator[Any]:
         take = self._chunk_step()
         try:
+            chunks = iter(self.__wrapped__)
+            for chunk in chunks:  # the first chunk: time to first chunk
+                self._self_call.first_chunk()
+                if take is not None:
+                    take(chunk)
+                yield chunk
+                break
             if take is None:
-                yield from self.__wrapped__
+                yield from chunks
             else:
-                for chunk in self.__wrapped__:
+                for chunk in chunks:
                     take(chunk)
                     yield chunk
         except GeneratorExit:
@@ -157,6 +164,7 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         except BaseException as exc:
             self._on_stream_error(exc)
             raise
+        self._self_call.first_chunk()
         self._process_chunk(chunk)
         return chunk
 
@@ -204,8 +212,12 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 
     async def _iterate(self) -> AsyncIterator[Any]:
         take = self._chunk_step()
+        first: Callable[[], None] | None = self._self_call.first_chunk
         try:
             async for chunk in self.__wrapped__:
+                if first is not None:
+                    first()
+                    first = None
                 if take is not None:
                     take(chunk)
                 yield chunk
@@ -225,6 +237,7 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         except BaseException as exc:
             self._on_stream_error(exc)
             raise
+        self._self_call.first_chunk()
         self._process_chunk(chunk)
         return chunk
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableSet
 from typing import Any, Final
 
 from ._exchange import RecordedRequest, Reply, estimate_tokens, json_reply, split_text, sse_frame, sse_reply
@@ -265,14 +266,42 @@ def _public(block: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in block.items() if k != "raw"}
 
 
-def _usage(body: Mapping[str, Any], blocks: list[dict[str, Any]], *, final: bool = True) -> dict[str, Any]:
+def _cached_prefix(body: Mapping[str, Any]) -> list[Any] | None:
+    """The messages up to the last one with a ``cache_control`` block (the prompt-cache breakpoint)."""
+    messages = body.get("messages") or []
+    last = None
+    for index, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list) and any(isinstance(b, Mapping) and "cache_control" in b for b in content):
+            last = index
+    return None if last is None else list(messages[: last + 1])
+
+
+def prompt_cache(body: Mapping[str, Any], cache: MutableSet[str]) -> tuple[int, int]:
+    """(cache creation, cache read) input tokens: a breakpoint's prefix seen before is read, else written."""
+    prefix = _cached_prefix(body)
+    if prefix is None:
+        return 0, 0
+    encoded = canonical_json(prefix)
+    tokens = estimate_tokens(encoded.decode())
+    key = hashlib.sha256(encoded).hexdigest()
+    if key in cache:
+        return 0, tokens
+    cache.add(key)
+    return tokens, 0
+
+
+def _usage(
+    body: Mapping[str, Any], blocks: list[dict[str, Any]], *, final: bool = True, cached: tuple[int, int] = (0, 0)
+) -> dict[str, Any]:
     thinking_tokens = sum(estimate_tokens(str(b.get("raw", ""))) for b in blocks if b["type"] == "thinking")
     thinking_tokens += sum(64 for b in blocks if b["type"] == "redacted_thinking")
     visible = "".join(str(b.get("text", "")) + json.dumps(b.get("input", "")) for b in blocks)
+    sent = estimate_tokens(canonical_json(body.get("messages")).decode(errors="replace"))
     usage: dict[str, Any] = {
-        "input_tokens": estimate_tokens(canonical_json(body.get("messages")).decode(errors="replace")),
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "input_tokens": max(0, sent - sum(cached)),
+        "cache_creation_input_tokens": cached[0],
+        "cache_read_input_tokens": cached[1],
         "output_tokens": estimate_tokens(visible) + thinking_tokens if final else 1,
         "service_tier": "standard",
     }
@@ -284,7 +313,7 @@ def _usage(body: Mapping[str, Any], blocks: list[dict[str, Any]], *, final: bool
 # --- entry point -----------------------------------------------------------------------------------
 
 
-def handle(request: RecordedRequest, script: Script, signer: Signer) -> Reply:
+def handle(request: RecordedRequest, script: Script, signer: Signer, cache: MutableSet[str]) -> Reply:
     body = request.body
     if not isinstance(body, Mapping):
         return error_reply(400, "Request body must be a JSON object")
@@ -301,6 +330,7 @@ def handle(request: RecordedRequest, script: Script, signer: Signer) -> Reply:
         if problem is not None:
             return error_reply(400, problem)
     blocks, stop_reason = _compose(body, script, signer)
+    cached = prompt_cache(body, cache)
     message: dict[str, Any] = {
         "id": request_id("msg_sim_", body),
         "type": "message",
@@ -309,19 +339,23 @@ def handle(request: RecordedRequest, script: Script, signer: Signer) -> Reply:
         "content": [_public(b) for b in blocks],
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": _usage(body, blocks),
+        "usage": _usage(body, blocks, cached=cached),
     }
     if isinstance(block_binding, Mapping):
         message["input_transformations"] = dropped
     if body.get("stream"):
-        return sse_reply(_stream_frames(message, blocks, body, script))
+        return sse_reply(_stream_frames(message, blocks, body, script, cached))
     return json_reply(message, headers={"request-id": "req_sim"})
 
 
 def _stream_frames(
-    message: dict[str, Any], blocks: list[dict[str, Any]], body: Mapping[str, Any], script: Script
+    message: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    body: Mapping[str, Any],
+    script: Script,
+    cached: tuple[int, int],
 ) -> list[bytes]:
-    start = {**message, "content": [], "stop_reason": None, "usage": _usage(body, blocks, final=False)}
+    start = {**message, "content": [], "stop_reason": None, "usage": _usage(body, blocks, final=False, cached=cached)}
     frames = [sse_frame({"type": "message_start", "message": start}, "message_start")]
 
     def event(name: str, **fields: Any) -> None:

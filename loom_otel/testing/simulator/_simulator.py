@@ -86,6 +86,8 @@ class Simulator(ClientFactories):
         self._requests: list[RecordedRequest] = []
         self._failures: list[int] = []
         self._break_after: int | None = None
+        self._prompt_cache: set[str] = set()
+        """Anthropic prompt-cache breakpoints seen (their prefix is read from the cache next time)."""
 
     @property
     def strict(self) -> bool:
@@ -156,7 +158,7 @@ class Simulator(ClientFactories):
         if vendor == "anthropic":
             if request.path.endswith("/count_tokens"):
                 return json_reply({"input_tokens": estimate_tokens(json.dumps(request.body))})
-            return _anthropic.handle(request, script, signer)
+            return _anthropic.handle(request, script, signer, self._prompt_cache)
         if vendor == "gemini":
             match = _gemini.ROUTE.match(request.path)
             assert match is not None

@@ -1,21 +1,33 @@
-"""The inner exporter the chained exporter forwards to, from ``LOOM_OTEL_CHAIN_INNER``."""
+"""The inner exporter the chained exporter forwards to, from ``LOOM_OTEL_CHAIN_INNER``: any exporter
+registered in the ``opentelemetry_traces_exporter`` entry-point group (the names ``OTEL_TRACES_EXPORTER``
+takes: ``otlp_proto_http``, ``otlp_proto_grpc``, ``console``, ``zipkin_json``, a vendor's...), or
+``none``."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from typing import Final
 
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._warnings import warn
 
-__all__ = ["INNER_CHOICES", "NoneSpanExporter", "inner_from_environment"]
+__all__ = ["NoneSpanExporter", "inner_choices", "inner_from_environment"]
 
-INNER_CHOICES: Final = ("otlp_proto_http", "otlp_proto_grpc", "console", "none")
+GROUP: Final = "opentelemetry_traces_exporter"
 DEFAULT_INNER: Final = "otlp_proto_http"
+_NONE: Final = "none"
+_SELF: Final = "loom_chain"
+"""The chained exporter's own entry point: never its own inner exporter."""
+
+
+def inner_choices() -> list[str]:
+    """Every name ``LOOM_OTEL_CHAIN_INNER`` accepts here: the registered span exporters, and ``none``."""
+    return [*sorted({e.name for e in entry_points(group=GROUP)} - {_SELF}), _NONE]
 
 
 class NoneSpanExporter(SpanExporter):
@@ -29,23 +41,26 @@ class NoneSpanExporter(SpanExporter):
 
 
 def inner_from_environment(name: str | None = None) -> SpanExporter:
-    """Build the inner exporter named by ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP.
+    """Build the inner exporter named by ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP: the
+    span exporter registered under that name (built with no arguments, as ``OTEL_TRACES_EXPORTER``
+    builds it; the OTLP exporters read the standard ``OTEL_EXPORTER_OTLP_*`` variables themselves).
 
-    The OTLP exporters read the standard ``OTEL_EXPORTER_OTLP_*`` variables themselves. A bad value
-    warns (naming the variable) and falls back to the default.
+    A name nothing registers (or ``loom_chain`` itself) warns, naming the variable and the choices,
+    and falls back to the default.
     """
-    choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip().lower()
-    if choice not in INNER_CHOICES:
-        warn(f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} is not one of {', '.join(INNER_CHOICES)}; using the default")
-        choice = DEFAULT_INNER
-    if choice == "otlp_proto_http":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-
-        return HttpExporter()
-    if choice == "otlp_proto_grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-
-        return GrpcExporter()
-    if choice == "console":
-        return ConsoleSpanExporter()
-    return NoneSpanExporter()
+    choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
+    if choice.lower() == _NONE:
+        return NoneSpanExporter()
+    found = [] if choice == _SELF else list(entry_points(group=GROUP, name=choice))
+    if not found:
+        warn(
+            f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} names no registered span exporter "
+            f"(one of {', '.join(inner_choices())}); using {DEFAULT_INNER}"
+        )
+        found = list(entry_points(group=GROUP, name=DEFAULT_INNER))
+        if not found:
+            return NoneSpanExporter()
+    exporter = found[0].load()()
+    if not isinstance(exporter, SpanExporter):
+        raise TypeError(f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} names {type(exporter).__name__}, not a SpanExporter")
+    return exporter

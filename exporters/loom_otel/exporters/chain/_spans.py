@@ -2,9 +2,16 @@
 
 The spans are made by a private SDK ``TracerProvider`` (always sampled, explicit limits so that no
 ``OTEL_*_LIMIT`` truncates a hashed attribute) and collected by the SDK's in-memory exporter: no
-``ReadableSpan`` is assembled by hand. Each span is a root span named ``loom.audit.record`` holding
-``loom.audit.origin/seq/type`` and one event, the very event the record would have had on its
-model-call span (same name, same attributes, same chain fields, timestamp = record time).
+``ReadableSpan`` is assembled by hand. Each span is named ``loom.audit.record`` (kind ``INTERNAL``,
+``openinference.span.kind`` ``CHAIN`` so that OpenInference backends do not show it as unknown) and
+holds ``loom.audit.origin/seq/type``, ``loom.execution.id`` when the record names one, and one event,
+the very event the record would have had on its model-call span (same name, same attributes, same
+chain fields, timestamp = record time).
+
+A capture record that says where it was made (``loom.call.trace_id`` / ``span_id`` / ``sampled``)
+and whose call was sampled becomes a child of its model-call span, in the call's trace; otherwise
+(unsampled call, checkpoint, older record) it is a root span: a parent the backend never received
+would make an orphan.
 """
 
 from __future__ import annotations
@@ -12,19 +19,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
 
-__all__ = ["RecordSpans"]
+__all__ = ["RecordSpans", "parent_of"]
+
+_KIND_KEY = "openinference.span.kind"
+_KIND = "CHAIN"
 
 _LIMITS = SpanLimits(
     max_span_attributes=16,
@@ -33,6 +44,22 @@ _LIMITS = SpanLimits(
     max_links=0,
     max_attribute_length=SpanLimits.UNSET,
 )
+
+
+def parent_of(record: Mapping[str, object]) -> Context:
+    """The record's model-call span as a remote parent when that call was sampled, else a root context."""
+    attributes = record.get("attributes")
+    if not isinstance(attributes, Mapping) or attributes.get(attr.CALL_SAMPLED) is not True:
+        return Context()
+    try:
+        trace_id = int(str(attributes[attr.CALL_TRACE_ID]), 16)
+        span_id = int(str(attributes[attr.CALL_SPAN_ID]), 16)
+    except (KeyError, ValueError):
+        return Context()
+    parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    if not parent.is_valid:
+        return Context()
+    return trace.set_span_in_context(NonRecordingSpan(parent), Context())
 
 
 class RecordSpans:
@@ -76,16 +103,21 @@ class RecordSpans:
                     name, attributes, time_ns = event_for_record(record)
                 except (KeyError, ValueError, TypeError):
                     continue
+                span_attributes = {
+                    attr.AUDIT_ORIGIN: attributes[attr.AUDIT_ORIGIN],
+                    attr.AUDIT_SEQ: attributes[attr.AUDIT_SEQ],
+                    attr.AUDIT_TYPE: str(record["type"]),
+                    _KIND_KEY: _KIND,
+                }
+                execution = attributes.get(attr.EXECUTION_ID)
+                if isinstance(execution, str):
+                    span_attributes[attr.EXECUTION_ID] = execution
                 span = tracer.start_span(
                     RECORD_SPAN,
-                    context=Context(),
+                    context=parent_of(record),
                     kind=SpanKind.INTERNAL,
                     start_time=time_ns,
-                    attributes={
-                        attr.AUDIT_ORIGIN: attributes[attr.AUDIT_ORIGIN],
-                        attr.AUDIT_SEQ: attributes[attr.AUDIT_SEQ],
-                        attr.AUDIT_TYPE: str(record["type"]),
-                    },
+                    attributes=span_attributes,
                 )
                 span.add_event(name, attributes, timestamp=time_ns)
                 span.end(end_time=time_ns)

@@ -3,19 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
+from loom_otel.core._calls._content import (
+    attach_request,
+    content_mode,
+    reasoning_input_part,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
-from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
 
 __all__ = ["MessageStreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
+_REASONING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
 _PROVIDERS = {"AnthropicVertex": "gcp.vertex_ai", "AsyncAnthropicVertex": "gcp.vertex_ai"}
 _BEDROCK = "aws.bedrock"
+_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+    attr.GEN_AI_REQUEST_TOP_K: "top_k",
+    attr.GEN_AI_REQUEST_STOP_SEQUENCES: "stop_sequences",
+}
+FINISH_REASONS: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_call",
+    "refusal": "content_filter",
+}
+"""Anthropic ``stop_reason`` -> the conventions' finish reason (others, e.g. ``pause_turn``, pass as they are)."""
 
 
 def provider_of(instance: Any) -> str:
@@ -34,21 +59,126 @@ def _thinking_kind(kwargs: Mapping[str, Any]) -> ReasoningKind:
     return ReasoningKind.TEXT
 
 
+def _output_type(kwargs: Mapping[str, Any]) -> str | None:
+    """``json`` when the request asks for structured output (``output_format`` or ``output_config.format``)."""
+    config = kwargs.get("output_config")
+    fmt = kwargs.get("output_format") or (config.get("format") if isinstance(config, Mapping) else None)
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, Mapping) else getattr(fmt, "type", None)
+    return "json" if kind in (None, "json_schema") else None
+
+
 def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
     attributes: dict[str, AttributeValue] = {}
-    max_tokens = kwargs.get("max_tokens")
-    if isinstance(max_tokens, int):
-        attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    extra = kwargs.get("extra_body")
+    extra_body = extra if isinstance(extra, Mapping) else {}
+
+    def value_of(name: str) -> object:
+        """A keyword argument, or the same field sent in ``extra_body`` (SDK 2.x dropped the sampling
+        keywords; older SDKs, which frameworks pin, still take them)."""
+        value = kwargs.get(name)
+        return extra_body.get(name) if value is None else value
+
+    request_parameters(value_of, _PARAMETERS, attributes)
+    output_type = _output_type(kwargs)
+    if output_type is not None:
+        attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
+    hints: dict[str, object] = {"thinking_kind": _thinking_kind(kwargs)}
+    mode = content_mode()
+    if mode != "NO_CONTENT":
+        attach_request(
+            mode,
+            system=_system(kwargs.get("system")),
+            messages=_messages(kwargs),
+            tools=_tools(kwargs),
+            attributes=attributes,
+            hints=hints,
+        )
     return RequestInfo(
         provider=provider_of(instance),
         operation="chat",
         model=model_name(model),
         stream=stream,
         attributes=attributes,
-        hints={"thinking_kind": _thinking_kind(kwargs)},
+        hints=hints,
     )
+
+
+# --- message content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) -------------------------
+
+
+def _plain(content: Any) -> Any:
+    """A tool result's content: its text, or its blocks' texts."""
+    if isinstance(content, str) or content is None:
+        return content
+    texts = [field(b, "text") for b in content if field(b, "type") == "text"]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def _part(block: Any) -> dict[str, Any]:
+    kind = field(block, "type")
+    if kind == "text":
+        return text_part(str(field(block, "text") or ""))
+    if kind == "thinking":
+        return reasoning_input_part(field(block, "thinking"), field(block, "signature"))
+    if kind == "redacted_thinking":
+        return reasoning_input_part(None, field(block, "data"))
+    if kind in ("tool_use", "server_tool_use"):
+        return tool_call_part(field(block, "id"), field(block, "name"), field(block, "input"))
+    if kind == "tool_result":
+        return tool_response_part(field(block, "tool_use_id"), _plain(field(block, "content")))
+    return {"type": str(kind or "unknown")}  # images, documents, search results: their kind only
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [text_part(content)]
+    return [_part(b) for b in content or ()]
+
+
+def _system(system: Any) -> list[dict[str, Any]] | None:
+    return _parts(system) if system else None
+
+
+def _messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"role": str(field(m, "role") or "user"), "parts": _parts(field(m, "content"))}
+        for m in kwargs.get("messages") or ()
+    ]
+
+
+def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    found = []
+    for tool in kwargs.get("tools") or ():
+        kind = field(tool, "type")
+        if kind in (None, "custom"):
+            found.append(
+                {
+                    "type": "function",
+                    "name": field(tool, "name"),
+                    "description": field(tool, "description"),
+                    "parameters": field(tool, "input_schema"),
+                }
+            )
+        else:
+            found.append({"type": str(kind), "name": field(tool, "name")})
+    return found or None
+
+
+def _answer(parts: list[dict[str, Any]], reasons: list[str]) -> list[dict[str, Any]]:
+    message: dict[str, Any] = {"role": "assistant", "parts": parts}
+    if reasons:
+        message["finish_reason"] = reasons[0]
+    return [message]
+
+
+def _output_messages(message: Any, reasons: list[str]) -> list[dict[str, Any]]:
+    """The answer's blocks without its reasoning (``ModelCall`` adds that by reference)."""
+    blocks = getattr(message, "content", None) or ()
+    return _answer([_part(b) for b in blocks if getattr(b, "type", None) not in _REASONING_BLOCKS], reasons)
 
 
 def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasoning | None:
@@ -68,21 +198,37 @@ def reasonings_of(message: Any, request: RequestInfo) -> list[Reasoning]:
     return [r for r in found if r is not None]
 
 
-def _usage_attributes(usage: Any, into: dict[str, AttributeValue]) -> None:
-    if usage is None:
-        return
-    for key, name in (
-        (attr.GEN_AI_USAGE_INPUT_TOKENS, "input_tokens"),
-        (attr.GEN_AI_USAGE_OUTPUT_TOKENS, "output_tokens"),
-        (attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cache_read_input_tokens"),
-    ):
+def _latest(usages: Sequence[Any], name: str) -> int | None:
+    """The newest count of ``name`` (a stream's ``message_delta`` usage may leave earlier counts out)."""
+    for usage in reversed(usages):
         value = getattr(usage, name, None)
         if isinstance(value, int):
-            into[key] = value
-    details = getattr(usage, "output_tokens_details", None)
-    thinking_tokens = getattr(details, "thinking_tokens", None)
-    if isinstance(thinking_tokens, int):
-        into[attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thinking_tokens
+            return value
+    return None
+
+
+def _usage_attributes(usages: Sequence[Any], into: dict[str, AttributeValue]) -> None:
+    """Usage as the conventions count it: input tokens include the cache read and the cache creation."""
+    usages = [u for u in usages if u is not None]
+    if not usages:
+        return
+    uncached = _latest(usages, "input_tokens")
+    cache_read = _latest(usages, "cache_read_input_tokens")
+    cache_creation = _latest(usages, "cache_creation_input_tokens")
+    if uncached is not None:
+        into[attr.GEN_AI_USAGE_INPUT_TOKENS] = uncached + (cache_read or 0) + (cache_creation or 0)
+    if cache_read is not None:
+        into[attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cache_read
+    if cache_creation is not None:
+        into[attr.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = cache_creation
+    output = _latest(usages, "output_tokens")
+    if output is not None:
+        into[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = output
+    for usage in reversed(usages):
+        thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+        if isinstance(thinking, int):
+            into[attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thinking
+            break
 
 
 def response_info(message: Any) -> ResponseInfo:
@@ -90,11 +236,13 @@ def response_info(message: Any) -> ResponseInfo:
     if getattr(message, "id", None):
         attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
     stop_reason = getattr(message, "stop_reason", None)
-    if stop_reason:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [str(stop_reason)]
-    _usage_attributes(getattr(message, "usage", None), attributes)
+    reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else []
+    if reasons:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+    _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
-    return ResponseInfo(model=str(model) if model else None, attributes=attributes)
+    content = _output_messages(message, reasons) if content_mode() != "NO_CONTENT" else None
+    return ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
 
 
 class _Block:
@@ -122,7 +270,7 @@ class MessageStreamAccumulator:
         self.blocks: dict[int, _Block] = {}
         self.message: Any = None
         self._stop_reason: str | None = None
-        self._usage: Any = None
+        self._usages: list[Any] = []
         self.text_deltas: list[tuple[int, str]] | None = None
         """Set by a stream whose live view carries text: ``feed`` then appends each text delta."""
 
@@ -156,10 +304,10 @@ class MessageStreamAccumulator:
                 self.text_deltas.append((event.index, start.text))
         elif event_type == "message_start":
             self.message = event.message
-            self._usage = getattr(event.message, "usage", None)
+            self._usages.append(getattr(event.message, "usage", None))
         elif event_type == "message_delta":
             self._stop_reason = getattr(event.delta, "stop_reason", None) or self._stop_reason
-            self._usage = getattr(event, "usage", None) or self._usage
+            self._usages.append(getattr(event, "usage", None))
         return ()
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
@@ -177,7 +325,24 @@ class MessageStreamAccumulator:
                 reasonings.append(Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.start.data))
         info = response_info(self.message) if self.message is not None else ResponseInfo()
         attributes = dict(info.attributes)
-        if self._stop_reason:
-            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [self._stop_reason]
-        _usage_attributes(self._usage, attributes)
-        return reasonings, ResponseInfo(model=info.model, attributes=attributes)
+        reasons = finish_reasons([self._stop_reason], FINISH_REASONS) if self._stop_reason else []
+        if reasons:
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        _usage_attributes(self._usages, attributes)
+        content = self._output_messages(reasons) if "content_mode" in self._request.hints else None
+        return reasonings, ResponseInfo(model=info.model, attributes=attributes, output_messages=content)
+
+    def _output_messages(self, reasons: list[str]) -> list[dict[str, Any]]:
+        parts = []
+        for _, block in sorted(self.blocks.items()):
+            kind = getattr(block.start, "type", None)
+            if kind == "text":
+                parts.append(text_part((getattr(block.start, "text", "") or "") + "".join(block.texts)))
+            elif kind in ("tool_use", "server_tool_use"):
+                raw = "".join(block.json)
+                parts.append(
+                    tool_call_part(block.start.id, block.start.name, raw or getattr(block.start, "input", None))
+                )
+            elif kind not in _REASONING_BLOCKS:
+                parts.append({"type": str(kind or "unknown")})
+        return _answer(parts, reasons)

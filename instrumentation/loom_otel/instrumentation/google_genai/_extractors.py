@@ -19,9 +19,18 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
+from loom_otel.core._calls._content import (
+    attach_request,
+    content_mode,
+    reasoning_input_part,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
-from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
+from loom_otel.core._shapes import field
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
@@ -33,6 +42,33 @@ _USAGE: Final = (
     (attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, "thoughts_token_count"),
     (attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, "cached_content_token_count"),
 )
+"""Usage fields as Gemini names them; the output count the conventions want adds the thoughts to the
+candidates (``prompt_token_count`` already includes the cached content)."""
+_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_output_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+    attr.GEN_AI_REQUEST_TOP_K: "top_k",
+    attr.GEN_AI_REQUEST_STOP_SEQUENCES: "stop_sequences",
+    attr.GEN_AI_REQUEST_SEED: "seed",
+    attr.GEN_AI_REQUEST_FREQUENCY_PENALTY: "frequency_penalty",
+    attr.GEN_AI_REQUEST_PRESENCE_PENALTY: "presence_penalty",
+    attr.GEN_AI_REQUEST_CHOICE_COUNT: "candidate_count",
+}
+_CONTENT_FILTER: Final = "content_filter"
+FINISH_REASONS: Final = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": _CONTENT_FILTER,
+    "RECITATION": _CONTENT_FILTER,
+    "BLOCKLIST": _CONTENT_FILTER,
+    "PROHIBITED_CONTENT": _CONTENT_FILTER,
+    "SPII": _CONTENT_FILTER,
+    "IMAGE_SAFETY": _CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+"""Gemini ``finishReason`` -> the conventions' finish reason; ``STOP`` after a function call is ``tool_call``."""
 
 
 def provider_of(instance: Any) -> str:
@@ -44,17 +80,132 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
     attributes: dict[str, AttributeValue] = {}
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     server_attributes(getattr(options, "base_url", None), attributes)
-    max_tokens = config_value(kwargs.get("config"), "max_output_tokens")
-    if isinstance(max_tokens, int):
-        attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
+    config = kwargs.get("config")
+    if config is not None:
+        request_parameters(lambda name: config_value(config, name), _PARAMETERS, attributes)
+        output_type = _output_type(config)
+        if output_type is not None:
+            attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     model = kwargs.get("model")
+    hints: dict[str, object] = {}
+    mode = content_mode()
+    if mode != "NO_CONTENT":
+        attach_request(
+            mode,
+            system=_system(config_value(config, "system_instruction")) if config is not None else None,
+            messages=_contents(kwargs.get("contents")),
+            tools=_tools(config_value(config, "tools")) if config is not None else None,
+            attributes=attributes,
+            hints=hints,
+        )
     return RequestInfo(
         provider=provider_of(instance),
         operation=_OPERATION,
         model=model_name(model),
         stream=stream,
         attributes=attributes,
+        hints=hints,
     )
+
+
+# --- message content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) -------------------------
+
+
+def _part(part: Any, *, answer: bool = False) -> list[dict[str, Any]]:
+    """One Gemini part as convention parts; an answer's thoughts are left out (added by reference)."""
+    if isinstance(part, str):
+        return [text_part(part)]
+    signature = field(part, "thought_signature") or field(part, "thoughtSignature")
+    if field(part, "thought"):
+        return [] if answer else [reasoning_input_part(field(part, "text"), signature)]
+    found = [] if answer or not signature else [reasoning_input_part(None, signature)]
+    call = field(part, "function_call") or field(part, "functionCall")
+    response = field(part, "function_response") or field(part, "functionResponse")
+    text = field(part, "text")
+    if call is not None:
+        found.append(tool_call_part(field(call, "id"), field(call, "name"), field(call, "args")))
+    elif response is not None:
+        found.append(tool_response_part(field(response, "id") or field(response, "name"), field(response, "response")))
+    elif isinstance(text, str):
+        found.append(text_part(text))
+    elif field(part, "inline_data") is not None or field(part, "inlineData") is not None:
+        found.append({"type": "blob"})
+    elif field(part, "file_data") is not None or field(part, "fileData") is not None:
+        found.append({"type": "file"})
+    return found
+
+
+def _parts(parts: Any, *, answer: bool = False) -> list[dict[str, Any]]:
+    found = [p for part in parts or () for p in _part(part, answer=answer)]
+    merged: list[dict[str, Any]] = []
+    for part in found:  # stream chunks split one text into many parts
+        if part["type"] == "text" and merged and merged[-1]["type"] == "text":
+            merged[-1] = text_part(merged[-1]["content"] + part["content"])
+        else:
+            merged.append(part)
+    return merged
+
+
+def _role(role: Any) -> str:
+    return "assistant" if role == "model" else str(role or "user")
+
+
+def _contents(contents: Any) -> list[dict[str, Any]]:
+    items = contents if isinstance(contents, list | tuple) else [] if contents is None else [contents]
+    messages: list[dict[str, Any]] = []
+    loose: list[Any] = []
+    for item in items:
+        if not isinstance(item, str) and field(item, "parts") is not None:
+            if loose:
+                messages.append({"role": "user", "parts": _parts(loose)})
+                loose = []
+            messages.append({"role": _role(field(item, "role")), "parts": _parts(field(item, "parts"))})
+        else:
+            loose.append(item)
+    if loose:
+        messages.append({"role": "user", "parts": _parts(loose)})
+    return messages
+
+
+def _system(system: Any) -> list[dict[str, Any]] | None:
+    if system is None:
+        return None
+    if isinstance(system, str):
+        return [text_part(system)]
+    parts = field(system, "parts")
+    return _parts(parts if parts is not None else system if isinstance(system, list | tuple) else [system])
+
+
+def _tools(tools: Any) -> list[dict[str, Any]] | None:
+    found: list[dict[str, Any]] = []
+    for tool in tools or ():
+        if callable(tool) and not hasattr(tool, "model_dump"):
+            doc = (tool.__doc__ or "").strip() or None
+            found.append({"type": "function", "name": getattr(tool, "__name__", ""), "description": doc})
+            continue
+        for declaration in field(tool, "function_declarations") or field(tool, "functionDeclarations") or ():
+            parameters = field(declaration, "parameters")
+            if hasattr(parameters, "model_dump"):
+                parameters = parameters.model_dump(exclude_none=True, mode="json")
+            found.append(
+                {
+                    "type": "function",
+                    "name": field(declaration, "name"),
+                    "description": field(declaration, "description"),
+                    "parameters": parameters,
+                }
+            )
+    return found or None
+
+
+def _output_type(config: Any) -> str | None:
+    """``json`` for a JSON response MIME type or schema, ``text`` for ``text/plain``."""
+    mime = config_value(config, "response_mime_type")
+    if mime == "application/json" or config_value(config, "response_schema") is not None:
+        return "json"
+    if config_value(config, "response_json_schema") is not None:
+        return "json"
+    return "text" if mime == "text/plain" else None
 
 
 def resumes(kwargs: Mapping[str, Any]) -> bool:
@@ -95,6 +246,8 @@ class ResponseAccumulator:
         self._response_id: str | None = None
         self._model: str | None = None
         self._finish_reasons: list[str] = []
+        self._tool_calls: set[int] = set()
+        """Candidates that produced a function call (their ``STOP`` is a ``tool_call``)."""
         self.hops = 0
         self.produced: list[Any] = []
         """Every part of candidate 0, every hop, in arrival order (what the continuation layer records)."""
@@ -106,6 +259,7 @@ class ResponseAccumulator:
         """A new HTTP request of this call. Usage is summed over requests, except that streamed chunks
         of a resumed generation already count the hops before it (the SDK merges them)."""
         self.hops += 1
+        self._tool_calls.clear()
         if self._usage is not None and not (resuming and self._request.stream):
             for _, name in _USAGE:
                 value = getattr(self._usage, name, None)
@@ -125,9 +279,12 @@ class ResponseAccumulator:
                 self._fold(number, parts, deltas)
                 if number == 0:
                     self.produced.extend(parts)
+            if parts and any(getattr(p, "function_call", None) is not None for p in parts):
+                self._tool_calls.add(number)
             if candidate.finish_reason is not None:
-                reason = candidate.finish_reason
-                finish.append(str(getattr(reason, "value", reason)))
+                reason = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
+                (normal,) = finish_reasons([reason], FINISH_REASONS)
+                finish.append("tool_call" if normal == "stop" and number in self._tool_calls else normal)
         if finish:
             self._finish_reasons = finish
         usage = getattr(response, "usage_metadata", None)
@@ -178,6 +335,12 @@ class ResponseAccumulator:
         ]
         return reasonings, self._response_info()
 
+    def _output_messages(self) -> list[dict[str, Any]]:
+        message: dict[str, Any] = {"role": "assistant", "parts": _parts(self.produced, answer=True)}
+        if self._finish_reasons:
+            message["finish_reason"] = self._finish_reasons[0]
+        return [message]
+
     def _response_info(self) -> ResponseInfo:
         attributes: dict[str, AttributeValue] = {}
         if self._response_id:
@@ -189,4 +352,9 @@ class ResponseAccumulator:
             total = self._banked.get(name, 0) + (value if isinstance(value, int) else 0)
             if isinstance(value, int) or name in self._banked:
                 attributes[key] = total
-        return ResponseInfo(model=self._model, attributes=attributes)
+        thoughts = attributes.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
+        output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
+        if isinstance(thoughts, int):
+            attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
+        content = self._output_messages() if "content_mode" in self._request.hints else None
+        return ResponseInfo(model=self._model, attributes=attributes, output_messages=content)

@@ -48,7 +48,8 @@ class OpenAiAdapter:
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
         if _is_chat(instance):
             return CHAT.request_info(instance, kwargs, stream)
-        return replace(RESPONSES.request_info(instance, kwargs, stream), hints=_RESPONSES_HINTS)
+        info = RESPONSES.request_info(instance, kwargs, stream)
+        return replace(info, hints={**info.hints, **_RESPONSES_HINTS})
 
     def sync_result(self, call: ModelCall, result: Any) -> Any:
         return self._result(call, result, SyncStreamProxy)

@@ -17,9 +17,18 @@ from typing import Any, Final, Protocol
 
 from loom_otel.core import Reasoning, ReasoningKind
 from loom_otel.core import _attributes as attr
+from loom_otel.core._calls._content import (
+    attach_request,
+    content_mode,
+    reasoning_input_part,
+    text_part,
+    tool_call_part,
+    tool_response_part,
+)
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
-from loom_otel.core._semconv import model_name, server_attributes
+from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
+from loom_otel.core._shapes import field
 
 __all__ = ["CHAT", "RESPONSES", "Api", "provider_of"]
 
@@ -27,6 +36,28 @@ _OPERATION: Final = "chat"
 _FIELDS: Final = ("reasoning_content", "reasoning")
 _SUMMARY_SEPARATOR: Final = "\n\n"
 _FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_CHAT_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_completion_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+    attr.GEN_AI_REQUEST_STOP_SEQUENCES: "stop",
+    attr.GEN_AI_REQUEST_SEED: "seed",
+    attr.GEN_AI_REQUEST_FREQUENCY_PENALTY: "frequency_penalty",
+    attr.GEN_AI_REQUEST_PRESENCE_PENALTY: "presence_penalty",
+    attr.GEN_AI_REQUEST_CHOICE_COUNT: "n",
+}
+_RESPONSES_PARAMETERS: Final = {
+    attr.GEN_AI_REQUEST_MAX_TOKENS: "max_output_tokens",
+    attr.GEN_AI_REQUEST_TEMPERATURE: "temperature",
+    attr.GEN_AI_REQUEST_TOP_P: "top_p",
+}
+_ALIASES: Final = {"max_completion_tokens": "max_tokens"}
+"""A parameter's older name, read when the newer one is absent."""
+CHAT_FINISH_REASONS: Final = {"tool_calls": "tool_call", "function_call": "tool_call"}
+"""Chat Completions ``finish_reason`` -> the conventions' (``stop``, ``length``, ``content_filter`` are equal)."""
+RESPONSES_INCOMPLETE: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+"""Responses ``incomplete_details.reason`` -> the conventions' finish reason."""
+_JSON_FORMATS: Final = frozenset({"json_object", "json_schema"})
 
 
 class Accumulator(Protocol):
@@ -53,22 +84,147 @@ def provider_of(instance: Any) -> str:
     return "deepseek" if host and "deepseek" in str(host).lower() else "openai"
 
 
-def _request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool, max_keys: Sequence[str]) -> RequestInfo:
+def _output_type(fmt: object) -> str | None:
+    """``json`` / ``text`` from a ``response_format`` (Chat) or ``text.format`` (Responses)."""
+    kind = fmt.get("type") if isinstance(fmt, Mapping) else getattr(fmt, "type", None)
+    if kind in _JSON_FORMATS:
+        return "json"
+    return "text" if kind == "text" else None
+
+
+Content = Callable[[Mapping[str, Any]], tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]]
+"""(system instructions, input messages) of one API's request kwargs."""
+
+
+def _request_info(
+    instance: Any,
+    kwargs: Mapping[str, Any],
+    stream: bool,
+    parameters: Mapping[str, str],
+    *,
+    fmt: object,
+    content: Content,
+) -> RequestInfo:
     attributes: dict[str, AttributeValue] = {}
-    for key in max_keys:
-        value = kwargs.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            attributes[attr.GEN_AI_REQUEST_MAX_TOKENS] = value
-            break
+
+    def value_of(name: str) -> object:
+        value = kwargs.get(name)
+        return kwargs.get(_ALIASES[name]) if value is None and name in _ALIASES else value
+
+    request_parameters(value_of, parameters, attributes)
+    output_type = _output_type(fmt)
+    if output_type is not None:
+        attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
+    hints: dict[str, object] = {}
+    mode = content_mode()
+    if mode != "NO_CONTENT":
+        system, messages = content(kwargs)
+        attach_request(mode, system=system, messages=messages, tools=_tools(kwargs), attributes=attributes, hints=hints)
     return RequestInfo(
         provider=provider_of(instance),
         operation=_OPERATION,
         model=model_name(model),
         stream=stream,
         attributes=attributes,
+        hints=hints,
     )
+
+
+# --- message content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) -------------------------
+
+
+def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    found: list[dict[str, Any]] = []
+    for tool in kwargs.get("tools") or ():
+        function = field(tool, "function") or tool  # Chat nests the function; Responses does not
+        kind = field(tool, "type")
+        if kind == "function":
+            found.append(
+                {
+                    "type": "function",
+                    "name": field(function, "name"),
+                    "description": field(function, "description"),
+                    "parameters": field(function, "parameters"),
+                }
+            )
+        else:
+            found.append({"type": str(kind or "unknown")})
+    return found or None
+
+
+def _texts(content: Any) -> list[dict[str, Any]]:
+    """A message content: a string, or parts of which the text ones are kept (others by their kind)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [text_part(content)]
+    found = []
+    for part in content:
+        text = field(part, "text")
+        found.append(text_part(text) if isinstance(text, str) else {"type": str(field(part, "type") or "unknown")})
+    return found
+
+
+def _chat_message(message: Any, *, answer: bool = False) -> dict[str, Any]:
+    role = str(field(message, "role") or "user")
+    parts: list[dict[str, Any]] = []
+    if isinstance(message, Mapping):
+        reasoning = next((message[n] for n in _FIELDS if isinstance(message.get(n), str)), None)
+    else:
+        reasoning = _reasoning_field(message)
+    if reasoning and not answer:
+        parts.append(reasoning_input_part(reasoning, None))
+    if role == "tool":
+        parts.append(tool_response_part(field(message, "tool_call_id"), field(message, "content")))
+    else:
+        parts += _texts(field(message, "content"))
+    for call in field(message, "tool_calls") or ():
+        function = field(call, "function")
+        parts.append(tool_call_part(field(call, "id"), field(function, "name"), field(function, "arguments")))
+    return {"role": role, "parts": parts}
+
+
+def _chat_content(kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    return None, [_chat_message(m) for m in kwargs.get("messages") or ()]
+
+
+def _responses_items(items: Any, *, answer: bool = False) -> list[dict[str, Any]]:
+    """Responses input or output items as messages (consecutive non-message items join one message)."""
+    if isinstance(items, str):
+        return [{"role": "user", "parts": [text_part(items)]}]
+    messages: list[dict[str, Any]] = []
+    for item in items or ():
+        kind = field(item, "type")
+        role = field(item, "role")
+        if role is not None and kind in (None, "message"):
+            messages.append({"role": str(role), "parts": _texts(field(item, "content"))})
+            continue
+        if kind == "function_call":
+            part = tool_call_part(field(item, "call_id"), field(item, "name"), field(item, "arguments"))
+            owner = "assistant"
+        elif kind == "function_call_output":
+            part, owner = tool_response_part(field(item, "call_id"), field(item, "output")), "tool"
+        elif kind == "reasoning":
+            if answer:
+                continue
+            summary = [field(s, "text") for s in field(item, "summary") or ()]
+            text = _SUMMARY_SEPARATOR.join(t for t in summary if isinstance(t, str))
+            part, owner = reasoning_input_part(text, field(item, "encrypted_content")), "assistant"
+        else:
+            part, owner = {"type": str(kind or "unknown")}, "assistant"
+        if messages and messages[-1]["role"] == owner:
+            messages[-1]["parts"].append(part)
+        else:
+            messages.append({"role": owner, "parts": [part]})
+    return messages
+
+
+def _responses_content(kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    instructions = kwargs.get("instructions")
+    system = [text_part(instructions)] if isinstance(instructions, str) and instructions else None
+    return system, _responses_items(kwargs.get("input"))
 
 
 def _set_int(into: dict[str, AttributeValue], key: str, value: object) -> None:
@@ -99,7 +255,9 @@ def _reasoning_field(obj: Any) -> str | None:
 
 
 def chat_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
-    return _request_info(instance, kwargs, stream, ("max_completion_tokens", "max_tokens"))
+    return _request_info(
+        instance, kwargs, stream, _CHAT_PARAMETERS, fmt=kwargs.get("response_format"), content=_chat_content
+    )
 
 
 def chat_reasonings(completion: Any, request: RequestInfo) -> list[Reasoning]:
@@ -128,9 +286,20 @@ def chat_response_info(completion: Any) -> ResponseInfo:
     model = _head(completion, attributes)
     reasons = [str(c.finish_reason) for c in getattr(completion, "choices", None) or () if c.finish_reason]
     if reasons:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
     _chat_usage(getattr(completion, "usage", None), attributes)
-    return ResponseInfo(model=model, attributes=attributes)
+    content = _chat_output(completion) if content_mode() != "NO_CONTENT" else None
+    return ResponseInfo(model=model, attributes=attributes, output_messages=content)
+
+
+def _chat_output(completion: Any) -> list[dict[str, Any]]:
+    messages = []
+    for choice in getattr(completion, "choices", None) or ():
+        message = _chat_message(choice.message, answer=True)
+        if choice.finish_reason:
+            (message["finish_reason"],) = finish_reasons([str(choice.finish_reason)], CHAT_FINISH_REASONS)
+        messages.append(message)
+    return messages
 
 
 class ChatStreamAccumulator:
@@ -169,7 +338,8 @@ class ChatStreamAccumulator:
         attributes: dict[str, AttributeValue] = {}
         model = _head(self._last, attributes) if self._last is not None else None
         if self._finish:
-            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [r for _, r in sorted(self._finish.items())]
+            reasons = [r for _, r in sorted(self._finish.items())]
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
         _chat_usage(self._usage, attributes)
         return reasonings, ResponseInfo(model=model, attributes=attributes)
 
@@ -178,7 +348,9 @@ class ChatStreamAccumulator:
 
 
 def responses_request_info(instance: Any, kwargs: Mapping[str, Any], stream: bool) -> RequestInfo:
-    return _request_info(instance, kwargs, stream, ("max_output_tokens",))
+    text = kwargs.get("text")
+    fmt = text.get("format") if isinstance(text, Mapping) else None
+    return _request_info(instance, kwargs, stream, _RESPONSES_PARAMETERS, fmt=fmt, content=_responses_content)
 
 
 def _item_reasoning(item: Any, provider: str) -> Reasoning:
@@ -200,12 +372,27 @@ def responses_reasonings(response: Any, request: RequestInfo) -> list[Reasoning]
     ]
 
 
+def _responses_finish_reason(response: Any) -> str | None:
+    """``completed`` is ``stop`` (``tool_call`` when the output calls a function), ``incomplete`` its
+    reason (``length``, ``content_filter``), ``failed`` / ``cancelled`` ``error``; in progress: none."""
+    status = getattr(response, "status", None)
+    if status == "completed":
+        calls = any(getattr(i, "type", None) == "function_call" for i in getattr(response, "output", None) or ())
+        return "tool_call" if calls else "stop"
+    if status == "incomplete":
+        reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
+        return RESPONSES_INCOMPLETE.get(str(reason), str(reason or "incomplete"))
+    if status in ("failed", "cancelled"):
+        return "error"
+    return None
+
+
 def responses_response_info(response: Any) -> ResponseInfo:
     attributes: dict[str, AttributeValue] = {}
     model = _head(response, attributes)
-    status = getattr(response, "status", None)
-    if status:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [str(status)]
+    reason = _responses_finish_reason(response)
+    if reason is not None:
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
     usage = getattr(response, "usage", None)
     if usage is not None:
         _set_int(attributes, attr.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "input_tokens", None))
@@ -214,7 +401,14 @@ def responses_response_info(response: Any) -> ResponseInfo:
         _set_int(attributes, attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, getattr(details, "reasoning_tokens", None))
         cached = getattr(usage, "input_tokens_details", None)
         _set_int(attributes, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
-    return ResponseInfo(model=model, attributes=attributes)
+    content = None
+    if content_mode() != "NO_CONTENT":
+        content = _responses_items(getattr(response, "output", None), answer=True) or [
+            {"role": "assistant", "parts": []}
+        ]
+        if reason is not None:
+            content[-1]["finish_reason"] = reason
+    return ResponseInfo(model=model, attributes=attributes, output_messages=content)
 
 
 class ResponsesStreamAccumulator:
