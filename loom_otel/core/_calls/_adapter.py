@@ -39,6 +39,10 @@ class Outgoing(Protocol):
         joins at its first request instead."""
         ...
 
+    def put_back(self) -> list[str]:
+        """The readable texts loom-otel put into the request (taken out of an SDK error in redact mode)."""
+        ...
+
 
 class VendorAdapter(Protocol):
     """What one vendor supplies (one instance per instrumentor, built with the runtime)."""

@@ -18,6 +18,7 @@ from wrapt import wrap_function_wrapper
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._model_call import ReasoningHandler
+from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import runtime_for
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._scrub import install_scrubber
@@ -47,6 +48,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
+        if runtime.enabled and runtime.transcript == "redact":
+            warn_if_sdk_debug_logs()
         warn_if_truncating(kwargs.get("tracer_provider"))  # before the handler: a limit cuts its events
         adapter = type(self).adapter(runtime)
         tracer_provider = kwargs.get("tracer_provider")

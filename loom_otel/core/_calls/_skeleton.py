@@ -23,8 +23,9 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, peer_outside, without_peers
+from loom_otel.core._calls._withheld import withhold_from_exception
 
-__all__ = ["Wrapper", "active", "async_method", "prepare", "sent", "start", "sync_method"]
+__all__ = ["Wrapper", "active", "async_method", "failed", "prepare", "sent", "start", "sync_method"]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """A wrapt wrapper: ``traced_method(wrapped, instance, args, kwargs)``."""
@@ -69,6 +70,16 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
     return kwargs if outgoing is None else outgoing.kwargs
 
 
+def failed(call: ModelCall, exc: BaseException) -> None:
+    """The SDK raised: the call ends with the error type; in redact mode, the texts loom-otel put back into
+    the request are taken out of the exception (its message, body, request and response) before the
+    application gets it, unchanged otherwise."""
+    call.fail(exc)
+    outgoing = call.outgoing
+    if outgoing is not None and call.handler.runtime.transcript == "redact":
+        withhold_from_exception(exc, outgoing.put_back())
+
+
 def sync_method(handler: ReasoningHandler) -> Wrapper:
     """Steps 1-5 for a sync method that sends when called."""
 
@@ -82,7 +93,7 @@ def sync_method(handler: ReasoningHandler) -> Wrapper:
             with call.activate():
                 result = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
         except BaseException as exc:
-            call.fail(exc)
+            failed(call, exc)
             raise
         return adapter.sync_result(call, result)
 
@@ -104,7 +115,7 @@ def async_method(handler: ReasoningHandler) -> Wrapper:
                 with call.activate():
                     result = await without_peers(wrapped)(*args, **sent(kwargs, outgoing))
             except BaseException as exc:
-                call.fail(exc)
+                failed(call, exc)
                 raise
             return await adapter.async_result(call, result)
 

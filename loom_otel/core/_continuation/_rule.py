@@ -142,6 +142,11 @@ class Plan:
     """The execution of the request's latest reasoning block this process recorded (DESIGN "Execution
     identity", rule 2), when the plan was made without a known scope."""
 
+    def put_back(self) -> list[str]:
+        """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
+        restored = [text for blocks in self.restored.values() for _, _, text in blocks if text]
+        return [*self.texts.values(), *restored]
+
     @property
     def changes(self) -> bool:
         return bool(self.drops or self.texts or self.restored)

@@ -10,6 +10,7 @@ import wrapt
 
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._calls._withheld import withhold_from_response
 from loom_otel.core._config import Runtime
 from loom_otel.core._guard._requests import check_anthropic_request
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
@@ -60,7 +61,7 @@ class AnthropicAdapter:
         if isinstance(result, _raw_response_type()):
             if call.request.stream:
                 return _RawResponseProxy(result, call, self)
-            self.complete(call, result.parse())
+            self._complete_raw(call, result, result.parse())
             return result
         if call.request.stream:
             return SyncStreamProxy(result, call, self.accumulator(call))
@@ -71,7 +72,7 @@ class AnthropicAdapter:
         if isinstance(result, _raw_response_type()):
             if call.request.stream:
                 return _AsyncRawResponseProxy(result, call, self)
-            self.complete(call, await result.parse())
+            self._complete_raw(call, result, await result.parse())
             return result
         if call.request.stream:
             return AsyncStreamProxy(result, call, self.accumulator(call))
@@ -86,6 +87,14 @@ class AnthropicAdapter:
         call.complete(reasonings_of(message, call.request), response_info(message))
         if outgoing is not None:
             outgoing.scrub(message)
+
+    def _complete_raw(self, call: ModelCall, raw: Any, message: Any) -> None:
+        """``with_raw_response``: the parsed message as ``complete``; in redact mode the raw body loses
+        the reasoning text too."""
+        texts = [r.text for r in reasonings_of(message, call.request) if r.text]
+        self.complete(call, message)
+        if self.continuation is not None and self.continuation.redact:
+            withhold_from_response(raw.http_response, texts)
 
     def accumulator(self, call: ModelCall) -> StreamAccumulator:
         """What a raw event stream's proxy feeds: capture's accumulator, under the continuation layer."""

@@ -224,6 +224,9 @@ class Outgoing:
         self.kwargs = kwargs
         self.plan = plan
 
+    def put_back(self) -> list[str]:
+        return self.plan.put_back()
+
     def attach(self, call: ModelCall) -> None:
         """The call joins the request's lineage; the decisions become span events."""
         call.join(self.plan.lineage)

@@ -17,7 +17,7 @@ import wrapt
 
 from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
-from loom_otel.core._calls._skeleton import Wrapper, active, async_method, prepare, sent, start, sync_method
+from loom_otel.core._calls._skeleton import Wrapper, active, async_method, failed, prepare, sent, start, sync_method
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._guard._requests import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
@@ -160,7 +160,7 @@ class _StreamManagerProxy(_ManagerProxy):
             with call.activate():
                 stream = self.__wrapped__.__enter__()
         except BaseException as exc:
-            call.fail(exc)
+            failed(call, exc)
             raise
         stream._raw_stream = SyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
@@ -182,7 +182,7 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
             with call.activate():
                 stream = await self.__wrapped__.__aenter__()
         except BaseException as exc:
-            call.fail(exc)
+            failed(call, exc)
             raise
         stream._raw_stream = AsyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)

@@ -37,6 +37,9 @@ class CallHops:
         if self.continuation is not None:
             self.session = self.continuation.session(call, call.request.provider, self.turn.produced)
 
+    def put_back(self) -> list[str]:
+        return [text for hop in self.session.hops for text in hop.plan.put_back()] if self.session else []
+
     def accumulator(self) -> StreamAccumulator:
         return self.turn if self.session is None else self.session.tap(self.turn)
 

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._calls._withheld import withhold_from_response
 from loom_otel.core._config import Runtime
 from loom_otel.core._guard._requests import check_openai_chat_request, check_openai_responses_request
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
@@ -64,7 +65,11 @@ class OpenAiAdapter:
         outgoing = call.outgoing if isinstance(call.outgoing, Outgoing) else None
         api = _api_of(call)
         if isinstance(result, LegacyAPIResponse) and not call.request.stream:
-            _complete(call, api, result.parse(), outgoing)
+            parsed = result.parse()
+            texts = [r.text for r in api.reasonings_of(parsed, call.request) if r.text]
+            _complete(call, api, parsed, outgoing)
+            if outgoing is not None and outgoing.adapter.redact:
+                withhold_from_response(result.http_response, texts)  # the raw body the app can read
             return result
         if isinstance(result, LegacyAPIResponse | BaseAPIResponse):
             call.abandon("raw_response")

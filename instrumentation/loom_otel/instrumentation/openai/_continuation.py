@@ -114,7 +114,7 @@ class OpenAiContinuation:
         if explicit is None:
             outgoing.lineage = self._lineage(items, chat)
         if self.redact:
-            rebuilt, lost = self._rehydrate(list(items), chat, explicit or outgoing.lineage)
+            rebuilt, lost = self._rehydrate(list(items), chat, explicit or outgoing.lineage, outgoing.texts)
             if rebuilt is not None:
                 outgoing.kwargs = {**kwargs, name: rebuilt}
             outgoing.lost = [f"{name}.{i}" for i in lost]
@@ -136,7 +136,7 @@ class OpenAiContinuation:
         return None
 
     def _rehydrate(
-        self, items: list[Any], chat: bool, scope: ExecutionScope | None
+        self, items: list[Any], chat: bool, scope: ExecutionScope | None, texts: list[str]
     ) -> tuple[list[Any] | None, list[int]]:
         changed, lost = False, []
         for i, item in enumerate(items):
@@ -150,6 +150,7 @@ class OpenAiContinuation:
                     lost.append(i)
                     continue
                 items[i] = {**_plain(item), field: text}
+                texts.append(text)
                 changed = True
             elif not chat and _get(item, "type") == "reasoning":
                 field, pieces = _item_texts(item)
@@ -164,6 +165,7 @@ class OpenAiContinuation:
                     continue
                 kind = "summary_text" if field == "summary" else "reasoning_text"
                 items[i] = {**_plain(item), field: [{"type": kind, "text": t} for t in split]}
+                texts.extend(split)
                 changed = True
         return (items if changed else None), lost
 
@@ -189,7 +191,7 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -199,6 +201,11 @@ class Outgoing:
         self.lineage: ExecutionScope | None = None
         self.lost: list[str] = []
         """Positions whose reasoning could not be put back (redact mode)."""
+        self.texts: list[str] = []
+        """The readable texts put back (redact mode)."""
+
+    def put_back(self) -> list[str]:
+        return self.texts
 
     def attach(self, call: ModelCall) -> None:
         """The call joins the request's lineage; reasoning that could not be put back is an event."""

@@ -1,0 +1,106 @@
+"""Redact mode keeps readable reasoning away from the application; these take it out of the SDK objects
+the application can still reach after loom-otel put text back into a request or read a raw response:
+an SDK exception (its message, body, ``args``, and the request and response it holds, whose bodies may
+quote the request) and a raw HTTP response body. Every text is replaced where it stands, raw and
+JSON-escaped, by ``REMOVED``; nothing here raises (an object it cannot change is left as it is).
+
+What loom-otel cannot reach: the SDK's own debug log lines (a warning says so once, at ``instrument()``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import Any, Final
+
+from loom_otel.core._callbacks import logger
+from loom_otel.core._canonical import text_bytes
+from loom_otel.core._warnings import warn
+
+__all__ = ["REMOVED", "warn_if_sdk_debug_logs", "withhold_from_exception", "withhold_from_response"]
+
+REMOVED: Final = "[reasoning removed by loom-otel]"
+_SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "httpx", "httpx2", "httpcore")
+
+
+def _needles(texts: Iterable[str]) -> list[tuple[str, bytes]]:
+    """Each text as it may stand in a string and in bytes: raw, and JSON-escaped (both ASCII forms)."""
+    found: dict[str, None] = {}
+    for text in texts:
+        if text:
+            for form in (text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]):
+                found.setdefault(form)
+    return sorted(((n, text_bytes(n)) for n in found), key=lambda n: -len(n[0]))
+
+
+def _clean(value: Any, needles: list[tuple[str, bytes]]) -> Any:
+    if isinstance(value, str):
+        for text, _ in needles:
+            value = value.replace(text, REMOVED)
+        return value
+    if isinstance(value, bytes):
+        for _, raw in needles:
+            value = value.replace(raw, REMOVED.encode())
+        return value
+    if isinstance(value, dict):
+        return {k: _clean(v, needles) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_clean(v, needles) for v in value)
+    return value
+
+
+def _clean_message(message: Any, needles: list[tuple[str, bytes]]) -> None:
+    """An httpx(2) request or response: its body as bytes (and the stream built from it)."""
+    content = getattr(message, "_content", None)
+    if not isinstance(content, bytes):
+        return
+    cleaned = _clean(content, needles)
+    if cleaned == content:
+        return
+    message._content = cleaned
+    text = getattr(message, "_text", None)  # a response caches its decoded text
+    if isinstance(text, str):
+        message._text = _clean(text, needles)
+    stream = getattr(message, "stream", None)
+    if stream is not None and type(stream).__name__ == "ByteStream":
+        message.stream = type(stream)(cleaned)
+
+
+def withhold_from_exception(exc: BaseException, texts: Iterable[str]) -> None:
+    """Take ``texts`` (what loom-otel put back into the request) out of ``exc``, which is re-raised as it is."""
+    needles = _needles(texts)
+    if not needles:
+        return
+    try:
+        exc.args = _clean(exc.args, needles)
+        for name in ("message", "body", "api_message"):
+            value = getattr(exc, name, None)
+            if value is not None:
+                setattr(exc, name, _clean(value, needles))
+        for name in ("request", "response"):
+            _clean_message(getattr(exc, name, None), needles)
+        _clean_message(getattr(getattr(exc, "response", None), "request", None), needles)
+    except Exception as error:  # an exception type that refuses a change keeps it
+        logger.warning("loom-otel: could not withhold reasoning from %s (%s)", type(exc).__name__, type(error).__name__)
+
+
+def withhold_from_response(response: Any, texts: Iterable[str]) -> None:
+    """Take ``texts`` (the response's reasoning) out of a raw HTTP response's body (redact mode)."""
+    needles = _needles(texts)
+    if needles:
+        try:
+            _clean_message(response, needles)
+        except Exception as error:
+            logger.warning("loom-otel: could not withhold reasoning from a raw response (%s)", type(error).__name__)
+
+
+def warn_if_sdk_debug_logs() -> None:
+    """Redact mode: the SDKs log request bodies at DEBUG, which loom-otel cannot reach; say so once."""
+    noisy = [name for name in _SDK_LOGGERS if logging.getLogger(name).isEnabledFor(logging.DEBUG)]
+    if noisy:
+        warn(
+            f"LOOM_OTEL_REASONING_TRANSCRIPT=redact, but the {', '.join(noisy)} logger(s) log at DEBUG: the SDKs "
+            "write request bodies there, readable reasoning put back into a request included",
+            once=("sdk-debug-logs", tuple(noisy)),
+        )
