@@ -322,17 +322,8 @@ class ChainedSpanExporter(SpanExporter):
         Idempotent."""
         if self._shutdown:
             return
-        deadline = time.monotonic() + timeout_millis / 1000
         try:
-            self._stop.set()
-            self._wake.set()
-            thread = self._thread
-            if thread is not None:
-                thread.join(max(0.0, deadline - time.monotonic()))
-            if not self._deliver_all(deadline):
-                _logger.warning("chained exporter: shutdown timed out; undelivered records stay in the outbox")
-        except Exception as exc:
-            _logger.warning("chained exporter: shutdown delivery failed (%s)", type(exc).__name__)
+            self._stop_and_deliver(time.monotonic() + timeout_millis / 1000, "shutdown")
         finally:
             self._shutdown = True
             with self._lock:
@@ -349,18 +340,21 @@ class ChainedSpanExporter(SpanExporter):
         path stays open (the tracer provider's shutdown, which may come next, still exports)."""
         if self._shutdown or self._directory is None:
             return
-        deadline = time.monotonic() + EXIT_TIMEOUT
+        self._exiting = True
+        self._stop_and_deliver(time.monotonic() + EXIT_TIMEOUT, "delivery at exit")
+
+    def _stop_and_deliver(self, deadline: float, what: str) -> None:
+        """Stop the sweeper, then deliver everything owed before ``deadline``; never raises."""
         try:
-            self._exiting = True
             self._stop.set()
             self._wake.set()
             thread = self._thread
             if thread is not None:
                 thread.join(max(0.0, deadline - time.monotonic()))
             if not self._deliver_all(deadline):
-                _logger.warning("chained exporter: delivery at exit timed out; undelivered records stay in the outbox")
+                _logger.warning("chained exporter: %s timed out; undelivered records stay in the outbox", what)
         except Exception as exc:
-            _logger.warning("chained exporter: delivery at exit failed (%s)", type(exc).__name__)
+            _logger.warning("chained exporter: %s failed (%s)", what, type(exc).__name__)
 
     def _after_fork_in_child(self) -> None:
         for outbox in self._outboxes.values():
