@@ -13,6 +13,7 @@ from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.core._journal import _writer as _journal
 from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
+from tests.support.stores import FlakyStore
 
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 """Recorded wire shapes (public response shapes with invented content), kept in the repository."""
@@ -61,19 +62,6 @@ def config(store: MemoryReasoningStore, journal_dir: Path) -> ReasoningConfig:
 @pytest.fixture
 def wire() -> Path:
     return WIRE
-
-
-class FlakyStore(MemoryReasoningStore):
-    """A memory store whose reads can be made to fail (an outage)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.broken = False
-
-    def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
-        if self.broken:
-            raise TimeoutError("store outage")
-        return super().get(ref, tenant=tenant, execution_id=execution_id)
 
 
 @pytest.fixture

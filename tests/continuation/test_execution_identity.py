@@ -17,9 +17,9 @@ from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
-from tests.continuation.test_anthropic_scenarios import WEATHER
-from tests.continuation_gemini.modes import MODES as GEMINI_MODES
-from tests.continuation_gemini.scenario import QUESTION, answers, config
+from tests.continuation.gemini.modes import MODES as GEMINI_MODES
+from tests.continuation.gemini.scenario import QUESTION, answers, config
+from tests.support.tools import WEATHER
 
 CANARY = "CANARY-identity-3f0d"
 ROUNDS = 3

@@ -28,7 +28,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
-from tests.continuation.test_anthropic_scenarios import TRAINS, WEATHER
+from tests.support.tools import TRAINS, WEATHER
 
 CANARY = "CANARY-invariant-2d9b"
 EDITS = (

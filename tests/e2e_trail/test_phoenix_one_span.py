@@ -26,7 +26,7 @@ from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.test_anthropic_scenarios import WEATHER
+from tests.support.tools import WEATHER
 
 from .receiver import free_port
 from .test_phoenix import get_json, phoenix_executable, wait_until

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from loom_otel.core import LiveReasoningHub, ReasoningDelta, Untrusted
+from loom_otel.core import LiveReasoningHub, ReasoningDelta
 from loom_otel.live import CallEnded, CallStarted, Done, LiveCall, Partial, Reset, Viewer, admits
+from tests.live.deltas import delta as _delta
 
 ALICE = Viewer("alice", "acme")
 OLGA = Viewer("olga", "acme")
@@ -16,14 +17,6 @@ OLGA = Viewer("olga", "acme")
 def _call(call_id: int = 1, step: str = "plan", **kw) -> LiveCall:
     fields = {"tenant": "acme", "principal": "alice", "owner": "olga", **kw}
     return LiveCall(call_id, "run-1", step, "anthropic", **fields)
-
-
-def _delta(call: LiveCall, text: str, seq: int = 1, block: int = 0) -> ReasoningDelta:
-    origin = f"llm-reasoning:{call.step_id}"
-    return ReasoningDelta(
-        call.execution_id, call.step_id, call.provider, block, Untrusted(text, origin=origin), call.tenant,
-        call.call_id, seq,
-    )  # fmt: skip
 
 
 def test_audience_rule():

@@ -14,8 +14,8 @@ from loom_otel.core import LiveReasoningHub, ReasoningConfigError
 from loom_otel.core.exceptions import LiveSubscriberLimitError
 from loom_otel.live import CallStarted, LiveCall, Viewer
 from loom_otel.live.asgi import create_app
+from tests.live.deltas import delta as _delta
 from tests.live.sse import SseReader
-from tests.live.test_hub import _delta
 from tests.live.viewers import ALICE, ALICE_GLOBEX, MALLORY, OLGA, authenticator
 
 CANARY = "CANARY-feed-limits-41be07"

@@ -11,7 +11,7 @@ from loom_otel.audit import CaptureKey, PartStatus, ReasoningLimits, ReasoningQu
 from loom_otel.audit._index import CaptureIndex, index_path_for
 from loom_otel.core import ReasoningConfigError, Untrusted
 from loom_otel.core._store._protocol import ReasoningStore
-from tests.readback.conftest import SOURCES, CountingStore, Recorder, redacted, source_of, text
+from tests.support.evidence import SOURCES, CountingStore, Recorder, redacted, source_of, text
 
 
 def fill(recorder: Recorder) -> dict[str, list[str]]:

@@ -16,7 +16,7 @@ from loom_otel.cli.__main__ import build_parser, main
 from loom_otel.cli._audit import parse_since
 from loom_otel.core import FileReasoningStore, ReasoningConfigError, Untrusted
 from loom_otel.core._guard._requests import check_anthropic_request, check_gemini_request
-from tests.readback.conftest import Blobs, make_recorder, redacted, text
+from tests.support.evidence import Blobs, make_recorder, redacted, text
 
 CANARY = "CANARY-d41d8cd98f-private-reasoning"
 

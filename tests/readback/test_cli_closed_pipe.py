@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.core import FileReasoningStore
-from tests.readback.conftest import make_recorder, redacted, text
+from tests.support.evidence import make_recorder, redacted, text
 
 
 @pytest.fixture

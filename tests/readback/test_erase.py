@@ -12,7 +12,7 @@ from loom_otel.core import FileReasoningStore, Untrusted
 from loom_otel.core._canonical import GENESIS, chain_hash
 from loom_otel.core._journal._writer import iter_records, record_body
 from loom_otel.core._store._protocol import ReasoningStore
-from tests.readback.conftest import Recorder, make_recorder, text
+from tests.support.evidence import Recorder, make_recorder, text
 
 
 def chain_verifies(journal_dir: Path) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from loom_otel.audit import PartStatus, ReasoningReading, erase_execution, read_reasoning
 from loom_otel.core import ReasoningKind, Untrusted
 from loom_otel.core._store._protocol import ReasoningStore
-from tests.readback.conftest import (
+from tests.support.evidence import (
     SOURCES,
     Blobs,
     Recorder,

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.readback.conftest import _isolated
+from tests.support.evidence import _isolated
 
 __all__ = ["_isolated"]

@@ -16,7 +16,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.testing import instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.test_anthropic_scenarios import NEXT, QUESTION, base, run_loop
+from tests.continuation.anthropic.loop import NEXT, QUESTION, base, run_loop
 
 BETA = {"anthropic-beta": "thinking-binding-controls-2026-08-01"}
 

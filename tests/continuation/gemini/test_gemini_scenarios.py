@@ -20,9 +20,8 @@ from loom_otel.core.exceptions import ReasoningContinuationError
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
-from tests.conftest import FlakyStore
-from tests.continuation_gemini.modes import MODEL, MODES, user
-from tests.continuation_gemini.scenario import (
+from tests.continuation.gemini.modes import MODEL, MODES, user
+from tests.continuation.gemini.scenario import (
     CANARY,
     NEXT,
     TRAINS,
@@ -36,6 +35,7 @@ from tests.continuation_gemini.scenario import (
     run_loop,
     signatures,
 )
+from tests.support.stores import FlakyStore
 
 DROPPED = "loom.reasoning.dropped"
 RESTORED = "loom.reasoning.restored"
@@ -139,13 +139,13 @@ def test_scenario(row: Row, mode: str, flaky_store: FlakyStore, tmp_path: Path, 
     journal = tmp_path / "journal"
     settings = ReasoningConfig(store=flaky_store, journal=journal, transcript="redact" if row.redact else "keep")
     model = row.cfg.get("model", MODEL)
-    monkeypatch.setattr("tests.continuation_gemini.modes.MODEL", model)
+    monkeypatch.setattr("tests.continuation.gemini.modes.MODEL", model)
     cfg = config(**{k: v for k, v in row.cfg.items() if k != "model"})
     with instrumented(GoogleGenAiInstrumentor(), config=settings) as telemetry:
         with execution("run-1"):
-            monkeypatch.setattr("tests.continuation_gemini.modes.MODEL", MODEL)
+            monkeypatch.setattr("tests.continuation.gemini.modes.MODEL", MODEL)
             mid, final, seen = run_loop(mode, sim, config(**row.loop_cfg))
-            monkeypatch.setattr("tests.continuation_gemini.modes.MODEL", model)
+            monkeypatch.setattr("tests.continuation.gemini.modes.MODEL", model)
         history, message = row.build(mid, final)
         contents = [*history, user(message)]
         if row.erase:

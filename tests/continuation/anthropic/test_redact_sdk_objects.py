@@ -18,7 +18,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
-from tests.continuation.test_anthropic_scenarios import WEATHER
+from tests.support.tools import WEATHER
 
 CANARY = "CANARY-withheld-77e1"
 KW = {"model": "claude-sonnet-5-5", "max_tokens": 4096, "thinking": {"type": "adaptive"}, "tools": [WEATHER]}
@@ -89,8 +89,13 @@ def test_a_raw_response_body_carries_none(tmp_path: Path) -> None:
             **{**KW, "messages": [{"role": "user", "content": "Hi"}]}
         )
     message = raw.parse()
-    assert [b.type for b in message.content][0] == "thinking" and message.content[0].signature
-    assert find_leaks([CANARY], texts=[raw.http_response.text, raw.http_response.content.decode(), message.model_dump_json()]) == []
+    assert message.content[0].type == "thinking" and message.content[0].signature
+    assert (
+        find_leaks(
+            [CANARY], texts=[raw.http_response.text, raw.http_response.content.decode(), message.model_dump_json()]
+        )
+        == []
+    )
 
 
 def test_sdk_debug_logs_in_redact_mode_warn_once(tmp_path: Path) -> None:

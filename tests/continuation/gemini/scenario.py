@@ -9,7 +9,7 @@ from google.genai import types
 
 from loom_otel.testing import Telemetry, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation_gemini.modes import MODES
+from tests.continuation.gemini.modes import MODES
 
 CANARY = "CANARY-gemini-continuation-3f7a"
 SYSTEM = "You are a careful travel assistant."

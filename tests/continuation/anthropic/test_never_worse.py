@@ -18,7 +18,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
-from tests.continuation.test_anthropic_scenarios import WEATHER
+from tests.support.tools import WEATHER
 
 CANARY = "CANARY-never-worse-8c4a"
 DROP_BLOCK = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}

@@ -14,8 +14,9 @@ from loom_otel.core import ReasoningConfig, execution
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.conftest import FlakyStore
-from tests.continuation.test_anthropic_scenarios import MODES, _next, run_loop
+from tests.continuation.anthropic.loop import MODES, run_loop
+from tests.continuation.anthropic.loop import next_turn as _next
+from tests.support.stores import FlakyStore
 
 CANARY = "CANARY-keyed-44c0"
 

@@ -15,7 +15,7 @@ from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation.test_anthropic_scenarios import WEATHER
+from tests.support.tools import WEATHER
 
 CANARY = "CANARY-redact-91b2"
 ROUNDS = 5

@@ -15,8 +15,8 @@ from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.google_genai._transcript import read_contents, views
 from loom_otel.testing import instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.continuation_gemini.modes import MODES, user
-from tests.continuation_gemini.scenario import NEXT, config, run_loop
+from tests.continuation.gemini.modes import MODES, user
+from tests.continuation.gemini.scenario import NEXT, config, run_loop
 
 SIGNATURE = bytes(range(250, 256)) + b"\xfb\xff\xfe" * 7  # '+' and '/' in standard base64
 

@@ -1,0 +1,1 @@
+"""Helpers shared by test modules (test modules and conftests are never imported as libraries)."""
