@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
+from loom_otel.core._durability import force_flush
 from loom_otel.core._file_store import FileReasoningStore
 from loom_otel.core._live import ReasoningDelta, TextDelta
 from loom_otel.core._live_hub import LiveReasoningHub
@@ -47,6 +48,7 @@ __all__ = [
     "Untrusted",
     "configure",
     "execution",
+    "force_flush",
     "step",
     "store_from_uri",
 ]

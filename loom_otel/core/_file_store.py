@@ -13,10 +13,16 @@ same ref the last whole record wins.
 
 Writers notice an erasure that happened under them (their pack's link count drops to zero) and write
 the record again into a fresh pack: a capture racing an erasure is kept, as if it came after it.
+
+Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
+synced yet (packs written, directories made); the journal syncs it before the records that name it
+(``_durability``: ``always`` before the append returns, ``batch`` in the group commit, ``os`` at
+``force_flush``/``close``). On Linux one ``syncfs`` covers every pending pack and directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
@@ -26,6 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Final
 
+from loom_otel.core import _durability
 from loom_otel.core._store import (
     _MAGIC,
     _REF,
@@ -51,11 +58,13 @@ _KNOWN_SCOPES: Final = 1024
 class _Scope:
     """What this process knows of one scope's packs: ref -> (pack path, blob offset, blob length)."""
 
-    __slots__ = ("entries", "scanned")
+    __slots__ = ("entries", "exists", "scanned")
 
     def __init__(self) -> None:
         self.entries: dict[str, tuple[str, int, int]] = {}
         self.scanned: dict[str, int] = {}
+        self.exists = True
+        """Whether the scope's directory was there at the last look (a new execution's is not)."""
 
     def refresh(self, directory: str) -> None:
         """Index the whole records other writers appended since the last look (reads frames only)."""
@@ -64,7 +73,9 @@ class _Scope:
         except FileNotFoundError:
             self.entries.clear()
             self.scanned.clear()
+            self.exists = False
             return
+        self.exists = True
         for name in names:
             if not name.endswith(".pack"):
                 continue
@@ -107,8 +118,10 @@ class _Pack:
 class FileReasoningStore:
     """The default store (``file:///dir``): sealed blobs in per-execution append-only packs.
 
-    ``fsync=False`` leaves durability to the OS (benchmarks only; also ``LOOM_OTEL_STORE_FSYNC=false``):
-    a record is still never visible half written.
+    ``fsync=True`` (the default) syncs every blob no later than the journal record naming it, off the
+    calling thread under the journal's ``batch`` durability (module docstring); ``fsync=False`` leaves
+    durability to the OS (benchmarks only; also ``LOOM_OTEL_STORE_FSYNC=false``): a record is still
+    never visible half written.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
@@ -117,9 +130,16 @@ class FileReasoningStore:
         self._blobs = self.root / "blobs"
         self._blobs_dir = str(self._blobs)
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._dirty: set[_Pack] = set()
+        """Open packs written since the last sync."""
+        self._retired: list[int] = []
+        """Descriptors of packs closed by this writer while not synced (closed after the next sync)."""
+        self._dirty_dirs: set[str] = set()
+        """Directories whose entries changed since the last sync (a new pack, a new scope)."""
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
@@ -130,6 +150,8 @@ class FileReasoningStore:
                 f"reasoning store directory {str(self.root)!r} is not a writable directory: "
                 f"{exc.strerror or type(exc).__name__}"
             ) from None
+        if fsync:
+            _durability.register(self)
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -156,10 +178,10 @@ class FileReasoningStore:
             pack = self._pack(scope)
             try:
                 written = os.writev(pack.fd, chunks)
+                if self.fsync:
+                    self._dirty.add(pack)
                 if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
-                if self.fsync:
-                    os.fsync(pack.fd)
             except BaseException:
                 self._drop_pack(scope)  # the next record goes to a new pack: a torn tail stays a tail
                 raise
@@ -177,9 +199,7 @@ class FileReasoningStore:
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
         erasure under it is noticed after the write (``_append``)."""
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
-            self._packs.clear()  # a forked child writes its own packs (the parent's fds stay the parent's)
+        self._after_fork()
         pack = self._packs.get(scope)
         if pack is not None:
             self._packs.move_to_end(scope)
@@ -187,27 +207,100 @@ class FileReasoningStore:
         directory = f"{self._blobs_dir}/{scope}"
         path = f"{directory}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        created = False
+        known = self._scopes.get(scope)
+        if known is not None and not known.exists:  # a new execution: make its directory straight away
+            self._make_scope_dir(directory)
+            known.exists = True
         try:
             fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # the execution's first blob: its directory is made once
-            os.makedirs(directory, exist_ok=True)
-            created = True
+        except FileNotFoundError:  # removed since we looked: the directory is made again
+            self._make_scope_dir(directory)
             fd = os.open(path, flags, 0o600)
         if self.fsync:
-            _fsync_dir(directory)
-            if created:
-                _fsync_dir(self._blobs_dir)
+            self._dirty_dirs.add(directory)
         pack = self._packs[scope] = _Pack(fd, path)
         while len(self._packs) > _OPEN_PACKS:
             _, old = self._packs.popitem(last=False)
-            os.close(old.fd)
+            self._release(old)
         return pack
+
+    def _make_scope_dir(self, directory: str) -> None:
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            return
+        except FileNotFoundError:  # the blobs directory itself was removed
+            os.makedirs(directory, exist_ok=True)
+        if self.fsync:
+            self._dirty_dirs.add(self._blobs_dir)
+
+    def _after_fork(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            # A forked child writes its own packs; syncing the parent's writes is the parent's work.
+            self._packs.clear()
+            self._dirty.clear()
+            self._retired.clear()
+            self._dirty_dirs.clear()
 
     def _drop_pack(self, scope: str) -> None:
         pack = self._packs.pop(scope, None)
         if pack is not None:
+            self._release(pack)
+
+    def _release(self, pack: _Pack) -> None:
+        """Close a pack of this writer; one with writes not synced yet is closed after the next sync."""
+        if pack not in self._dirty:
             os.close(pack.fd)
+            return
+        self._dirty.discard(pack)
+        self._retired.append(pack.fd)
+        if len(self._retired) > _OPEN_PACKS:  # nobody syncs (journal durability ``os``): do it here
+            fds, self._retired = self._retired, []
+            try:
+                for fd in fds:
+                    os.fsync(fd)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+    # -- durability ----------------------------------------------------------------------------------
+
+    def sync_pending(self) -> None:
+        """Sync every blob and directory written so far (``_durability``: the journal calls this before
+        syncing its records). ``OSError`` leaves them pending for the next call. One sync at a time: a
+        caller returns only after a concurrent caller's sync of earlier writes has finished too."""
+        with self._sync_lock:
+            with self._lock:
+                self._after_fork()
+                if not (self._dirty or self._retired or self._dirty_dirs):
+                    return
+                fds = [os.dup(pack.fd) for pack in self._dirty]
+                fds += self._retired
+                dirs = self._dirty_dirs
+                self._dirty, self._retired, self._dirty_dirs = set(), [], set()
+            self._sync_taken(fds, dirs)
+
+    def _sync_taken(self, fds: list[int], dirs: set[str]) -> None:
+        """Sync what ``sync_pending`` took (outside the store's lock: writers go on meanwhile)."""
+        try:
+            try:
+                synced = _durability.sync_filesystem(self._blobs_dir)
+            except FileNotFoundError:  # the store's directory is gone: sync what is still open
+                synced = False
+            if not synced:
+                for fd in fds:
+                    os.fsync(fd)
+                for directory in sorted(dirs, key=len, reverse=True):  # scopes before the blobs directory
+                    with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                        _fsync_dir(directory)
+        except BaseException:
+            with self._lock:
+                self._retired += fds
+                self._dirty_dirs |= dirs
+            raise
+        for fd in fds:
+            os.close(fd)
 
     def _scope(self, scope: str) -> _Scope:
         known = self._scopes.get(scope)
@@ -321,9 +414,12 @@ class FileReasoningStore:
         return path.read_bytes()
 
     def close(self) -> None:
+        """Sync what is pending (``fsync``) and close this writer's packs (a later ``put`` reopens)."""
         with self._lock:
             for scope in list(self._packs):
                 self._drop_pack(scope)
+        if self.fsync:
+            self.sync_pending()
 
     def __repr__(self) -> str:
         return f"FileReasoningStore({str(self.root)!r})"

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._durability import force_flush
 from loom_otel.core._journal import Journal, local_journals, local_origins
 from loom_otel.core._journal_reader import list_origins, origin_is_live
 from loom_otel.exporters.chain._inner import inner_from_environment
@@ -240,14 +241,16 @@ class ChainedSpanExporter(SpanExporter):
     # -- lifecycle -----------------------------------------------------------------------------
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Deliver every record owed so far (grace ignored), then flush ``inner``."""
+        """Make the process's captures durable (``loom_otel.core.force_flush``), deliver every record owed
+        so far (grace ignored), then flush ``inner``."""
         if self._shutdown:
             return False
         deadline = time.monotonic() + timeout_millis / 1000
         try:
+            durable = force_flush(timeout_millis)
             delivered = self._deliver_all(deadline)
             left = max(1, int((deadline - time.monotonic()) * 1000))
-            return bool(self._inner.force_flush(left)) and delivered
+            return bool(self._inner.force_flush(left)) and delivered and durable
         except Exception as exc:
             _logger.warning("chained exporter: flush failed (%s)", type(exc).__name__)
             return False
@@ -290,6 +293,7 @@ class ChainedSpanExporter(SpanExporter):
             thread = self._thread
             if thread is not None:
                 thread.join(max(0.0, deadline - time.monotonic()))
+            force_flush(max(0, int((deadline - time.monotonic()) * 1000)))
             if not self._deliver_all(deadline):
                 _logger.warning("chained exporter: shutdown timed out; undelivered records stay in the outbox")
         except Exception as exc:
