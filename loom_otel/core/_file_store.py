@@ -51,6 +51,8 @@ _FRAME: Final = struct.Struct(">8sHQ")
 _FRAME_MAGIC: Final = b"LOOMPK1\n"
 _OPEN_PACKS: Final = 64
 """Open pack files kept per store (one per recently written execution)."""
+_PENDING_PACKS: Final = 4096
+"""Packs written and not synced yet past which the writer syncs them itself (when no journal does)."""
 _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
 
@@ -134,10 +136,8 @@ class FileReasoningStore:
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
-        self._dirty: set[_Pack] = set()
-        """Open packs written since the last sync."""
-        self._retired: list[int] = []
-        """Descriptors of packs closed by this writer while not synced (closed after the next sync)."""
+        self._dirty: set[str] = set()
+        """Packs written since the last sync (by path: a pack closed meanwhile needs no descriptor)."""
         self._dirty_dirs: set[str] = set()
         """Directories whose entries changed since the last sync (a new pack, a new scope)."""
         try:
@@ -179,7 +179,7 @@ class FileReasoningStore:
             try:
                 written = os.writev(pack.fd, chunks)
                 if self.fsync:
-                    self._dirty.add(pack)
+                    self._dirty.add(pack.path)
                 if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
             except BaseException:
@@ -240,7 +240,6 @@ class FileReasoningStore:
             # A forked child writes its own packs; syncing the parent's writes is the parent's work.
             self._packs.clear()
             self._dirty.clear()
-            self._retired.clear()
             self._dirty_dirs.clear()
 
     def _drop_pack(self, scope: str) -> None:
@@ -249,20 +248,10 @@ class FileReasoningStore:
             self._release(pack)
 
     def _release(self, pack: _Pack) -> None:
-        """Close a pack of this writer; one with writes not synced yet is closed after the next sync."""
-        if pack not in self._dirty:
-            os.close(pack.fd)
-            return
-        self._dirty.discard(pack)
-        self._retired.append(pack.fd)
-        if len(self._retired) > _OPEN_PACKS:  # nobody syncs (journal durability ``os``): do it here
-            fds, self._retired = self._retired, []
-            try:
-                for fd in fds:
-                    os.fsync(fd)
-            finally:
-                for fd in fds:
-                    os.close(fd)
+        os.close(pack.fd)
+        if len(self._dirty) > _PENDING_PACKS:  # nobody syncs (journal durability ``os``): do it here
+            self._sync_taken(self._dirty, self._dirty_dirs)
+            self._dirty, self._dirty_dirs = set(), set()
 
     # -- durability ----------------------------------------------------------------------------------
 
@@ -273,34 +262,27 @@ class FileReasoningStore:
         with self._sync_lock:
             with self._lock:
                 self._after_fork()
-                if not (self._dirty or self._retired or self._dirty_dirs):
+                if not (self._dirty or self._dirty_dirs):
                     return
-                fds = [os.dup(pack.fd) for pack in self._dirty]
-                fds += self._retired
-                dirs = self._dirty_dirs
-                self._dirty, self._retired, self._dirty_dirs = set(), [], set()
-            self._sync_taken(fds, dirs)
-
-    def _sync_taken(self, fds: list[int], dirs: set[str]) -> None:
-        """Sync what ``sync_pending`` took (outside the store's lock: writers go on meanwhile)."""
-        try:
+                paths, self._dirty = self._dirty, set()
+                dirs, self._dirty_dirs = self._dirty_dirs, set()
             try:
-                synced = _durability.sync_filesystem(self._blobs_dir)
-            except FileNotFoundError:  # the store's directory is gone: sync what is still open
-                synced = False
-            if not synced:
-                for fd in fds:
-                    os.fsync(fd)
-                for directory in sorted(dirs, key=len, reverse=True):  # scopes before the blobs directory
-                    with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
-                        _fsync_dir(directory)
-        except BaseException:
-            with self._lock:
-                self._retired += fds
-                self._dirty_dirs |= dirs
-            raise
-        for fd in fds:
-            os.close(fd)
+                self._sync_taken(paths, dirs)  # outside the store's lock: writers go on meanwhile
+            except BaseException:
+                with self._lock:
+                    self._dirty |= paths
+                    self._dirty_dirs |= dirs
+                raise
+
+    def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
+        try:
+            synced = _durability.sync_filesystem(self._blobs_dir)
+        except FileNotFoundError:  # the store's directory is gone, and with it what was pending
+            synced = True
+        if not synced:
+            for path in sorted(paths) + sorted(dirs, key=len, reverse=True):  # the blobs directory last
+                with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                    _fsync_path(path)
 
     def _scope(self, scope: str) -> _Scope:
         known = self._scopes.get(scope)
@@ -454,6 +436,15 @@ def _rewrite_without(path: str, ref: str) -> None:
             out.flush()
             os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+def _fsync_path(path: str) -> None:
+    """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: str) -> None:

@@ -3,7 +3,6 @@ calling thread does not wait for either under ``batch``; ``force_flush`` waits f
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -19,12 +18,7 @@ class _Log:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *, syncfs: bool) -> None:
         self.events: list[tuple[str, bool]] = []
         main = threading.get_ident()
-        real_fs, real_sync, real_fsync, real_dir = (
-            _durability.sync_filesystem,
-            _journal._sync,
-            _file_store.os.fsync,
-            _file_store._fsync_dir,
-        )
+        real_fs, real_sync, real_path = _durability.sync_filesystem, _journal._sync, _file_store._fsync_path
 
         def note(what: str) -> None:
             self.events.append((what, threading.get_ident() == main))
@@ -35,22 +29,16 @@ class _Log:
             note("blobs")
             return real_fs(directory)
 
-        def fsync(fd: int) -> None:
-            if os.readlink(f"/proc/self/fd/{fd}").endswith(".pack"):  # not the journal's directory
-                note("blob-file")
-            real_fsync(fd)
-
-        def fsync_dir(directory: str) -> None:
-            note(f"dir:{Path(directory).name}")
-            real_dir(directory)
+        def fsync_path(path: str) -> None:
+            note("blob-file" if path.endswith(".pack") else f"dir:{Path(path).name}")
+            real_path(path)
 
         def sync(fd: int) -> None:
             note("journal")
             real_sync(fd)
 
         monkeypatch.setattr(_durability, "sync_filesystem", sync_filesystem)
-        monkeypatch.setattr(_file_store.os, "fsync", fsync)
-        monkeypatch.setattr(_file_store, "_fsync_dir", fsync_dir)
+        monkeypatch.setattr(_file_store, "_fsync_path", fsync_path)
         monkeypatch.setattr(_journal, "_sync", sync)
 
     def names(self) -> list[str]:
@@ -149,7 +137,7 @@ def test_a_store_whose_directory_is_gone_does_not_block_the_journal(
     store.put(Envelope.seal("x", execution_id="e"))
     shutil.rmtree(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="always", checkpoint_key=None, checkpoint_interval=0)
-    journal.append("capture", {"n": 1})  # the gone store's pending blob is synced from its open file
+    journal.append("capture", {"n": 1})  # the gone store's pending blob went with its directory
     assert force_flush(5000)
     journal.close()
     store.close()
