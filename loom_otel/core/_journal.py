@@ -129,6 +129,8 @@ def _load_signer(setting: str | None) -> Signer | None:
     return None
 
 
+_VERSION_TAIL: Final = b',"v":%d}' % RECORD_VERSION
+
 BATCH_WINDOW: Final = 0.005
 """``batch`` durability: how long the group commit lets appends gather before one fsync covers them."""
 
@@ -175,6 +177,7 @@ class Journal:
         self._syncing = False
         self._synced = 0
         self.origin = _new_origin()
+        self._origin_json = b',"origin":' + canonical_json(self.origin) + b',"prev":"'
         self._pid = os.getpid()
         self._seq = 0
         self._head = GENESIS
@@ -195,8 +198,9 @@ class Journal:
 
     def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
         """Append one record; raises ``OSError`` when it cannot be written (callers fail closed)."""
+        encoded = canonical_json(attributes)  # outside the lock: the bulk of a record's encoding
         with self._lock:
-            entry = self._append_locked(type_, attributes, time.time_ns())
+            entry = self._append_locked(type_, encoded, time.time_ns())
             if self._seq - self._checkpoint_seq >= self._every:
                 self._checkpoint_locked()
             target = self._seq
@@ -215,20 +219,23 @@ class Journal:
         self._await_sync(target)
         return entry
 
-    def _append_locked(self, type_: str, attributes: Mapping[str, AttributeValue], now: int) -> JournalEntry:
+    def _append_locked(self, type_: str, attributes: bytes, now: int) -> JournalEntry:
+        """Append a record whose ``attributes`` are already canonical JSON (``canonical_json``)."""
         if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
             self._open_segment()
         seq = self._seq + 1
-        record: dict[str, object] = {
-            "v": RECORD_VERSION,
-            "origin": self.origin,
-            "seq": seq,
-            "prev": self._head,
-            "time": now,
-            "type": type_,
-            "attributes": attributes,  # tuples encode as arrays: the canonical bytes are the same
-        }
-        body = canonical_json(record)
+        # canonical_json(record), its keys in sorted order: attributes, origin, prev, seq, time, type, v
+        body = b"".join(
+            (
+                b'{"attributes":',
+                attributes,
+                self._origin_json,
+                self._head.encode(),
+                b'","seq":%d,"time":%d,"type":' % (seq, now),
+                canonical_json(type_),
+                _VERSION_TAIL,
+            )
+        )
         digest = chain_hash(self._head, body)
         line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
         if self.durability == "always":
@@ -262,7 +269,7 @@ class Journal:
             self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         now = time.time_ns()
         attributes = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
-        entry = self._append_locked(attr.RECORD_CHECKPOINT, attributes, now)
+        entry = self._append_locked(attr.RECORD_CHECKPOINT, canonical_json(attributes), now)
         self._checkpoint_seq, self._checkpoint_at = self._seq, time.monotonic()
         return entry
 
