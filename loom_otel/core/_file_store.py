@@ -159,7 +159,7 @@ class FileReasoningStore:
         ref = envelope.ref
         scope = ref[:32]
         with self._lock:
-            known = self._scope(scope)
+            known = self._scope(scope, writing=True)
             entry = known.entries.get(ref)
             if entry is not None:
                 if os.path.exists(entry[0]):
@@ -224,15 +224,17 @@ class FileReasoningStore:
             self._release(old)
         return pack
 
-    def _make_scope_dir(self, directory: str) -> None:
+    def _make_scope_dir(self, directory: str) -> bool:
+        """Make a scope's directory; ``False`` when it was there already."""
         try:
             os.mkdir(directory, 0o700)
         except FileExistsError:
-            return
+            return False
         except FileNotFoundError:  # the blobs directory itself was removed
             os.makedirs(directory, exist_ok=True)
         if self.fsync:
             self._dirty_dirs.add(self._blobs_dir)
+        return True
 
     def _after_fork(self) -> None:
         if self._pid != os.getpid():
@@ -284,11 +286,15 @@ class FileReasoningStore:
                 with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
                     _fsync_path(path)
 
-    def _scope(self, scope: str) -> _Scope:
+    def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
+        """What this writer knows of ``scope``; ``writing``: a scope it does not know yet is made at once
+        (one ``mkdir`` tells a new execution, which has nothing to index, from one to read from disk)."""
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
-            known.refresh(f"{self._blobs_dir}/{scope}")
+            directory = f"{self._blobs_dir}/{scope}"
+            if not (writing and self._make_scope_dir(directory)):
+                known.refresh(directory)
             if len(self._scopes) > _KNOWN_SCOPES:
                 self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
         else:

@@ -67,7 +67,7 @@ def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
         assert "blobs" in names
     else:  # file by file: each new execution's pack, its directory and the blobs directory
         assert names.count("blob-file") == 3
-        assert names.count("dir:blobs") == 1
+        assert "dir:blobs" in names  # once per group that made a new execution's directory
         scopes = {ref.split("/")[0] for ref in refs}
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == scopes | {"blobs"}
     assert not [e for e in log.events if e[1]]
