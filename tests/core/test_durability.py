@@ -141,3 +141,17 @@ def test_a_store_whose_directory_is_gone_does_not_block_the_journal(
     assert force_flush(5000)
     journal.close()
     store.close()
+
+
+def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _Log(monkeypatch, syncfs=True)
+    monkeypatch.setattr(_file_store, "_OPEN_PACKS", 1)
+    monkeypatch.setattr(_file_store, "_PENDING_PACKS", 2)
+    store = FileReasoningStore(tmp_path / "store")
+    for n in range(3):
+        store.put(Envelope.seal("x", execution_id=f"e{n}"))
+    assert log.events == []  # two packs closed unsynced: still within the bound
+    store.put(Envelope.seal("x", execution_id="e3"))
+    assert log.events == [("blobs", True)]  # past it: the writer syncs them itself
+    assert len(store._dirty) <= 2
+    store.close()
