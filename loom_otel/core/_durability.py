@@ -34,7 +34,15 @@ class Dependent(Protocol):
 
 
 _dependents: weakref.WeakSet[Dependent] = weakref.WeakSet()
-_dependents_lock: Final = threading.Lock()
+_dependents_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _dependents_lock
+    _dependents_lock = threading.Lock()  # another thread of the parent may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def register(dependent: Dependent) -> None:

@@ -28,6 +28,7 @@ import shutil
 import struct
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Final
@@ -152,6 +153,7 @@ class FileReasoningStore:
             ) from None
         if fsync:
             _durability.register(self)
+        _writers.add(self)
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -235,6 +237,13 @@ class FileReasoningStore:
         if self.fsync:
             self._dirty_dirs.add(self._blobs_dir)
         return True
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child: a lock another thread of the parent held (a sync takes milliseconds) is free
+        again, and the parent's packs and unsynced writes stay the parent's."""
+        self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._after_fork()
 
     def _after_fork(self) -> None:
         if self._pid != os.getpid():
@@ -411,6 +420,17 @@ class FileReasoningStore:
 
     def __repr__(self) -> str:
         return f"FileReasoningStore({str(self.root)!r})"
+
+
+_writers: weakref.WeakSet[FileReasoningStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_writers):
+        store._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _rewrite_without(path: str, ref: str) -> None:

@@ -3,7 +3,9 @@ calling thread does not wait for either under ``batch``; ``force_flush`` waits f
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -154,4 +156,44 @@ def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkey
     store.put(Envelope.seal("x", execution_id="e3"))
     assert log.events == [("blobs", True)]  # past it: the writer syncs them itself
     assert len(store._dirty) <= 2
+    store.close()
+
+
+def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    store = FileReasoningStore(tmp_path / "store")
+    store.put(Envelope.seal("parent", execution_id="p"))
+    syncing, release = threading.Event(), threading.Event()
+    real = _durability.sync_filesystem
+
+    def slow(directory: str) -> bool:
+        syncing.set()
+        release.wait(10)
+        return real(directory)
+
+    monkeypatch.setattr(_durability, "sync_filesystem", slow)
+    parent_sync = threading.Thread(target=store.sync_pending)
+    parent_sync.start()
+    assert syncing.wait(10)  # another thread of the parent is inside a sync (holding its lock)
+    pid = os.fork()
+    if pid == 0:  # the child: its store must not wait for the parent's sync
+        code = 1
+        try:
+            monkeypatch.setattr(_durability, "sync_filesystem", real)
+            ref = store.put(Envelope.seal("child", execution_id="c"))
+            store.sync_pending()
+            code = 0 if store.get(ref, tenant=None, execution_id="c") == b"child" else 2
+        finally:
+            os._exit(code)
+    release.set()
+    parent_sync.join(10)
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on a lock its parent's sync held")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
     store.close()
