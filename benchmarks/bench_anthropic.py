@@ -13,6 +13,7 @@ Targets (issue 15, defaults, a new conversation per call): ``create`` <= 1.50x b
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,15 @@ def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
     except ImportError:
         Official = None
     root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
-    run(
-        f"anthropic {anthropic.__version__}, 8 KiB thinking",
-        [("create", create), ("stream", stream), ("helper", helper)],
-        loom_variants(AnthropicInstrumentor, root) + official_variant(Official, "official OTel (no content)"),
-        args,
-    )
+    try:
+        run(
+            f"anthropic {anthropic.__version__}, 8 KiB thinking",
+            [("create", create), ("stream", stream), ("helper", helper)],
+            loom_variants(AnthropicInstrumentor, root) + official_variant(Official, "official OTel (no content)"),
+            args,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

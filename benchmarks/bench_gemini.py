@@ -13,6 +13,7 @@ Targets (issue 15, defaults, a new conversation per call): ``generate`` <= 1.50x
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -54,12 +55,15 @@ def measure(client: genai.Client, args: argparse.Namespace) -> None:
         Official = None
     root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
     label = f"official OTel (no content; google-genai {genai.__version__})"
-    run(
-        f"google-genai {genai.__version__}, 8 KiB thought text",
-        [("generate", generate), ("stream", stream)],
-        loom_variants(GoogleGenAiInstrumentor, root) + official_variant(Official, label),
-        args,
-    )
+    try:
+        run(
+            f"google-genai {genai.__version__}, 8 KiB thought text",
+            [("generate", generate), ("stream", stream)],
+            loom_variants(GoogleGenAiInstrumentor, root) + official_variant(Official, label),
+            args,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
