@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,7 +57,7 @@ except ImportError:  # an older loom-otel measured with this harness: nothing to
         return True
 
 
-__all__ = ["Variant", "arguments", "loom_variants", "replayed", "run"]
+__all__ = ["Variant", "arguments", "loom_variants", "official_variant", "remove", "replayed", "run"]
 
 
 class _Discard(SpanExporter):
@@ -143,6 +144,14 @@ def official_variant(factory: Callable[[], Any] | None, label: str) -> list[Vari
         return undo
 
     return [Variant(label, instrument, loom=False)]
+
+
+def remove(root: Path) -> None:
+    """Close the run's journals (their checkpoints would be written at exit) and remove its directory."""
+    from loom_otel.core import _journal
+
+    _journal._close_all()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @dataclass

@@ -13,14 +13,13 @@ Targets (issue 15, defaults, a new conversation per call): ``create`` <= 1.50x b
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
-from _overhead import arguments, loom_variants, official_variant, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
 
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 
@@ -72,7 +71,7 @@ def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
             args,
         )
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove(root)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ Targets (issue 15, defaults, a new conversation per call): ``generate`` <= 1.50x
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from _overhead import arguments, loom_variants, official_variant, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
 from google import genai
 from google.genai import types
 
@@ -63,7 +62,7 @@ def measure(client: genai.Client, args: argparse.Namespace) -> None:
             args,
         )
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove(root)
 
 
 if __name__ == "__main__":
