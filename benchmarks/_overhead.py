@@ -3,18 +3,26 @@
 Transports (``--transport``): ``memory`` (default), an in-process ``httpx2.MockTransport``, so the bare
 call is the SDK's own work and nothing else (the hardest ratio); ``socket``, a replay server in its own
 process on 127.0.0.1 and the SDK's real HTTP transport (the cheapest real call). Both replay the same
-recorded bytes with new reasoning per call (``_replay.py``).
+recorded bytes with new reasoning text and signature per call (``_replay.py``).
 
-Variants (each against ``bare``, the uninstrumented SDK call, in the same run):
+Variants, the defaults first (each against ``bare``, the uninstrumented SDK call, measured right before
+it in the same round; the order of the variants rotates from round to round):
 
-- ``loop``: capture on, file store, journal, the calls of one agent loop (one ``execution()``, as when a
-  trace or an explicit execution covers the loop); durability left to the OS (``store_fsync=False``,
-  ``journal_durability="os"``, i.e. LOOM_OTEL_STORE_FSYNC=false and LOOM_OTEL_JOURNAL_DURABILITY=os):
-  the work loom-otel adds to the call path;
-- ``new-execution``: the same, but every call is its own trace and so its own execution (the worst case
-  for the store: each call opens a new execution directory and pack);
-- ``loop+fsync``: the defaults (blob fsync, journal group commit), reported separately because it
-  measures the disk, not the library.
+- ``default``: loom-otel as configured by default: file store (blob fsync on), journal durability
+  ``batch``, no ``execution()``, so every call is its own trace and so a new conversation (the worst
+  case: a new execution directory and pack per call);
+- ``default, one execution()``: the same calls joined in one ``execution()`` (one agent loop);
+- ``tuned: no fsync, journal os``: ``LOOM_OTEL_STORE_FSYNC=false`` and ``LOOM_OTEL_JOURNAL_DURABILITY=os``,
+  a new conversation per call (what the library costs without the disk);
+- ``tuned: no fsync, journal os, one execution()``;
+- ``official OTel (no content)``: the official OpenTelemetry instrumentation of the same SDK, which keeps
+  no content (extra ``bench``), when it is installed.
+
+Figures per call: the median wall time on the calling thread, its ratio to ``bare`` and the
+microseconds added; the calling thread's median CPU time (``time.thread_time``: what the machine's
+noise does not inflate); and the amortized wall time (the whole batch plus ``force_flush``, which waits
+for the background fsyncs, divided by the calls). Ratios are medians of the per-round ratios; ``spread``
+is their range (the machine's noise).
 """
 
 from __future__ import annotations
@@ -22,12 +30,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +46,18 @@ from _replay import MARK, Recording
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from loom_otel.core import ReasoningConfig, execution
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, execution
 from loom_otel.core._config import reset_runtime
 
-__all__ = ["arguments", "replayed", "run"]
+try:
+    from loom_otel.core import force_flush
+except ImportError:  # an older loom-otel measured with this harness: nothing to wait for but the calls
+
+    def force_flush(timeout_millis: int = 30000) -> bool:
+        return True
+
+
+__all__ = ["Variant", "arguments", "loom_variants", "official_variant", "remove", "replayed", "run"]
 
 
 class _Discard(SpanExporter):
@@ -50,8 +68,9 @@ class _Discard(SpanExporter):
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--transport", choices=("memory", "socket"), default="memory")
+    parser.add_argument("--only", default="", help="comma-separated call names to run (default: all)")
     return parser.parse_args()
 
 
@@ -76,54 +95,154 @@ def replayed(args: argparse.Namespace) -> Iterator[tuple[str | None, httpx2.Base
         server.wait()
 
 
-def _timed(fn: Callable[[], Any], calls: int) -> list[float]:
-    out = []
+@dataclass(frozen=True)
+class Variant:
+    """One instrumented configuration: ``instrument(provider)`` returns the function that undoes it."""
+
+    name: str
+    instrument: Callable[[TracerProvider], Callable[[], None]]
+    one_execution: bool = False
+    loom: bool = True
+
+
+def loom_variants(instrumentor: Callable[[], Any], root: Path) -> list[Variant]:
+    """The loom-otel configurations, the defaults first (each in its own store and journal)."""
+
+    def using(config_of: Callable[[], ReasoningConfig]) -> Callable[[TracerProvider], Callable[[], None]]:
+        def instrument(provider: TracerProvider) -> Callable[[], None]:
+            reset_runtime()
+            instance = instrumentor()
+            instance.instrument(tracer_provider=provider, config=config_of())
+            undo: Callable[[], None] = instance.uninstrument
+            return undo
+
+        return instrument
+
+    def default() -> ReasoningConfig:
+        return ReasoningConfig(store=f"file://{root}/default")
+
+    def tuned() -> ReasoningConfig:
+        return ReasoningConfig(store=f"file://{root}/tuned", store_fsync=False, journal_durability="os")
+
+    return [
+        Variant("default", using(default)),
+        Variant("default, one execution()", using(default), one_execution=True),
+        Variant("tuned: no fsync, journal os", using(tuned)),
+        Variant("tuned: no fsync, journal os, one execution()", using(tuned), one_execution=True),
+    ]
+
+
+def official_variant(factory: Callable[[], Any] | None, label: str) -> list[Variant]:
+    """The official OTel instrumentation as a variant (none when it is not installed)."""
+    if factory is None:
+        return []
+
+    def instrument(provider: TracerProvider) -> Callable[[], None]:
+        instance = factory()
+        instance.instrument(tracer_provider=provider, skip_dep_check=True)
+        undo: Callable[[], None] = instance.uninstrument
+        return undo
+
+    return [Variant(label, instrument, loom=False)]
+
+
+def remove(root: Path) -> None:
+    """Close the run's journals (their checkpoints would be written at exit) and remove its directory."""
+    from loom_otel.core._journal import _writer as _journal
+
+    _journal._close_all()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class _Batch:
+    wall: list[float]
+    cpu: list[float]
+    amortized: float
+
+
+def _batch(fn: Callable[[], Any], calls: int, *, flush: bool) -> _Batch:
+    wall, cpu = [], []
+    started = time.perf_counter()
     for _ in range(calls):
-        started = time.perf_counter()
+        w, c = time.perf_counter(), time.thread_time()
         fn()
-        out.append(time.perf_counter() - started)
-    return out
+        cpu.append(time.thread_time() - c)
+        wall.append(time.perf_counter() - w)
+    if flush and not force_flush(60_000):
+        print("force_flush did not finish", file=sys.stderr)
+    return _Batch(wall, cpu, (time.perf_counter() - started) / calls)
 
 
 def run(
     title: str,
-    instrumentor: Callable[[], Any],
     calls: Sequence[tuple[str, Callable[[], Any]]],
+    variants: Sequence[Variant],
     args: argparse.Namespace,
 ) -> None:
+    warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning, once per variant
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(_Discard()))
-    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
-    fast = ReasoningConfig(
-        store=f"file://{root}/nofsync", store_fsync=False, journal_durability="os", journal=root / "nofsync-journal"
-    )
-    variants = {
-        "loop": (fast, True),
-        "new-execution": (fast, False),
-        "loop+fsync": (ReasoningConfig(store=f"file://{root}/fsync", journal=root / "fsync-journal"), True),
-    }
-    results: dict[tuple[str, str], list[float]] = {}
+    only = {name for name in args.only.split(",") if name}
+    calls = [(name, fn) for name, fn in calls if not only or name in only]
     for _, fn in calls:  # warm up imports, pools and caches
-        _timed(fn, 20)
-    for _ in range(args.rounds):
+        for _ in range(20):
+            fn()
+    # (call, variant) -> per-round figures: (bare batch, variant batch)
+    results: dict[tuple[str, str], list[tuple[_Batch, _Batch]]] = {}
+    for round_ in range(args.rounds):
+        order = list(variants[round_ % len(variants) :]) + list(variants[: round_ % len(variants)])
         for name, fn in calls:
-            results.setdefault(("bare", name), []).extend(_timed(fn, args.calls))
-            for variant, (config, in_loop) in variants.items():
-                reset_runtime()
-                instance = instrumentor()
-                instance.instrument(tracer_provider=provider, config=config)
-                scope = execution(f"bench-{variant}") if in_loop else contextlib.nullcontext()
+            for variant in order:
+                bare = _batch(fn, args.calls, flush=False)
+                undo = variant.instrument(provider)
+                scope = execution(f"bench-{round_}") if variant.one_execution else contextlib.nullcontext()
                 try:
                     with scope:
-                        results.setdefault((variant, name), []).extend(_timed(fn, args.calls))
+                        for _ in range(5):  # the variant's first calls open its journal and store
+                            fn()
+                        measured = _batch(fn, args.calls, flush=variant.loom)
                 finally:
-                    instance.uninstrument()
+                    undo()
+                results.setdefault((name, variant.name), []).append((bare, measured))
     provider.shutdown()
-    print(f"{title}, {args.transport} transport, {args.calls} calls x {args.rounds} rounds (medians per call)")
-    print(f"{'call':9} {'variant':15} {'median us':>10} {'ratio':>6}")
-    for name, _ in calls:
-        bare = statistics.median(results[("bare", name)])
-        print(f"{name:9} {'bare':15} {bare * 1e6:10.0f} {1.0:6.3f}")
+    _report(title, args, [name for name, _ in calls], variants, results)
+
+
+def _report(
+    title: str,
+    args: argparse.Namespace,
+    names: list[str],
+    variants: Sequence[Variant],
+    results: dict[tuple[str, str], list[tuple[_Batch, _Batch]]],
+) -> None:
+    med = statistics.median
+    print(f"{title}, {args.transport} transport, {args.calls} calls x {args.rounds} rounds, interleaved")
+    print("wall = median per call on the calling thread; cpu = its CPU time; amortized = batch + force_flush")
+    header = (
+        f"{'call':9} {'variant':46} {'wall us':>8} {'ratio':>6} {'+us':>6} {'spread':>11}"
+        f" {'cpu ratio':>9} {'amort. ratio':>12} {'+us':>6}"
+    )
+    print(header)
+    for name in names:
+        pairs = [p for v in variants for p in results[(name, v.name)]]
+        bare_wall = med(med(b.wall) for b, _ in pairs)
+        bare_cpu = med(med(b.cpu) for b, _ in pairs)
+        bare_amortized = med(b.amortized for b, _ in pairs)
+        print(
+            f"{name:9} {'bare':46} {bare_wall * 1e6:8.0f} {1.0:6.2f} {0:6.0f} {'':>11}"
+            f" {bare_cpu * 1e6:7.0f}us {bare_amortized * 1e6:10.0f}us"
+        )
         for variant in variants:
-            median = statistics.median(results[(variant, name)])
-            print(f"{name:9} {variant:15} {median * 1e6:10.0f} {median / bare:6.3f}")
+            rounds = results[(name, variant.name)]
+            ratios = [med(v.wall) / med(b.wall) for b, v in rounds]
+            cpu = med(med(v.cpu) / med(b.cpu) for b, v in rounds)
+            amortized = [v.amortized / b.amortized for b, v in rounds]
+            added = med(med(v.wall) - med(b.wall) for b, v in rounds)
+            added_amortized = med(v.amortized - b.amortized for b, v in rounds)
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+            print(
+                f"{name:9} {variant.name:46} {med(med(v.wall) for _, v in rounds) * 1e6:8.0f}"
+                f" {med(ratios):6.2f} {added * 1e6:6.0f} {spread:>11} {cpu:9.2f}"
+                f" {med(amortized):12.2f} {added_amortized * 1e6:6.0f}"
+            )

@@ -1,22 +1,25 @@
 """Capture overhead at the Anthropic seam: the bare SDK call vs the instrumented call, in one run.
 
-    python benchmarks/bench_anthropic.py [--calls 200] [--rounds 3] [--transport memory|socket]
+    python benchmarks/bench_anthropic.py [--calls 200] [--rounds 5] [--transport memory|socket] [--only create]
 
 The real ``anthropic`` SDK against replies recorded from the built-in simulator (``_replay.py``): 8 KiB
 of thinking, new text and signature on every call; streams carry it in 50 thinking deltas.
 Calls: ``create``, ``create(stream=True)`` iterated (``stream``), and the ``messages.stream()`` helper
-iterated (``helper``). Transports and variants: see ``_overhead.py``.
-Targets (issue 2): instrumented / bare <= 1.15 non-streaming, <= 1.10 streaming.
+iterated (``helper``). Transports and variants (the defaults first, the official OTel instrumentation
+``opentelemetry-instrumentation-genai-anthropic`` when installed: extra ``bench``): see ``_overhead.py``.
+Targets (issue 15, defaults, a new conversation per call): ``create`` <= 1.50x bare, ``stream`` <= 1.25x.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
-from _overhead import arguments, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
 
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 
@@ -55,12 +58,20 @@ def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
             for _ in events:
                 pass
 
-    run(
-        f"anthropic {anthropic.__version__}, 8 KiB thinking",
-        AnthropicInstrumentor,
-        [("create", create), ("stream", stream), ("helper", helper)],
-        args,
-    )
+    try:
+        from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
+    except ImportError:
+        Official = None
+    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    try:
+        run(
+            f"anthropic {anthropic.__version__}, 8 KiB thinking",
+            [("create", create), ("stream", stream), ("helper", helper)],
+            loom_variants(AnthropicInstrumentor, root) + official_variant(Official, "official OTel (no content)"),
+            args,
+        )
+    finally:
+        remove(root)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,23 @@
 """Capture overhead at the Gemini seam: the bare SDK call vs the instrumented call, in one run.
 
-    python benchmarks/bench_gemini.py [--calls 200] [--rounds 3] [--transport memory|socket]
+    python benchmarks/bench_gemini.py [--calls 200] [--rounds 5] [--transport memory|socket] [--only generate]
 
 The real ``google-genai`` SDK against replies recorded from the built-in simulator (``_replay.py``): 8 KiB
 of thought text (``include_thoughts``), new text and signature on every call; streams carry it in 50
-chunks. Transports and variants: see ``_overhead.py``.
-Targets (issue 3, as Anthropic): <= 1.15 non-streaming, <= 1.10 streaming.
+chunks. Transports and variants: see ``_overhead.py``. The official OTel instrumentation
+(``opentelemetry-instrumentation-google-genai``, extra ``bench``) declares ``google-genai<3``; it is run
+against the installed 3.x SDK with ``skip_dep_check`` and labelled so.
+Targets (issue 15, defaults, a new conversation per call): ``generate`` <= 1.50x bare, ``stream`` <= 1.20x.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from _overhead import arguments, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
 from google import genai
 from google.genai import types
 
@@ -44,12 +48,21 @@ def measure(client: genai.Client, args: argparse.Namespace) -> None:
         for _ in client.models.generate_content_stream(model=MODEL, contents="Plan the trip.", config=CONFIG):
             pass
 
-    run(
-        f"google-genai {genai.__version__}, 8 KiB thought text",
-        GoogleGenAiInstrumentor,
-        [("generate", generate), ("stream", stream)],
-        args,
-    )
+    try:
+        from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor as Official
+    except ImportError:
+        Official = None
+    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    label = f"official OTel (no content; google-genai {genai.__version__})"
+    try:
+        run(
+            f"google-genai {genai.__version__}, 8 KiB thought text",
+            [("generate", generate), ("stream", stream)],
+            loom_variants(GoogleGenAiInstrumentor, root) + official_variant(Official, label),
+            args,
+        )
+    finally:
+        remove(root)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ CONTRACT = {
         "configure",
         "execution",
         "step",
+        "force_flush",
         "ReasoningStore",
         "FileReasoningStore",
         "MemoryReasoningStore",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
+from loom_otel.core._durability import force_flush
 from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._file import FileReasoningStore
@@ -47,6 +48,7 @@ __all__ = [
     "Untrusted",
     "configure",
     "execution",
+    "force_flush",
     "step",
     "store_from_uri",
 ]

@@ -3,7 +3,10 @@ as the application holds them) and a restart loads the newest files last."""
 
 from __future__ import annotations
 
+import json
 import os
+
+import pytest
 
 from loom_otel.core._continuation import _bindings as _bindings
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord
@@ -45,3 +48,14 @@ def test_a_record_made_again_counts_as_new(tmp_path, monkeypatch):
     bindings.add([(key, BlockRecord(bytes(32), "anthropic", "other-model", bytes(32), bytes(32), None, None))], [])
     bindings.add([_record(2)], [])  # the oldest is now record 1, not the re-made record 0
     assert bindings.block(key) is not None and bindings.block(_record(1)[0]) is None
+
+
+@pytest.mark.parametrize("model", [None, "claude-x", 'mod"el\\é\u2028'])
+@pytest.mark.parametrize("split", [(), (3, 4)])
+def test_a_record_line_is_the_json_it_reads_back(model: str | None, split: tuple[int, ...]) -> None:
+    record = BlockRecord(b"\x01" * 32, "anthropic", model, b"\x02" * 32, b"\x03" * 32, None, "r" * 10, split)
+    line = record.to_json(b"\x09" * 32)
+    raw = json.loads(line)
+    assert raw["m"] == model and raw["d"] is None and raw.get("x", []) == list(split)
+    assert line.isascii() and "\n" not in line
+    assert BlockRecord.from_json(line) == (b"\x09" * 32, record)

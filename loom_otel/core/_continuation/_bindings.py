@@ -15,6 +15,7 @@ import os
 import threading
 import uuid
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -29,8 +30,11 @@ KEPT: Final = 200_000
 this process, and an unknown block is sent as the application holds it (never dropped)."""
 _K = TypeVar("_K")
 _V = TypeVar("_V")
-_ENCODE: Final = json.JSONEncoder(separators=(",", ":")).encode
-"""Built once (``json.dumps`` with options builds an encoder per call)."""
+
+
+def _string(value: str | None) -> str:
+    """A JSON string (ASCII, as ``json.dumps`` writes it) or ``null``."""
+    return "null" if value is None else encode_basestring_ascii(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,24 +57,16 @@ class BlockRecord:
     tenant: str | None = None
 
     def to_json(self, key: bytes) -> str:
-        raw: dict[str, object] = {
-            "v": _VERSION,
-            "k": key.hex(),
-            "b": self.binding.hex(),
-            "p": self.provider,
-            "m": self.model,
-            "s": self.system.hex(),
-            "t": self.tools.hex(),
-            "d": self.text_digest,
-            "r": self.ref,
-        }
-        if self.split:
-            raw["x"] = list(self.split)
-        if self.execution is not None:
-            raw["e"] = self.execution
-        if self.tenant is not None:
-            raw["n"] = self.tenant
-        return _ENCODE(raw)
+        """One line of the binding file: the JSON object ``from_json`` reads, formatted directly (the
+        strings through the JSON encoder's own string escaping, the bytes as hex)."""
+        split = f',"x":[{",".join(map(str, self.split))}]' if self.split else ""
+        owner = "" if self.execution is None else f',"e":{_string(self.execution)}'
+        owner += "" if self.tenant is None else f',"n":{_string(self.tenant)}'
+        return (
+            f'{{"v":{_VERSION},"k":"{key.hex()}","b":"{self.binding.hex()}","p":{_string(self.provider)},'
+            f'"m":{_string(self.model)},"s":"{self.system.hex()}","t":"{self.tools.hex()}",'
+            f'"d":{_string(self.text_digest)},"r":{_string(self.ref)}{split}{owner}}}'
+        )
 
     @classmethod
     def from_json(cls, line: str) -> tuple[bytes, BlockRecord] | None:

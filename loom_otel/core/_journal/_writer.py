@@ -12,10 +12,11 @@ Readers parse the line as JSON; ``record_body`` gives the canonical bytes the ha
 The record's ``attributes`` are exactly the span event's attributes minus the chain fields, so a
 record can be rebuilt from an exported event and its hash checked (``_records``).
 
-Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before the next is written;
-``batch`` is a group commit: ``append`` returns only once its record is synced, but appends arriving
-while a sync is in flight share the next one (the first waiter syncs for everyone, so a lone append
-costs one ``fdatasync`` and N concurrent appends cost about two); ``os`` leaves it to the OS.
+Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before ``append`` returns;
+``batch`` is a background group commit: ``append`` returns once its record is written to the OS, and
+one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile; ``os`` leaves
+it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores' blobs are synced
+before the records that name them (``_durability``).
 
 Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
 line; the writer that hit a short write truncates it away and moves to a new segment, and a dead
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core import _durability
 from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
@@ -146,6 +148,8 @@ def _load_signer(setting: str | None) -> Signer | None:
     return None
 
 
+_VERSION_TAIL: Final = b',"v":%d}' % RECORD_VERSION
+
 BATCH_WINDOW: Final = 0.005
 """``batch`` durability: how long the group commit lets appends gather before one fsync covers them."""
 
@@ -193,6 +197,7 @@ class Journal:
         self._syncing = False
         self._synced = 0
         self.origin = _new_origin()
+        self._origin_json = b',"origin":' + canonical_json(self.origin) + b',"prev":"'
         self._pid = os.getpid()
         self._seq = 0
         self._head = GENESIS
@@ -213,8 +218,9 @@ class Journal:
 
     def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
         """Append one record; raises ``OSError`` when it cannot be written (callers fail closed)."""
+        encoded = canonical_json(attributes)  # outside the lock: the bulk of a record's encoding
         with self._lock:
-            entry = self._append_locked(type_, attributes, time.time_ns())
+            entry = self._append_locked(type_, encoded, time.time_ns())
             if self._seq - self._checkpoint_seq >= self._every:
                 self._checkpoint_locked()
             target = self._seq
@@ -233,10 +239,28 @@ class Journal:
         self._await_sync(target)
         return entry
 
-    def _append_locked(self, type_: str, attributes: Mapping[str, AttributeValue], now: int) -> JournalEntry:
+    def _append_locked(self, type_: str, attributes: bytes, now: int) -> JournalEntry:
+        """Append a record whose ``attributes`` are already canonical JSON (``canonical_json``)."""
         if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
             self._open_segment()
-        entry, line = _chain_record(self.origin, self._seq + 1, self._head, now, type_=type_, attributes=attributes)
+        seq = self._seq + 1
+        # canonical_json(record), its keys in sorted order: attributes, origin, prev, seq, time, type, v
+        body = b"".join(
+            (
+                b'{"attributes":',
+                attributes,
+                self._origin_json,
+                self._head.encode(),
+                b'","seq":%d,"time":%d,"type":' % (seq, now),
+                canonical_json(type_),
+                _VERSION_TAIL,
+            )
+        )
+        digest = chain_hash(self._head, body)
+        line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+        if self.durability == "always":
+            _durability.sync_dependents()  # the blobs the record names are on the disk before it exists
+        entry = JournalEntry(self.origin, seq, self._head, digest, now)
         self._write(line)
         if self.durability == "always":
             _sync(self._fd)
@@ -265,7 +289,7 @@ class Journal:
             self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         now = time.time_ns()
         attributes = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
-        entry = self._append_locked(attr.RECORD_CHECKPOINT, attributes, now)
+        entry = self._append_locked(attr.RECORD_CHECKPOINT, canonical_json(attributes), now)
         self._checkpoint_seq, self._checkpoint_at = self._seq, time.monotonic()
         return entry
 
@@ -321,10 +345,17 @@ class Journal:
                     )
                     self._flusher.start()
 
-    def _await_sync(self, target: int) -> None:
+    def flush(self) -> None:
+        """Sync every record appended so far, and first the blobs they name (any durability)."""
+        with self._lock:
+            target = self._seq
+        self._await_sync(target, force=True)
+
+    def _await_sync(self, target: int, *, force: bool = False) -> None:
         """``batch``: return once record ``target`` is synced, sharing one sync among concurrent callers
-        (checkpoints and the group-commit thread wait here; appends do not)."""
-        if self.durability != "batch":
+        (checkpoints and the group-commit thread wait here; appends do not). The registered stores'
+        pending blobs are synced first (``_durability``): a record is never durable before its blobs."""
+        if self.durability != "batch" and not force:
             return
         cond = self._synced_cond
         with cond:
@@ -340,6 +371,12 @@ class Journal:
             with self._lock:
                 upto = self._seq
                 fd = os.dup(self._fd) if self._fd >= 0 else -1
+            try:
+                _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
+            except BaseException:
+                if fd >= 0:
+                    os.close(fd)
+                raise
             if fd >= 0:
                 try:
                     _sync(fd)
@@ -397,8 +434,11 @@ class Journal:
                 if self._fd >= 0 and self._seq != self._checkpoint_seq:
                     self._checkpoint_locked()
             finally:
-                if self._fd >= 0:
-                    self._close_segment()
+                try:
+                    _durability.sync_dependents()
+                finally:
+                    if self._fd >= 0:
+                        self._close_segment()
                 if self._dir_fd >= 0:
                     os.close(self._dir_fd)
                     self._dir_fd = -1
@@ -471,6 +511,11 @@ def local_origins(directory: str | os.PathLike[str]) -> frozenset[str]:
     """Origins this process writes in ``directory`` (live ``Journal`` objects)."""
     key = Path(directory).expanduser().absolute()
     return frozenset(j.origin for j in list(_live) if j.directory == key)
+
+
+def live_journals() -> list[Journal]:
+    """Every journal of this process (``force_flush`` syncs them all)."""
+    return list(_live)
 
 
 def local_journals(directory: str | os.PathLike[str]) -> list[Journal]:

@@ -13,19 +13,27 @@ same ref the last whole record wins.
 
 Writers notice an erasure that happened under them (their pack's link count drops to zero) and write
 the record again into a fresh pack: a capture racing an erasure is kept, as if it came after it.
+
+Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
+synced yet (packs written, directories made); the journal syncs it before the records that name it
+(``_durability``: ``always`` before the append returns, ``batch`` in the group commit, ``os`` at
+``force_flush``/``close``). On Linux one ``syncfs`` covers every pending pack and directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 from typing import Final
 
+from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._store._protocol import (
     _MAGIC,
@@ -45,6 +53,8 @@ _FRAME: Final = struct.Struct(">8sHQ")
 _FRAME_MAGIC: Final = b"LOOMPK1\n"
 _OPEN_PACKS: Final = 64
 """Open pack files kept per store (one per recently written execution)."""
+_PENDING_PACKS: Final = 4096
+"""Packs written and not synced yet past which the writer syncs them itself (when no journal does)."""
 _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
 
@@ -52,11 +62,13 @@ _KNOWN_SCOPES: Final = 1024
 class _Scope:
     """What this process knows of one scope's packs: ref -> (pack path, blob offset, blob length)."""
 
-    __slots__ = ("entries", "scanned")
+    __slots__ = ("entries", "exists", "scanned")
 
     def __init__(self) -> None:
         self.entries: dict[str, tuple[str, int, int]] = {}
         self.scanned: dict[str, int] = {}
+        self.exists = True
+        """Whether the scope's directory was there at the last look (a new execution's is not)."""
 
     def refresh(self, directory: str) -> None:
         """Index the whole records other writers appended since the last look (reads frames only)."""
@@ -65,7 +77,9 @@ class _Scope:
         except FileNotFoundError:
             self.entries.clear()
             self.scanned.clear()
+            self.exists = False
             return
+        self.exists = True
         for name in names:
             if not name.endswith(".pack"):
                 continue
@@ -108,8 +122,10 @@ class _Pack:
 class FileReasoningStore:
     """The default store (``file:///dir``): sealed blobs in per-execution append-only packs.
 
-    ``fsync=False`` leaves durability to the OS (benchmarks only; also ``LOOM_OTEL_STORE_FSYNC=false``):
-    a record is still never visible half written.
+    ``fsync=True`` (the default) syncs every blob no later than the journal record naming it, off the
+    calling thread under the journal's ``batch`` durability (module docstring); ``fsync=False`` leaves
+    durability to the OS (benchmarks only; also ``LOOM_OTEL_STORE_FSYNC=false``): a record is still
+    never visible half written.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, fsync: bool = True) -> None:
@@ -118,10 +134,15 @@ class FileReasoningStore:
         self._blobs = self.root / "blobs"
         self._blobs_dir = str(self._blobs)
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         renew_after_fork(self)
+        self._dirty: set[str] = set()
+        """Packs written since the last sync (by path: a pack closed meanwhile needs no descriptor)."""
+        self._dirty_dirs: set[str] = set()
+        """Directories whose entries changed since the last sync (a new pack, a new scope)."""
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
@@ -132,6 +153,9 @@ class FileReasoningStore:
                 f"reasoning store directory {str(self.root)!r} is not a writable directory: "
                 f"{exc.strerror or type(exc).__name__}"
             ) from None
+        if fsync:
+            _durability.register(self)
+        _writers.add(self)
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -139,7 +163,7 @@ class FileReasoningStore:
         ref = envelope.ref
         scope = ref[:32]
         with self._lock:
-            known = self._scope(scope)
+            known = self._scope(scope, writing=True)
             entry = known.entries.get(ref)
             if entry is not None:
                 if os.path.exists(entry[0]):
@@ -158,10 +182,10 @@ class FileReasoningStore:
             pack = self._pack(scope)
             try:
                 written = os.writev(pack.fd, chunks)
+                if self.fsync:
+                    self._dirty.add(pack.path)
                 if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
-                if self.fsync:
-                    os.fsync(pack.fd)
             except BaseException:
                 self._drop_pack(scope)  # the next record goes to a new pack: a torn tail stays a tail
                 raise
@@ -179,9 +203,7 @@ class FileReasoningStore:
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
         erasure under it is noticed after the write (``_append``)."""
-        if self._pid != os.getpid():
-            self._pid = os.getpid()
-            self._packs.clear()  # a forked child writes its own packs (the parent's fds stay the parent's)
+        self._after_fork()
         pack = self._packs.get(scope)
         if pack is not None:
             self._packs.move_to_end(scope)
@@ -189,33 +211,101 @@ class FileReasoningStore:
         directory = f"{self._blobs_dir}/{scope}"
         path = f"{directory}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        created = False
+        known = self._scopes.get(scope)
+        if known is not None and not known.exists:  # a new execution: make its directory straight away
+            self._make_scope_dir(directory)
+            known.exists = True
         try:
             fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # the execution's first blob: its directory is made once
-            os.makedirs(directory, exist_ok=True)
-            created = True
+        except FileNotFoundError:  # removed since we looked: the directory is made again
+            self._make_scope_dir(directory)
             fd = os.open(path, flags, 0o600)
         if self.fsync:
-            _fsync_dir(directory)
-            if created:
-                _fsync_dir(self._blobs_dir)
+            self._dirty_dirs.add(directory)
         pack = self._packs[scope] = _Pack(fd, path)
         while len(self._packs) > _OPEN_PACKS:
             _, old = self._packs.popitem(last=False)
-            os.close(old.fd)
+            self._release(old)
         return pack
+
+    def _make_scope_dir(self, directory: str) -> bool:
+        """Make a scope's directory; ``False`` when it was there already."""
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            return False
+        except FileNotFoundError:  # the blobs directory itself was removed
+            os.makedirs(directory, exist_ok=True)
+        if self.fsync:
+            self._dirty_dirs.add(self._blobs_dir)
+        return True
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child: a lock another thread of the parent held (a sync takes milliseconds) is free
+        again, and the parent's packs and unsynced writes stay the parent's."""
+        self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._after_fork()
+
+    def _after_fork(self) -> None:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            # A forked child writes its own packs; syncing the parent's writes is the parent's work.
+            self._packs.clear()
+            self._dirty.clear()
+            self._dirty_dirs.clear()
 
     def _drop_pack(self, scope: str) -> None:
         pack = self._packs.pop(scope, None)
         if pack is not None:
-            os.close(pack.fd)
+            self._release(pack)
 
-    def _scope(self, scope: str) -> _Scope:
+    def _release(self, pack: _Pack) -> None:
+        os.close(pack.fd)
+        if len(self._dirty) > _PENDING_PACKS:  # nobody syncs (journal durability ``os``): do it here
+            self._sync_taken(self._dirty, self._dirty_dirs)
+            self._dirty, self._dirty_dirs = set(), set()
+
+    # -- durability ----------------------------------------------------------------------------------
+
+    def sync_pending(self) -> None:
+        """Sync every blob and directory written so far (``_durability``: the journal calls this before
+        syncing its records). ``OSError`` leaves them pending for the next call. One sync at a time: a
+        caller returns only after a concurrent caller's sync of earlier writes has finished too."""
+        with self._sync_lock:
+            with self._lock:
+                self._after_fork()
+                if not (self._dirty or self._dirty_dirs):
+                    return
+                paths, self._dirty = self._dirty, set()
+                dirs, self._dirty_dirs = self._dirty_dirs, set()
+            try:
+                self._sync_taken(paths, dirs)  # outside the store's lock: writers go on meanwhile
+            except BaseException:
+                with self._lock:
+                    self._dirty |= paths
+                    self._dirty_dirs |= dirs
+                raise
+
+    def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
+        try:
+            synced = _durability.sync_filesystem(self._blobs_dir)
+        except FileNotFoundError:  # the store's directory is gone, and with it what was pending
+            synced = True
+        if not synced:
+            for path in sorted(paths) + sorted(dirs, key=len, reverse=True):  # the blobs directory last
+                with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                    _fsync_path(path)
+
+    def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
+        """What this writer knows of ``scope``; ``writing``: a scope it does not know yet is made at once
+        (one ``mkdir`` tells a new execution, which has nothing to index, from one to read from disk)."""
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
-            known.refresh(f"{self._blobs_dir}/{scope}")
+            directory = f"{self._blobs_dir}/{scope}"
+            if not (writing and self._make_scope_dir(directory)):
+                known.refresh(directory)
             if len(self._scopes) > _KNOWN_SCOPES:
                 self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
         else:
@@ -323,12 +413,26 @@ class FileReasoningStore:
         return path.read_bytes()
 
     def close(self) -> None:
+        """Sync what is pending (``fsync``) and close this writer's packs (a later ``put`` reopens)."""
         with self._lock:
             for scope in list(self._packs):
                 self._drop_pack(scope)
+        if self.fsync:
+            self.sync_pending()
 
     def __repr__(self) -> str:
         return f"FileReasoningStore({str(self.root)!r})"
+
+
+_writers: weakref.WeakSet[FileReasoningStore] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_writers):
+        store._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _rewrite_without(path: str, ref: str) -> None:
@@ -360,6 +464,15 @@ def _rewrite_without(path: str, ref: str) -> None:
             out.flush()
             os.fsync(out.fileno())
     os.replace(tmp, path)
+
+
+def _fsync_path(path: str) -> None:
+    """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(directory: str) -> None:

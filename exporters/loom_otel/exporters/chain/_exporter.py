@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import chain_hash
+from loom_otel.core._durability import force_flush
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._journal._reader import list_origins, origin_is_live
 from loom_otel.core._journal._records import record_from_event
@@ -279,14 +280,16 @@ class ChainedSpanExporter(SpanExporter):
     # -- lifecycle -----------------------------------------------------------------------------
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Deliver every record owed so far (grace ignored), then flush ``inner``."""
+        """Make the process's captures durable (``loom_otel.core.force_flush``), deliver every record owed
+        so far (grace ignored), then flush ``inner``."""
         if self._shutdown:
             return False
         deadline = time.monotonic() + timeout_millis / 1000
         try:
+            durable = force_flush(timeout_millis)
             delivered = self._deliver_all(deadline)
             left = max(1, int((deadline - time.monotonic()) * 1000))
-            return bool(self._inner.force_flush(left)) and delivered
+            return bool(self._inner.force_flush(left)) and delivered and durable
         except Exception as exc:
             _logger.warning("chained exporter: flush failed (%s)", type(exc).__name__)
             return False
@@ -351,6 +354,7 @@ class ChainedSpanExporter(SpanExporter):
             thread = self._thread
             if thread is not None:
                 thread.join(max(0.0, deadline - time.monotonic()))
+            force_flush(max(0, int((deadline - time.monotonic()) * 1000)))  # blobs and records durable
             if not self._deliver_all(deadline):
                 _logger.warning("chained exporter: %s timed out; undelivered records stay in the outbox", what)
         except Exception as exc:

@@ -94,6 +94,11 @@ class Outbox:
                         line.size,
                     )
                 return
+            known = _seq_of(line.data)
+            if known is not None and self.is_delivered(known):
+                if contiguous:
+                    self.position = line.end
+                continue  # acknowledged: skipped without parsing the record
             record = _parse(line.data)
             if record is None:
                 if not self._warned_malformed:
@@ -163,6 +168,22 @@ class Outbox:
             with contextlib.suppress(OSError):
                 os.close(self._claim_fd)
             self._claim_fd = -1
+
+
+_SEQ: Final = b',"seq":'
+
+
+def _seq_of(data: bytes) -> int | None:
+    """The ``seq`` of a journal line read off its bytes (``None``: read it by parsing). In a record's
+    canonical JSON the top-level ``seq`` is the last ``,"seq":`` (only ``time``, ``type`` and ``v``
+    follow it, and a JSON string cannot hold an unescaped quote)."""
+    start = data.rfind(_SEQ)
+    if start < 0:
+        return None
+    start += len(_SEQ)
+    end = data.find(b",", start)
+    digits = data[start:end] if end >= 0 else b""
+    return int(digits) if digits.isdigit() and len(digits) < 20 else None
 
 
 def _parse(data: bytes) -> dict[str, object] | None:

@@ -203,14 +203,33 @@ def _system_digest(system: Any) -> bytes:
     return _NOTHING
 
 
+_TOOLS: dict[bytes, bytes] = {}
+
+
+def _tools_digest(tools: Any) -> bytes:
+    """Tools given as plain JSON values are memoized by their JSON (the C encoder, much cheaper than
+    ``_norm``): equal JSON normalizes alike. SDK models are read each time."""
+    if not isinstance(tools, list | tuple):
+        return _NOTHING
+    try:
+        raw = _json(tools)
+    except (TypeError, ValueError):  # not plain JSON values (SDK models, say)
+        return _digest(_norm(tools) or None)
+    found = _TOOLS.get(raw)
+    if found is None:
+        if len(_TOOLS) > 1024:
+            _TOOLS.clear()
+        found = _TOOLS[raw] = _digest(_norm(tools) or None)
+    return found
+
+
 def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
     model = kwargs.get("model")
-    tools = kwargs.get("tools")
     return Header(
         provider,
         str(model) if model is not None else None,
         _system_digest(kwargs.get("system")),
-        _digest(_norm(tools) or None) if isinstance(tools, list | tuple) else _NOTHING,
+        _tools_digest(kwargs.get("tools")),
     )
 
 

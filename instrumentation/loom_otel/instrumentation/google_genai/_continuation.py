@@ -54,11 +54,58 @@ def _digest(value: Any) -> bytes:
     return _NOTHING if value is None else digest_of(tr.canonical(value))
 
 
+_MEMO_SIZE: Final = 1024
+_SYSTEMS: dict[str, bytes] = {}
+_TOOLS: dict[tuple[tuple[str, str], ...], bytes] = {}
+
+
+def _system_digest(system: Any) -> bytes:
+    """A string system instruction's digest is memoized by the immutable string."""
+    if type(system) is not str:
+        return _digest(tr.system_value(system))
+    found = _SYSTEMS.get(system)
+    if found is None:
+        if len(_SYSTEMS) > _MEMO_SIZE:
+            _SYSTEMS.clear()
+        found = _SYSTEMS[system] = _digest(tr.system_value(system))
+    return found
+
+
+def _tools_digest(tools: Any) -> bytes:
+    """Tools given as SDK models are memoized by their JSON dump (pydantic's own serializer, much cheaper
+    than canonicalizing them): equal dumps of the same types canonicalize alike. Others are read each time."""
+    key = _tools_key(tools)
+    if key is None:
+        return _digest(tr.tools_value(tools))
+    found = _TOOLS.get(key)
+    if found is None:
+        if len(_TOOLS) > _MEMO_SIZE:
+            _TOOLS.clear()
+        found = _TOOLS[key] = _digest(tr.tools_value(tools))
+    return found
+
+
+def _tools_key(tools: Any) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(tools, list | tuple):
+        return None
+    key = []
+    for tool in tools:
+        dump = getattr(tool, "model_dump_json", None)
+        if dump is None:
+            return None
+        try:
+            dumped = dump()
+        except Exception:  # a value pydantic cannot serialize: read it the long way
+            return None
+        kind = type(tool)
+        key.append((f"{kind.__module__}.{kind.__qualname__}", dumped))
+    return tuple(key)
+
+
 def header_of(provider: str, kwargs: dict[str, Any]) -> Header:
     config = kwargs.get("config")
-    system = tr.system_value(tr.config_value(config, "system_instruction"))
-    tools = tr.tools_value(tr.config_value(config, "tools"))
-    return Header(provider, None, _digest(system), _digest(tools))
+    system = _system_digest(tr.config_value(config, "system_instruction"))
+    return Header(provider, None, system, _tools_digest(tr.config_value(config, "tools")))
 
 
 class GeminiContinuation:

@@ -1,0 +1,119 @@
+"""Durability shared by the store and the journal: blobs reach the disk no later than the records naming them.
+
+A store that writes blobs to the OS on the calling thread registers here (``register``) and keeps what
+it has not synced yet; every journal syncs the registered stores (``sync_dependents``) before it syncs
+its own records: ``always``, on the calling thread before the record is written; ``batch``, in the
+background group commit before the group's records; ``os``, only at ``force_flush`` or ``close``.
+``force_flush`` waits for all of it (OpenTelemetry's convention: ``False`` when it did not finish in
+time or failed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Final, Protocol
+
+__all__ = ["Dependent", "force_flush", "register", "sync_dependents", "sync_filesystem"]
+
+_logger = logging.getLogger(__name__)
+
+
+class Dependent(Protocol):
+    """Something whose writes a journal record may name: it syncs them when asked."""
+
+    def sync_pending(self) -> None:
+        """Make every write made so far durable; ``OSError`` when it cannot (kept pending, retried)."""
+        ...
+
+
+_dependents: weakref.WeakSet[Dependent] = weakref.WeakSet()
+_dependents_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _dependents_lock
+    _dependents_lock = threading.Lock()  # another thread of the parent may have held it
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def register(dependent: Dependent) -> None:
+    with _dependents_lock:
+        _dependents.add(dependent)
+
+
+def sync_dependents() -> None:
+    """Sync every registered store's pending writes (each store syncs nothing when nothing is pending)."""
+    with _dependents_lock:
+        dependents = list(_dependents)
+    for dependent in dependents:
+        dependent.sync_pending()
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int,)
+    function.restype = ctypes.c_int
+    syncfs: Callable[[int], int] = function
+    return syncfs
+
+
+_syncfs: Final = _load_syncfs()
+
+
+def sync_filesystem(directory: str) -> bool:
+    """``syncfs(2)`` the file system holding ``directory``: every file and directory on it reaches the disk
+    in one call, however many were written. ``False`` where there is no ``syncfs`` (sync file by file)."""
+    if _syncfs is None:
+        return False
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        if _syncfs(fd) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, os.strerror(errno))
+    finally:
+        os.close(fd)
+    return True
+
+
+def _flush_all() -> None:
+    from loom_otel.core._journal._writer import live_journals
+
+    sync_dependents()
+    for journal in live_journals():
+        journal.flush()
+
+
+def force_flush(timeout_millis: int = 30000) -> bool:
+    """Wait until every blob and journal record written so far is on the disk (whatever the durability).
+
+    ``True`` when done; ``False`` when it failed (logged) or did not finish within ``timeout_millis``
+    (the work goes on in the background). Never raises.
+    """
+    done = threading.Event()
+    ok: list[bool] = []
+
+    def work() -> None:
+        try:
+            _flush_all()
+            ok.append(True)
+        except OSError as exc:
+            _logger.warning("loom-otel: force_flush could not sync (%s)", type(exc).__name__)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="loom-otel-force-flush", daemon=True).start()
+    return done.wait(max(0, timeout_millis) / 1000) and bool(ok)

@@ -1,0 +1,201 @@
+"""Durability (issue 15): a blob reaches the disk no later than the journal record naming it, and the
+calling thread does not wait for either under ``batch``; ``force_flush`` waits for all of it."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from loom_otel.core import Envelope, FileReasoningStore, _durability, force_flush
+from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._journal._writer import Journal
+from loom_otel.core._store import _file as _file_store
+
+
+class _Log:
+    """What was synced, in order, and on which thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, syncfs: bool) -> None:
+        self.events: list[tuple[str, bool]] = []
+        main = threading.get_ident()
+        real_fs, real_sync, real_path = _durability.sync_filesystem, _journal._sync, _file_store._fsync_path
+
+        def note(what: str) -> None:
+            self.events.append((what, threading.get_ident() == main))
+
+        def sync_filesystem(directory: str) -> bool:
+            if not syncfs:
+                return False
+            note("blobs")
+            return real_fs(directory)
+
+        def fsync_path(path: str) -> None:
+            note("blob-file" if path.endswith(".pack") else f"dir:{Path(path).name}")
+            real_path(path)
+
+        def sync(fd: int) -> None:
+            note("journal")
+            real_sync(fd)
+
+        monkeypatch.setattr(_durability, "sync_filesystem", sync_filesystem)
+        monkeypatch.setattr(_file_store, "_fsync_path", fsync_path)
+        monkeypatch.setattr(_journal, "_sync", sync)
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.events]
+
+
+def _capture(store: FileReasoningStore, journal: Journal, text: str) -> str:
+    ref = store.put(Envelope.seal(text, execution_id=f"exec-{text}"))
+    journal.append("capture", {"loom.reasoning.part.ref": [ref]})
+    return ref
+
+
+@pytest.mark.parametrize("syncfs", [True, False])
+def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool
+) -> None:
+    log = _Log(monkeypatch, syncfs=syncfs)
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
+    refs = [_capture(store, journal, f"thought {i}") for i in range(3)]
+    assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
+    assert force_flush(5000)
+    names = log.names()
+    assert names[0] != "journal" and names[-1] == "journal"  # each group: the blobs, then the records
+    if syncfs:
+        assert "blobs" in names
+    else:  # file by file: each new execution's pack, its directory and the blobs directory
+        assert names.count("blob-file") == 3
+        assert "dir:blobs" in names  # once per group that made a new execution's directory
+        scopes = {ref.split("/")[0] for ref in refs}
+        assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == scopes | {"blobs"}
+    assert not [e for e in log.events if e[1]]
+    for ref in refs:
+        assert store.exists(ref)
+    journal.close()
+    store.close()
+
+
+def test_always_syncs_the_blob_on_the_calling_thread_before_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _Log(monkeypatch, syncfs=True)
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="always", checkpoint_key=None, checkpoint_interval=0)
+    store.put(Envelope.seal("a thought", execution_id="e"))
+    assert log.events == []  # written to the OS, not yet synced
+    journal.append("capture", {"n": 1})
+    assert log.events == [("blobs", True), ("journal", True)]
+    journal.close()
+    store.close()
+
+
+def test_os_durability_syncs_at_force_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _Log(monkeypatch, syncfs=True)
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="os", checkpoint_key=None, checkpoint_interval=0)
+    _capture(store, journal, "x")
+    assert log.events == []
+    assert force_flush()
+    assert log.names() == ["blobs", "journal"]
+    journal.close()
+    store.close()
+
+
+def test_force_flush_reports_a_sync_that_does_not_finish_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    real = _journal._sync
+    monkeypatch.setattr(_journal, "_sync", lambda fd: (release.wait(10), real(fd)))
+    journal = Journal(tmp_path / "journal", durability="os", checkpoint_key=None, checkpoint_interval=0)
+    journal.append("capture", {"n": 1})
+    try:
+        assert force_flush(timeout_millis=50) is False
+    finally:
+        release.set()
+    assert force_flush(timeout_millis=5000) is True
+    journal.close()
+
+
+def test_a_store_with_fsync_off_is_never_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _Log(monkeypatch, syncfs=True)
+    store = FileReasoningStore(tmp_path / "store", fsync=False)
+    store.put(Envelope.seal("x", execution_id="e"))
+    store.sync_pending()
+    store.close()
+    assert log.events == []
+
+
+def test_a_store_whose_directory_is_gone_does_not_block_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    store = FileReasoningStore(tmp_path / "store")
+    store.put(Envelope.seal("x", execution_id="e"))
+    shutil.rmtree(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="always", checkpoint_key=None, checkpoint_interval=0)
+    journal.append("capture", {"n": 1})  # the gone store's pending blob went with its directory
+    assert force_flush(5000)
+    journal.close()
+    store.close()
+
+
+def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _Log(monkeypatch, syncfs=True)
+    monkeypatch.setattr(_file_store, "_OPEN_PACKS", 1)
+    monkeypatch.setattr(_file_store, "_PENDING_PACKS", 2)
+    store = FileReasoningStore(tmp_path / "store")
+    for n in range(3):
+        store.put(Envelope.seal("x", execution_id=f"e{n}"))
+    assert log.events == []  # two packs closed unsynced: still within the bound
+    store.put(Envelope.seal("x", execution_id="e3"))
+    assert log.events == [("blobs", True)]  # past it: the writer syncs them itself
+    assert len(store._dirty) <= 2
+    store.close()
+
+
+def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    store = FileReasoningStore(tmp_path / "store")
+    store.put(Envelope.seal("parent", execution_id="p"))
+    syncing, release = threading.Event(), threading.Event()
+    real = _durability.sync_filesystem
+
+    def slow(directory: str) -> bool:
+        syncing.set()
+        release.wait(10)
+        return real(directory)
+
+    monkeypatch.setattr(_durability, "sync_filesystem", slow)
+    parent_sync = threading.Thread(target=store.sync_pending)
+    parent_sync.start()
+    assert syncing.wait(10)  # another thread of the parent is inside a sync (holding its lock)
+    pid = os.fork()
+    if pid == 0:  # the child: its store must not wait for the parent's sync
+        code = 1
+        try:
+            monkeypatch.setattr(_durability, "sync_filesystem", real)
+            ref = store.put(Envelope.seal("child", execution_id="c"))
+            store.sync_pending()
+            code = 0 if store.get(ref, tenant=None, execution_id="c") == b"child" else 2
+        finally:
+            os._exit(code)
+    release.set()
+    parent_sync.join(10)
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on a lock its parent's sync held")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
+    store.close()
