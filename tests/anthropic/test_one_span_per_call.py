@@ -103,6 +103,7 @@ def test_alone_with_the_sdk_tracing_on(mode: str, tmp_path: Path) -> None:
     _check(telemetry, 2, tmp_path)
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("order", ["loom_first", "peer_first"])
 @pytest.mark.parametrize("peer", list(PEERS))
 @pytest.mark.parametrize("mode", ["sync", "async", "stream", "messages.stream"])

@@ -15,6 +15,7 @@ def test_loom_otel_records_every_feature(tmp_path):
     assert missing == []
 
 
+@pytest.mark.peers
 @pytest.mark.slow
 def test_print_the_feature_table(tmp_path, capsys):
     text = table(tmp_path)

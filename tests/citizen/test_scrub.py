@@ -135,6 +135,7 @@ def _run_beside(other: _Other, order: str, config: ReasoningConfig, logs: Any, s
 CASES = [(name, order, stream) for name in _others() for order in ORDERS for stream in (False, True)]
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize(("name", "order", "stream"), CASES)
 def test_no_reasoning_in_other_instrumentations(name, order, stream, config, logs, monkeypatch):
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_AND_EVENT")  # the official one
@@ -151,6 +152,7 @@ def test_no_reasoning_in_other_instrumentations(name, order, stream, config, log
     assert _scan(telemetry.spans, log_exporter, [CANARY, *signatures]) == []
 
 
+@pytest.mark.peers
 def test_the_other_instrumentation_still_shows_references_and_answers(config, logs):
     """Outermost (instrumented after loom-otel): the reasoning part is loom-otel's reference and digest."""
     telemetry, _, _ = _run_beside(_others()["openllmetry"](), "loom_first", config, logs, False)
@@ -206,6 +208,7 @@ def test_without_a_capture_reasoning_shapes_are_removed():
     assert scrubbed[1]["parts"][1]["text"] == "a"
 
 
+@pytest.mark.peers
 def test_pydantic_ai_instrument_all(config):
     """pydantic-ai's own instrumentation (``Agent.instrument_all``, content on) over an Anthropic model."""
     from pydantic_ai import Agent
@@ -273,6 +276,7 @@ def _gemini_conversation(client: Any) -> list[str]:
     return signatures
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("order", ORDERS)
 def test_openinference_google_genai(order, config):
     from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor as OpenInference
@@ -297,6 +301,7 @@ def test_openinference_google_genai(order, config):
     assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("order", ORDERS)
 def test_openinference_openai(api, order, config):

@@ -95,8 +95,8 @@ def wire_client(wire: Path, *, body: bytes | None = None, vertexai: bool = False
 
     options = types.HttpOptions(
         base_url="https://generativelanguage.test",
-        client_args={"transport": httpx2.MockTransport(answer)},
-        async_client_args={"transport": httpx2.MockTransport(async_answer)},
+        httpx_client=httpx2.Client(transport=httpx2.MockTransport(answer)),
+        httpx_async_client=httpx2.AsyncClient(transport=httpx2.MockTransport(async_answer)),
     )
     if vertexai:
         return genai.Client(vertexai=True, api_key="x", http_options=options)

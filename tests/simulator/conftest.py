@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anthropic
+import httpx2
 import openai
 import pytest
 from google import genai
@@ -25,19 +26,21 @@ class Target:
     def anthropic_client(self, **kw: Any) -> anthropic.Anthropic:
         if self.server is None:
             return self.sim.anthropic_client(**kw)
-        return anthropic.Anthropic(api_key="x", base_url=self.server.url, max_retries=0, open_telemetry=False, **kw)
+        return self.sim.anthropic_client(base_url=self.server.url, http_client=None, **kw)
 
     def async_anthropic_client(self, **kw: Any) -> anthropic.AsyncAnthropic:
         if self.server is None:
             return self.sim.async_anthropic_client(**kw)
-        return anthropic.AsyncAnthropic(
-            api_key="x", base_url=self.server.url, max_retries=0, open_telemetry=False, **kw
-        )
+        return self.sim.async_anthropic_client(base_url=self.server.url, http_client=None, **kw)
 
     def genai_client(self) -> genai.Client:
         if self.server is None:
             return self.sim.genai_client()
-        return genai.Client(api_key="x", http_options=types.HttpOptions(base_url=self.server.url))
+        # httpx2 clients as google-genai 3.x builds by default (2.x would build httpx ones)
+        options = types.HttpOptions(
+            base_url=self.server.url, httpx_client=httpx2.Client(), httpx_async_client=httpx2.AsyncClient()
+        )
+        return genai.Client(api_key="x", http_options=options)
 
     def openai_client(self) -> openai.OpenAI:
         if self.server is None:

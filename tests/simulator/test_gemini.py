@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -25,6 +26,8 @@ TIME = types.FunctionDeclaration(
     parameters=types.Schema(type=types.Type.OBJECT, properties={"zone": types.Schema(type=types.Type.STRING)}),
 )
 MODES = ["sync", "async", "stream", "async_stream"]
+API_VERSION = "v1" if int(version("google-genai").split(".")[0]) >= 3 else "v1beta"
+"""The Gemini API version the SDK sends to by default (google-genai 3.0 moved it from v1beta to v1)."""
 
 
 def config(*declarations: types.FunctionDeclaration, thoughts: bool = True) -> types.GenerateContentConfig:
@@ -70,7 +73,7 @@ def test_text_answer_with_thoughts_and_signature_on_the_last_part(target: Any, m
         assert parts[-1].text == ""
         assert len(thoughts) == 5
     path = target.sim.requests[-1].path
-    assert path.startswith(f"/v1/models/{MODEL}:")
+    assert path.startswith(f"/{API_VERSION}/models/{MODEL}:")
 
 
 def test_no_thought_parts_without_include_thoughts(sim: Simulator) -> None:

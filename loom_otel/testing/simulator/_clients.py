@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -36,7 +37,10 @@ class ClientFactories:
         return anthropic.AsyncAnthropic(**_anthropic_defaults(kwargs))
 
     def genai_client(self, **kwargs: Any) -> genai.Client:
-        """A ``google.genai.Client``; its ``.aio`` side uses the same simulator."""
+        """A ``google.genai.Client``; its ``.aio`` side uses the same simulator. The httpx2 clients are
+        handed in whole: google-genai 2.x builds its own clients with httpx, which refuses an httpx2
+        transport, but sends through given httpx2 clients (3.x accepts either)."""
+        import httpx2
         from google import genai
         from google.genai import types
 
@@ -46,8 +50,8 @@ class ClientFactories:
             "http_options",
             types.HttpOptions(
                 base_url=GEMINI_BASE_URL,
-                client_args={"transport": transport},
-                async_client_args={"transport": transport},
+                httpx_client=httpx2.Client(transport=transport),
+                httpx_async_client=httpx2.AsyncClient(transport=transport),
             ),
         )
         return genai.Client(**kwargs)
@@ -68,7 +72,13 @@ class ClientFactories:
 
 
 def _anthropic_defaults(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {"api_key": "sim", "base_url": ANTHROPIC_BASE_URL, "max_retries": 0, "open_telemetry": False, **kwargs}
+    """The SDK's own tracing (anthropic >= 2.0, on by default) is turned off where the SDK has it."""
+    import anthropic
+
+    defaults: dict[str, Any] = {"api_key": "sim", "base_url": ANTHROPIC_BASE_URL, "max_retries": 0}
+    if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
+        defaults["open_telemetry"] = False
+    return {**defaults, **kwargs}
 
 
 def _openai_defaults(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -1,1 +1,1 @@
-_instruments = ("anthropic >= 2.14",)
+_instruments = ("anthropic >= 1.6",)

@@ -1,1 +1,1 @@
-_instruments = ("google-genai >= 3.6",)
+_instruments = ("google-genai >= 2.20",)

@@ -1,1 +1,1 @@
-_instruments = ("openai >= 3.57",)
+_instruments = ("openai >= 3.50",)

@@ -1,0 +1,273 @@
+"""Runs one framework app (tests/frameworks/apps) in a subprocess of its own venv, bare or under
+``opentelemetry-instrument``, against the strict simulator served over HTTP, and collects what the
+matrix asserts: the answers, what the simulator answered (each call's reasoning and signatures), the
+spans exported over OTLP to a real receiver, and the journal."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from loom_otel.audit._records import CaptureRecord, iter_captures
+from loom_otel.testing.simulator import Reply, Simulator, serve
+from tests.e2e_trail.receiver import Receiver
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = Path(__file__).resolve().parent / "apps"
+CACHE = ROOT / ".ci" / ".cache"
+TOOL_ROUNDS = 3
+TIMEOUT = 240
+WORKDIR: list[Path | None] = [None]
+"""Where the instrumented runs keep their store, journal and export (set per session by conftest)."""
+
+
+def venv(framework: str) -> Path:
+    return CACHE / f"fw-{framework}"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    framework: str  # langchain | pydantic-ai | adk
+    vendor: str  # anthropic | gemini
+    variant: str  # tools | system-turn | system-call
+    drop: bool = False  # Anthropic thinking.block_binding drop_block
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}-{self.vendor}-{self.variant}{'-drop' if self.drop else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request the simulator answered: its status and the reasoning it returned."""
+
+    status: int
+    texts: tuple[str, ...]  # readable reasoning parts, as loom-otel counts them (Gemini: merged runs)
+    signatures: tuple[str, ...]
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        return tuple(hashlib.sha256(t.encode()).hexdigest() for t in self.texts if t)
+
+
+@dataclass
+class Run:
+    ok: bool
+    answers: list[str]
+    error: str | None
+    stderr: str
+    calls: list[Call] = field(default_factory=list)
+    captures: list[CaptureRecord] = field(default_factory=list)  # from the exported spans
+    journal: list[CaptureRecord] = field(default_factory=list)
+    exported: Path | None = None
+    journal_dir: Path | None = None
+    store: str | None = None
+
+    def span_events(self, name: str) -> list[dict[str, object]]:
+        """The attributes of every exported span event called ``name``."""
+        found: list[dict[str, object]] = []
+        if self.exported is None or not self.exported.is_file():
+            return found
+        for line in self.exported.read_text().splitlines():
+            for resource in json.loads(line).get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    for span in scope.get("spans", []):
+                        for event in span.get("events", []):
+                            if event.get("name") == name:
+                                found.append({a["key"]: a.get("value") for a in event.get("attributes", [])})
+        return found
+
+    def secrets(self) -> list[str]:
+        return [s for call in self.calls for s in (*call.texts, *call.signatures) if s]
+
+
+class RecordingSimulator(Simulator):
+    """The strict simulator, keeping each reply next to its request."""
+
+    def __init__(self) -> None:
+        super().__init__(strict=True, max_tool_rounds=TOOL_ROUNDS)
+        self.replies: list[tuple[str, bytes, Reply]] = []
+        self._replies_lock = threading.Lock()
+
+    def handle(
+        self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], content: bytes
+    ) -> Reply:
+        reply = super().handle(method, path, query, headers, content)
+        with self._replies_lock:
+            self.replies.append((path, content, reply))
+        return reply
+
+
+def _sse_payloads(reply: Reply) -> list[dict[str, Any]]:
+    payloads = []
+    for line in b"".join(reply.chunks).decode().splitlines():
+        if line.startswith("data:"):
+            data = line[5:].strip()
+            if data and data != "[DONE]":
+                payloads.append(json.loads(data))
+    return payloads
+
+
+def _anthropic_call(reply: Reply) -> Call:
+    texts: list[str] = []
+    signatures: list[str] = []
+    if reply.stream:
+        blocks: dict[int, dict[str, Any]] = {}
+        for event in _sse_payloads(reply):
+            if event.get("type") == "content_block_start":
+                blocks[event["index"]] = dict(event["content_block"])
+            elif event.get("type") == "content_block_delta":
+                delta, block = event["delta"], blocks[event["index"]]
+                if delta["type"] == "thinking_delta":
+                    block["thinking"] = block.get("thinking", "") + delta["thinking"]
+                elif delta["type"] == "signature_delta":
+                    block["signature"] = delta["signature"]
+        content = [blocks[i] for i in sorted(blocks)]
+    else:
+        content = json.loads(reply.body).get("content", []) if reply.status == 200 else []
+    for block in content:
+        if block.get("type") == "thinking":
+            texts.append(block.get("thinking", ""))
+            signatures.append(block.get("signature", ""))
+        elif block.get("type") == "redacted_thinking":
+            signatures.append(block.get("data", ""))
+    return Call(reply.status, tuple(texts), tuple(signatures))
+
+
+def _gemini_signatures(signature: str) -> list[str]:
+    """The wire's standard base64 and the URL-safe spelling google-genai re-encodes it in."""
+    raw = base64.b64decode(signature)
+    return [signature, base64.urlsafe_b64encode(raw).decode()]
+
+
+def _gemini_call(reply: Reply) -> Call:
+    frames = _sse_payloads(reply) if reply.stream else [json.loads(reply.body)] if reply.status == 200 else []
+    texts: list[str] = []
+    signatures: list[str] = []
+    thinking = False
+    for frame in frames:
+        for candidate in frame.get("candidates") or []:
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                if part.get("thoughtSignature"):
+                    signatures.extend(_gemini_signatures(part["thoughtSignature"]))
+                if part.get("thought"):
+                    if thinking:
+                        texts[-1] += part.get("text", "")
+                    else:
+                        texts.append(part.get("text", ""))
+                    thinking = True
+                else:
+                    thinking = False
+    return Call(reply.status, tuple(texts), tuple(signatures))
+
+
+def _calls(sim: RecordingSimulator) -> list[Call]:
+    """One per model call: a request sent again as it was (the SDK retrying after the server closed a
+    kept-alive connection) is the same call, answered alike by the deterministic simulator."""
+    calls = []
+    seen: set[tuple[str, bytes]] = set()
+    for path, content, reply in sim.replies:
+        key = (path, content)
+        if key in seen:
+            continue
+        seen.add(key)
+        calls.append(_anthropic_call(reply) if path.startswith("/v1/messages") else _gemini_call(reply))
+    return calls
+
+
+def _environment(case: Case, base_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_"))}
+    env.update(
+        FW_VENDOR=case.vendor,
+        FW_VARIANT=case.variant,
+        FW_DROP="1" if case.drop else "0",
+        FW_BASE_URL=base_url,
+        ANTHROPIC_BASE_URL=base_url,  # where an app builds its client from the environment (google-adk)
+        ANTHROPIC_API_KEY="sim",
+        GOOGLE_API_KEY="sim",
+        PYTHONPATH=str(APPS),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _script(case: Case) -> Path:
+    return APPS / f"{case.framework.replace('-', '_')}_agent.py"
+
+
+def _outcome(completed: subprocess.CompletedProcess[str]) -> tuple[bool, list[str], str | None]:
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return False, [], f"no result line (exit {completed.returncode}): {completed.stderr[-3000:]}"
+    result = json.loads(lines[-1])
+    ok = completed.returncode == 0 and "error" not in result
+    return ok, list(result.get("answers", [])), result.get("error")
+
+
+@cache
+def bare(case: Case) -> Run:
+    """The app alone: no loom-otel, no OpenTelemetry (the same venv, plain ``python``)."""
+    sim = RecordingSimulator()
+    with serve(sim) as server:
+        completed = subprocess.run(
+            [str(venv(case.framework) / "bin" / "python"), str(_script(case))],
+            env=_environment(case, server.url),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    ok, answers, error = _outcome(completed)
+    return Run(ok, answers, error, completed.stderr, calls=_calls(sim))
+
+
+@cache
+def instrumented(case: Case, mode: str) -> Run:
+    """The app under ``opentelemetry-instrument`` with a file store, the journal and the chained
+    exporter forwarding over OTLP/gRPC to a real receiver; ``mode`` is the transcript mode."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"{case.id}-{mode}-", dir=WORKDIR[0]))
+    sim = RecordingSimulator()
+    receiver = Receiver(workdir / "exported.jsonl").start()
+    journal = workdir / "journal"
+    store = (workdir / "store").as_uri()
+    try:
+        with serve(sim) as server:
+            env = _environment(case, server.url)
+            env.update(
+                OTEL_SERVICE_NAME=f"fw-{case.framework}",
+                OTEL_TRACES_EXPORTER="loom_chain",
+                LOOM_OTEL_CHAIN_INNER="otlp_proto_grpc",
+                OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"http://{receiver.endpoint}",
+                OTEL_EXPORTER_OTLP_INSECURE="true",
+                OTEL_METRICS_EXPORTER="none",
+                OTEL_LOGS_EXPORTER="none",
+                LOOM_OTEL_REASONING_STORE=store,
+                LOOM_OTEL_AUDIT_JOURNAL=str(journal),
+                LOOM_OTEL_REASONING_TRANSCRIPT=mode,
+            )
+            bin_dir = venv(case.framework) / "bin"
+            completed = subprocess.run(
+                [str(bin_dir / "opentelemetry-instrument"), str(bin_dir / "python"), str(_script(case))],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+    finally:
+        receiver.stop()
+    ok, answers, error = _outcome(completed)
+    exported = workdir / "exported.jsonl"
+    captures = list(iter_captures(exported)) if exported.is_file() else []
+    records = list(iter_captures(journal)) if journal.is_dir() else []
+    return Run(ok, answers, error, completed.stderr, _calls(sim), captures, records, exported, journal, store)

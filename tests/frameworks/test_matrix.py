@@ -1,0 +1,180 @@
+"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai and google-adk agents,
+ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
+(.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
+simulator over HTTP, Anthropic and Gemini, transcript ``keep`` and ``redact``: three tool rounds, then
+a follow-up message in the same conversation; with one system prompt, one per turn and one per model
+call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
+
+Each check is its own test so a known bug marks only what it breaks (strict xfail: the lead flips it
+when the fix lands): the final answers equal the bare run's wherever the bare run works; one
+``loom.reasoning.captured`` per reasoning call with digests equal to that call's text; one execution
+per conversation (the journal); no reasoning text or signature in the exported spans or the journal.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from loom_otel.testing import find_leaks
+
+from .harness import Case, bare, instrumented
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("framework_venv")]
+
+VENDORS = {"langchain": ("anthropic",), "pydantic-ai": ("anthropic", "gemini"), "adk": ("anthropic", "gemini")}
+MODES = ("keep", "redact")
+
+
+def _cases() -> list[Case]:
+    cases = []
+    for framework, vendors in VENDORS.items():
+        for vendor in vendors:
+            cases.append(Case(framework, vendor, "tools"))
+            for variant in ("system-turn", "system-call"):
+                cases.append(Case(framework, vendor, variant))
+                if vendor == "anthropic" and framework != "adk":  # AnthropicLlm has no way to send block_binding
+                    cases.append(Case(framework, vendor, variant, drop=True))
+    return cases
+
+
+ITEM1 = (
+    "issue #11 item 1: with no execution() each call (or each framework turn) is its own execution (its "
+    "trace id), so one conversation is several executions"
+)
+ITEM1_REDACT = (
+    "issue #11 item 1: redact mode, the previous call's blob is sealed to another execution (its own trace), "
+    "the block is dropped as unresolvable and the vendor answers 400 to the tool round"
+)
+ITEM1_DROPS = (
+    "issue #11 item 1: redact mode, an earlier call's (or turn's) blob is sealed to another execution, so "
+    "its block is dropped as unresolvable (and every later one as follows_dropped)"
+)
+ITEM2 = (
+    "issue #11 item 2: google-adk turns the emptied thinking block into redacted_thinking whose data is the "
+    "block's signature; loom-otel does not put it back and the vendor answers 400"
+)
+ITEM3 = (
+    "issue #11 item 3: the system prompt changes inside a tool round; loom-otel drops the round's thinking "
+    "block (system_changed), breaking the tool-round rule (400), where the bare request succeeds (the app "
+    "opted into the vendor's drop_block, or pydantic-ai retries with it)"
+)
+ITEM13 = f"{ITEM1_REDACT}; and {ITEM3}"
+ITEM4 = (
+    "issue #11 item 4: pydantic-ai discards the emptied thought parts; loom-otel then drops the previous "
+    "turn's final-text thoughtSignature as prefix_changed although nothing was edited"
+)
+
+
+def _known() -> dict[tuple[str, str, str], str]:
+    known: dict[tuple[str, str, str], str] = {}
+    answers = {
+        ("langchain-anthropic-tools", "redact"): ITEM1_REDACT,
+        ("langchain-anthropic-system-turn-drop", "redact"): ITEM1_REDACT,
+        ("langchain-anthropic-system-call-drop", "keep"): ITEM3,
+        ("langchain-anthropic-system-call-drop", "redact"): ITEM13,
+        ("pydantic-ai-anthropic-tools", "redact"): ITEM1_REDACT,
+        ("pydantic-ai-anthropic-system-turn", "redact"): ITEM1_REDACT,
+        ("pydantic-ai-anthropic-system-turn-drop", "redact"): ITEM1_REDACT,
+        ("pydantic-ai-anthropic-system-call", "keep"): ITEM3,
+        ("pydantic-ai-anthropic-system-call", "redact"): ITEM13,
+        ("pydantic-ai-anthropic-system-call-drop", "keep"): ITEM3,
+        ("pydantic-ai-anthropic-system-call-drop", "redact"): ITEM13,
+        ("adk-anthropic-tools", "redact"): ITEM2,
+    }
+    known.update({("answers", case, mode): reason for (case, mode), reason in answers.items()})
+    split = [
+        ("langchain-anthropic-tools", "keep"),
+        ("langchain-anthropic-system-turn", "keep"),
+        ("langchain-anthropic-system-turn-drop", "keep"),
+        ("pydantic-ai-anthropic-tools", "keep"),
+        ("pydantic-ai-anthropic-system-turn", "keep"),
+        ("pydantic-ai-anthropic-system-turn-drop", "keep"),
+        *((f"pydantic-ai-gemini-{v}", m) for v in ("tools", "system-turn") for m in MODES),
+        ("adk-anthropic-tools", "keep"),
+        ("adk-anthropic-system-turn", "keep"),
+        *((f"adk-gemini-{v}", m) for v in ("tools", "system-turn") for m in MODES),
+    ]
+    known.update({("executions", case, mode): ITEM1 for case, mode in split})
+    known[("drops", "pydantic-ai-gemini-tools", "redact")] = ITEM4
+    for case in ("langchain-anthropic-tools", "pydantic-ai-anthropic-tools", "adk-gemini-tools"):
+        known[("drops", case, "redact")] = ITEM1_DROPS
+    return known
+
+
+KNOWN = _known()
+"""(check, case id, mode) -> the issue #11 item that makes exactly that check fail today."""
+
+
+def _params(check: str, variants: tuple[str, ...] = ("tools", "system-turn", "system-call")) -> list[object]:
+    params = []
+    for case in _cases():
+        if case.variant not in variants:
+            continue
+        for mode in MODES:
+            reason = KNOWN.get((check, case.id, mode))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(case, mode, id=f"{case.id}-{mode}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("answers"))
+def test_same_answers_as_bare(case: Case, mode: str) -> None:
+    alone = bare(case)
+    run = instrumented(case, mode)
+    if alone.ok:
+        assert run.ok, f"bare works, instrumented fails: {run.error}"
+        assert run.answers == alone.answers
+    # where the bare app fails, loom-otel may only turn the failure into a success
+    if run.ok:
+        assert len(run.answers) == 2
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("events"))
+def test_one_event_per_reasoning_call_with_its_digests(case: Case, mode: str) -> None:
+    run = instrumented(case, mode)
+    expected = sorted(call.digests for call in run.calls if call.status == 200 and call.texts)
+    assert expected, "the simulator returned no reasoning"
+    captured = sorted(tuple(d for d in record.digests if d) for record in run.captures)
+    assert captured == expected
+    assert sorted(tuple(d for d in record.digests if d) for record in run.journal) == expected
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("executions"))
+def test_one_execution_per_conversation(case: Case, mode: str) -> None:
+    """The journal holds one execution, and ``loom-otel audit show`` reads the whole conversation from it."""
+    run = instrumented(case, mode)
+    assert run.journal, "nothing journaled"
+    executions = {record.execution_id for record in run.journal}
+    assert len(executions) == 1, f"{len(executions)} executions for one conversation of {len(run.journal)} calls"
+    assert run.store is not None and run.journal_dir is not None
+    command = ["audit", "show", "--execution", executions.pop(), "--journal", str(run.journal_dir), "--json"]
+    shown = subprocess.run(
+        [sys.executable, "-m", "loom_otel.cli", *command, "--store", run.store],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    steps = json.loads(shown.stdout)["steps"]
+    assert len(steps) == len(run.journal)
+    assert {p["status"] for s in steps for a in s["attempts"] for p in a["parts"]} == {"ok"}
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("leaks"))
+def test_no_reasoning_text_or_signature_exported_or_journaled(case: Case, mode: str) -> None:
+    run = instrumented(case, mode)
+    assert run.exported is not None and run.exported.is_file(), "no span was exported"
+    assert run.secrets(), "the simulator returned no reasoning"
+    assert find_leaks(run.secrets(), directories=[run.journal_dir], texts=[run.exported.read_text()]) == []
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("drops", variants=("tools",)))
+def test_no_drop_where_nothing_was_edited(case: Case, mode: str) -> None:
+    """One system prompt, the history as the framework keeps it: no block is stale, none is dropped."""
+    run = instrumented(case, mode)
+    assert run.span_events("loom.reasoning.dropped") == []

@@ -1,0 +1,99 @@
+"""Supported versions (DESIGN.md "Supported versions"): one range, stated alike in pyproject.toml's
+dependencies and extras, in each instrumentation's ``_instruments``, and in the floor CI installs
+(.ci/constraints-floor.txt); and ``instrument()`` accepts whatever SDK version this venv has (CI runs
+the suite on the floor and on the newest)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from loom_otel.core import ReasoningConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SDKS = {"anthropic": "anthropic", "google_genai": "google-genai", "openai": "openai"}
+OTEL = [
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+    "opentelemetry-instrumentation",
+    "opentelemetry-semantic-conventions",
+]
+_REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*(?P<floor>[0-9][0-9a-z.]*)")
+
+
+def _floors(requirements: list[str]) -> dict[str, str]:
+    found = {}
+    for requirement in requirements:
+        match = _REQUIREMENT.match(requirement)
+        if match is not None:
+            found[match["name"].lower()] = match["floor"]
+    return found
+
+
+def _pyproject() -> dict[str, object]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _constraints() -> dict[str, str]:
+    pins = {}
+    for text in (ROOT / ".ci" / "constraints-floor.txt").read_text().splitlines():
+        line = text.split("#", 1)[0].strip()
+        if line:
+            name, _, pinned = line.partition("==")
+            pins[name.strip().lower()] = pinned.strip()
+    return pins
+
+
+def _same(floor: str, pinned: str) -> bool:
+    """``2.20`` (a lower bound) names the release ``2.20.0`` (a pin)."""
+    return floor.split(".") == pinned.split(".")[: len(floor.split("."))] and all(
+        part == "0" for part in pinned.split(".")[len(floor.split(".")) :]
+    )
+
+
+@pytest.mark.parametrize("package", sorted(SDKS))
+def test_sdk_floor_is_one_range_everywhere(package: str) -> None:
+    distribution = SDKS[package]
+    extras = _pyproject()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    floor = _floors(extras[distribution])[distribution]
+    assert _floors(extras["instruments-any"])[distribution] == floor
+    instruments = importlib.import_module(f"loom_otel.instrumentation.{package}.package")._instruments
+    assert _floors(list(instruments)) == {distribution: floor}
+    assert _same(floor, _constraints()[distribution])
+
+
+def test_opentelemetry_floor_is_the_ci_floor() -> None:
+    project = _pyproject()
+    dependencies = project["dependencies"]
+    assert isinstance(dependencies, list)
+    floors = _floors(dependencies)
+    pins = _constraints()
+    for distribution in OTEL:
+        assert _same(floors[distribution], pins[distribution]), distribution
+
+
+def test_google_genai_two_is_supported() -> None:
+    """pydantic-ai and google-adk pin google-genai < 3: the range must include 2.x."""
+    floor = _floors(list(importlib.import_module("loom_otel.instrumentation.google_genai.package")._instruments))
+    assert int(floor["google-genai"].split(".")[0]) == 2
+
+
+@pytest.mark.parametrize("package", sorted(SDKS))
+def test_instrument_accepts_the_installed_sdk(package: str) -> None:
+    """``BaseInstrumentor.instrument`` silently does nothing when the installed SDK is outside
+    ``_instruments``: instrumenting must wrap the SDK at the version this venv has (floor or newest)."""
+    module = importlib.import_module(f"loom_otel.instrumentation.{package}")
+    instrumentor_class = next(getattr(module, name) for name in module.__all__ if name.endswith("Instrumentor"))
+    instrumentor = instrumentor_class()
+    instrumentor.instrument(tracer_provider=TracerProvider(), config=ReasoningConfig(store="memory:"))
+    try:
+        assert instrumentor.is_instrumented_by_opentelemetry, f"{SDKS[package]} {version(SDKS[package])}"
+    finally:
+        instrumentor.uninstrument()
