@@ -39,6 +39,7 @@ CONTRACT = {
         "LoomOtelError",
         "ReasoningCaptureError",
         "ReasoningConfigError",
+        "ReasoningContinuationError",
     ],
     "loom_otel.instrumentation.anthropic": ["AnthropicInstrumentor"],
     "loom_otel.instrumentation.google_genai": ["GoogleGenAiInstrumentor"],

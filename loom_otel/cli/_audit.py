@@ -28,7 +28,8 @@ from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import default_journal_dir
 from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import ReasoningStore, store_from_uri
+from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
 __all__ = ["parse_since", "register", "run_list", "run_show"]

@@ -16,13 +16,14 @@ from loom_otel.core._store._protocol import (
     Envelope,
     MemoryReasoningStore,
     ReasoningStore,
-    store_from_uri,
 )
+from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import (
     LoomOtelError,
     LoomOtelWarning,
     ReasoningCaptureError,
     ReasoningConfigError,
+    ReasoningContinuationError,
 )
 from loom_otel.live._channel import ReasoningDelta, TextDelta
 from loom_otel.live._hub import LiveReasoningHub
@@ -39,6 +40,7 @@ __all__ = [
     "ReasoningCaptureError",
     "ReasoningConfig",
     "ReasoningConfigError",
+    "ReasoningContinuationError",
     "ReasoningDelta",
     "ReasoningKind",
     "ReasoningPart",

@@ -23,7 +23,8 @@ from loom_otel.core._journal._writer import (
     warn_unwritable,
 )
 from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, store_from_uri
+from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
+from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core._warnings import forget_once, warn
 from loom_otel.core.exceptions import ReasoningConfigError
 

@@ -212,7 +212,7 @@ class _CallState:
         self.started = False
 
 
-class _Outlet:
+class _SinkDelivery:
     __slots__ = ("handoff", "observer", "sink")
 
     def __init__(self, sink: object) -> None:
@@ -244,7 +244,7 @@ class LiveChannel:
         self._guards: tuple[Callable[..., object], ...] = tuple(runtime.delta_guards)
         self.refuses = any(getattr(g, "inspects_output", False) is True for g in self._guards)
         """A guard inspects the whole output: nothing is delivered live (of either kind)."""
-        self._outlets: list[_Outlet] = []
+        self._outlets: list[_SinkDelivery] = []
         self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
         self._lock = threading.Lock()
         _channels.add(self)
@@ -357,7 +357,7 @@ class LiveChannel:
         for outlet in outlets:
             outlet.offer(ended)
 
-    def _current_outlets(self) -> list[_Outlet]:
+    def _current_outlets(self) -> list[_SinkDelivery]:
         configured = self._runtime.on_reasoning
         if self._outlets_for == (configured, _registry_version):
             return self._outlets  # the common case: nothing (un)registered since the last delta
@@ -366,7 +366,7 @@ class LiveChannel:
             candidates = [*(() if configured is None else (configured,)), *_registered]
         sinks = [s for i, s in enumerate(candidates) if all(s is not c for c in candidates[:i])]
         with self._lock:
-            outlets = [next((o for o in self._outlets if o.sink is s), None) or _Outlet(s) for s in sinks]
+            outlets = [next((o for o in self._outlets if o.sink is s), None) or _SinkDelivery(s) for s in sinks]
             self._outlets = outlets  # a sink no longer configured keeps draining on its own worker
             self._outlets_for = (configured, version)
             return outlets

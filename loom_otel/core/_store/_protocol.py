@@ -28,11 +28,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
-from urllib.parse import unquote, urlparse
 
 from loom_otel.core._canonical import canonical_json, text_bytes
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = [
     "DigestKeyStore",
@@ -42,7 +40,6 @@ __all__ = [
     "digest_matches",
     "keyed_digest",
     "scope_of",
-    "store_from_uri",
 ]
 
 _MAGIC: Final = b"LOOMR1\n"
@@ -220,27 +217,3 @@ class MemoryReasoningStore:
 
     def __repr__(self) -> str:
         return f"MemoryReasoningStore(blobs={len(self._blobs)})"
-
-
-def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
-    """``file:///dir`` (or a plain path), ``memory:``, or any fsspec URL (``s3://bucket/prefix``)."""
-    if not uri:
-        raise ReasoningConfigError("empty reasoning store URI")
-    if uri in ("memory:", "memory://"):
-        return MemoryReasoningStore()
-    parsed = urlparse(uri)
-    from loom_otel.core._store._file import FileReasoningStore
-
-    if parsed.scheme == "file":
-        if parsed.netloc not in ("", "localhost"):
-            raise ReasoningConfigError(f"file store URI must be file:///absolute/path, got {uri!r}")
-        return FileReasoningStore(unquote(parsed.path), fsync=fsync)
-    if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
-        return FileReasoningStore(uri, fsync=fsync)
-    try:
-        from loom_otel.core._store._fsspec import FsspecReasoningStore
-    except ImportError as exc:
-        raise ReasoningConfigError(
-            f"reasoning store {uri!r} needs fsspec (pip install 'loom-otel[s3]'): {exc}"
-        ) from None
-    return FsspecReasoningStore(uri)

@@ -192,7 +192,7 @@ class GeminiContinuation:
         self.remember(parts)
 
 
-class _Hop:
+class _RequestPlan:
     """One HTTP request's plan and the parts its response produced: a slice of the call's produced parts
     (the accumulator keeps them in arrival order), read once, when the bindings are recorded (or before
     redaction blanks them)."""
@@ -226,7 +226,7 @@ class GeminiSession:
         self.adapter = adapter
         self.call = call
         self.provider = provider
-        self.hops: list[_Hop] = []
+        self.hops: list[_RequestPlan] = []
         self._produced = produced
         """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
         call.after_capture = self._record
@@ -234,7 +234,7 @@ class GeminiSession:
     def _begin(self, plan: Plan) -> None:
         if self.hops:
             self.hops[-1].close()
-        self.hops.append(_Hop(plan, self._produced))
+        self.hops.append(_RequestPlan(plan, self._produced))
 
     def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Apply the rule to one HTTP request before the SDK serializes it; returns the kwargs to send.

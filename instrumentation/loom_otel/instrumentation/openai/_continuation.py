@@ -280,7 +280,7 @@ class Outgoing:
                 _blank_item(item)
 
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
-        return _Tap(self, inner)
+        return _RedactingLayer(self, inner)
 
 
 def _item_snapshot(item: Any) -> tuple[bytes | None, list[str]]:
@@ -303,7 +303,7 @@ def _blank_item(item: Any) -> None:
             piece.text = ""
 
 
-class _Tap(AccumulatorLayer):
+class _RedactingLayer(AccumulatorLayer):
     """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
 
     def __init__(self, outgoing: Outgoing, inner: StreamAccumulator) -> None:
