@@ -4,6 +4,7 @@ API, and the reasoning text (a canary) is nowhere in Phoenix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -67,33 +68,39 @@ def wait_until(check, timeout: float, what: str) -> object:
     raise AssertionError(f"timed out waiting for {what} ({last!r})")
 
 
-@pytest.fixture
-def phoenix(tmp_path: Path) -> Iterator[tuple[str, int]]:
+@contextlib.contextmanager
+def running_phoenix(work: Path) -> Iterator[tuple[str, int]]:
+    """``phoenix serve`` on loopback ports with its database in ``work``: (REST base URL, OTLP gRPC port)."""
     exe = phoenix_executable()
     if exe is None:
         pytest.skip("Arize Phoenix is not installed (.ci/install-e2e.sh, or LOOM_OTEL_TEST_PHOENIX)")
     http_port, grpc_port = free_port(), free_port()
     env = {
         **os.environ,
-        "PHOENIX_WORKING_DIR": str(tmp_path / "phoenix"),
+        "PHOENIX_WORKING_DIR": str(work / "phoenix"),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(http_port),
         "PHOENIX_GRPC_PORT": str(grpc_port),
         "PHOENIX_TELEMETRY_ENABLED": "false",
     }
-    log = (tmp_path / "phoenix.log").open("wb")
-    proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{http_port}"
-    try:
-        wait_until(lambda: get_json(f"{base}/v1/projects"), 90, "Phoenix to start")
-        yield base, grpc_port
-    finally:
-        proc.terminate()
+    with (work / "phoenix.log").open("wb") as log:
+        proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{http_port}"
         try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            wait_until(lambda: get_json(f"{base}/v1/projects"), 90, "Phoenix to start")
+            yield base, grpc_port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.fixture
+def phoenix(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    with running_phoenix(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture

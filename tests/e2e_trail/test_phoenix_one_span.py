@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import subprocess
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,8 +26,7 @@ from loom_otel.testing import find_leaks
 from loom_otel.testing.simulator import Simulator
 from tests.support.tools import WEATHER
 
-from .receiver import free_port
-from .test_phoenix import get_json, phoenix_executable, wait_until
+from .test_phoenix import get_json, running_phoenix, wait_until
 
 pytestmark = pytest.mark.slow
 CANARY = "CANARY-phoenix-one-span-61fa"
@@ -55,31 +52,8 @@ PEERS: dict[str, Callable[[], BaseInstrumentor] | None] = {
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    exe = phoenix_executable()
-    if exe is None:
-        pytest.skip("Arize Phoenix is not installed (.ci/install-e2e.sh, or LOOM_OTEL_TEST_PHOENIX)")
-    work = tmp_path_factory.mktemp("phoenix")
-    http_port, grpc_port = free_port(), free_port()
-    env = {
-        **os.environ,
-        "PHOENIX_WORKING_DIR": str(work),
-        "PHOENIX_HOST": "127.0.0.1",
-        "PHOENIX_PORT": str(http_port),
-        "PHOENIX_GRPC_PORT": str(grpc_port),
-        "PHOENIX_TELEMETRY_ENABLED": "false",
-    }
-    with (work / "phoenix.log").open("wb") as log:
-        proc = subprocess.Popen([exe, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{http_port}"
-        try:
-            wait_until(lambda: get_json(f"{base}/v1/projects"), 90, "Phoenix to start")
-            yield base, grpc_port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with running_phoenix(tmp_path_factory.mktemp("phoenix")) as server:
+        yield server
 
 
 def _graphql(base: str, query: str) -> Any:
