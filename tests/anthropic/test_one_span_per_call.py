@@ -6,10 +6,12 @@ carries the reasoning text."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import pytest
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
@@ -55,28 +57,32 @@ def _is_model_span(span: Any) -> bool:
     )
 
 
+def _sdk_tracing(telemetry: Telemetry) -> dict[str, Any]:
+    """The client option that turns the SDK's own tracing on (anthropic >= 2; older SDKs have none)."""
+    if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
+        return {"open_telemetry": {"tracer_provider": telemetry.provider}}
+    return {}
+
+
 def _calls(mode: str, sim: Simulator, telemetry: Telemetry, n: int = 2) -> None:
-    """``n`` calls on a client whose own SDK tracing is on (it reports to the test's tracer provider)."""
-    client = sim.anthropic_client(open_telemetry={"tracer_provider": telemetry.provider})
+    """``n`` calls on clients whose own SDK tracing is on (it reports to the test's tracer provider)."""
     sender = MODES[mode]
     for _ in range(n):
-        sender(_Sim(sim, client), request())
+        sender(_Sim(sim, _sdk_tracing(telemetry)), request())
 
 
 class _Sim:
-    """The simulator, handing out one client whose SDK tracing is on."""
+    """The simulator, handing out clients whose SDK tracing is on."""
 
-    def __init__(self, sim: Simulator, client: Any) -> None:
+    def __init__(self, sim: Simulator, options: dict[str, Any]) -> None:
         self._sim = sim
-        self._client = client
+        self._options = options
 
     def anthropic_client(self, **_: Any) -> Any:
-        return self._client
+        return self._sim.anthropic_client(**self._options)
 
-    def async_anthropic_client(self, **kw: Any) -> Any:
-        return self._sim.async_anthropic_client(
-            open_telemetry={"tracer_provider": self._client._open_telemetry["tracer_provider"]}
-        )
+    def async_anthropic_client(self, **_: Any) -> Any:
+        return self._sim.async_anthropic_client(**self._options)
 
 
 def _check(telemetry: Telemetry, calls: int, tmp_path: Path, *, leaks: bool = True) -> None:

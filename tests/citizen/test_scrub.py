@@ -165,6 +165,7 @@ def test_the_other_instrumentation_still_shows_references_and_answers(config, lo
     assert texts and all(p["content"].startswith("Here is the answer") for p in texts)
 
 
+@pytest.mark.peers
 def test_anthropic_sdk_content_mode(config, monkeypatch):
     """The anthropic SDK's own spans with ``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``."""
     monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE", "content")
@@ -377,6 +378,7 @@ def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
     assert _scan((), exporter, [CANARY, reasoning.signature]) == []
 
 
+@pytest.mark.peers
 def test_a_users_own_batch_exporter_registered_first_gets_scrubbed_spans(config):
     """The scrubber rewrites in the SDK's ``_on_ending`` hook: an exporter the application registered
     before loom-otel (a ``BatchSpanProcessor``, the usual setup) only ever sees scrubbed spans."""
