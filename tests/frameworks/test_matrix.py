@@ -41,16 +41,10 @@ def _cases() -> list[Case]:
     return cases
 
 
-ITEM4 = (
-    "issue #11 item 4: pydantic-ai discards the emptied thought parts; loom-otel then drops the previous "
-    "turn's final-text thoughtSignature as prefix_changed although nothing was edited (the agent works; the "
-    "audit trail records a false drop)"
-)
-
-
 def _known() -> dict[tuple[str, str, str], str]:
-    """Items 1-3 of issue #11 hold in every case (their strict xfails passed and were removed)."""
-    return {("drops", "pydantic-ai-gemini-tools", "redact"): ITEM4}
+    """(check, case id, mode) -> why that check is expected to fail. Issue #11's items 1-4 hold in every
+    case now (their strict xfails passed and were removed); a new known failure goes here with its reason."""
+    return {}
 
 
 KNOWN = _known()

@@ -29,7 +29,9 @@ from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._canonical import text_digest
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
+from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
@@ -152,6 +154,45 @@ class GeminiContinuation:
                 rank += 1
         return restored
 
+    def missing_thoughts(
+        self, contents: list[tuple[str, list[tr.Part]]], scope: ExecutionScope | None
+    ) -> dict[int, list[tuple[int, list[tr.Part]]]]:
+        """Put back the thought runs a framework removed while their signature stays (pydantic-ai drops
+        the thought parts redact mode emptied): a model content with no thought part whose signed part
+        follows a recorded thought run gets that run back, its text from the store, before the signed
+        part (after the content's previous signed part, where the vendor put it). Inserted into
+        ``contents``; returns content index -> (original part index, parts inserted before it)."""
+        out: dict[int, list[tuple[int, list[tr.Part]]]] = {}
+        lookup = self.rule.bindings.block
+        pending: list[tuple[int, int, bytes, Any]] = []
+        for start, step in _model_steps(contents):
+            if any(part.thought for _, _, part in step):
+                continue
+            at = start  # the step's start, else right after its previous signed part
+            for c, index, part in step:
+                if part.signature is None:
+                    continue
+                record = lookup(tr.thought_key(part.signature))
+                if record is not None and record.ref and record.text_digest:
+                    pending.append((*at, part.signature, record))
+                at = (c, index + 1)
+        if not pending:
+            return out
+        if scope is None:  # the call's execution is decided by this request's lineage
+            scope = self.rule.lineage(tr.views(contents)[0])
+        for c, index, _, record in pending:
+            text = resolve_text(self.rule.store, scope, record.ref, record.text_digest)
+            if text is None:
+                continue
+            pieces = _split(text, record.split, len(record.split) or 1)
+            run = [tr.thought_part((c, -1 - k), piece) for k, piece in enumerate(pieces)]
+            out.setdefault(c, []).append((index, run))
+        for c, places in out.items():
+            parts = contents[c][1]
+            for index, run in sorted(places, key=lambda place: place[0], reverse=True):
+                parts[index:index] = run
+        return out
+
     def remember(self, parts: Sequence[tr.Part]) -> None:
         rank = 0
         for part in parts:
@@ -251,6 +292,7 @@ class GeminiSession:
                 self._begin(plan)
             return kwargs
         restored = self.adapter.thread(contents)
+        inserted = self.adapter.missing_thoughts(contents, call.request_scope())
         views, layout = tr.views(contents)
         plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())
         call.join(plan.lineage)  # the first request decides the call's execution
@@ -265,8 +307,8 @@ class GeminiSession:
         if not resuming:
             self._begin(plan)
             plan.emit(self.call, lambda i, j: _path(layout, i, j))
-        if plan.changes:
-            kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan)}
+        if plan.changes or inserted:
+            kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
         return kwargs
 
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
@@ -361,22 +403,61 @@ def _edit(raw: Any, edit: tuple[str, Any]) -> Any:
     return raw.model_copy(update={field: edit[1]})
 
 
-def _rebuild(adapter: GeminiContinuation, contents: Any, layout: list[list[tr.StepItem]], plan: Plan) -> Any:
-    """A new contents list with the plan applied; contents the plan leaves alone are the same objects
-    (the application's own history is never written to)."""
+def _rebuild(
+    adapter: GeminiContinuation,
+    contents: Any,
+    layout: list[list[tr.StepItem]],
+    plan: Plan,
+    inserted: dict[int, list[tuple[int, list[tr.Part]]]],
+) -> Any:
+    """A new contents list with the plan applied and the thought runs put back (``inserted``, unless the
+    plan drops them); contents the plan leaves alone are the same objects (the application's own
+    history is never written to)."""
     edits = _edits(adapter, layout, plan)
-    if not edits:
+    if not edits and not inserted:
         return contents
     original = list(contents) if isinstance(contents, list | tuple) else [contents]
     out = list(original)
-    for c in sorted({c for c, _ in edits}):
+    for c in sorted({c for c, _ in edits} | set(inserted)):
         content = original[c]
-        parts = list(content.get("parts") or ()) if isinstance(content, dict) else list(content.parts or ())
+        sdk = not isinstance(content, dict)
+        parts = list(content.parts or ()) if sdk else list(content.get("parts") or ())
+        before = {at: run for at, run in inserted.get(c, ())}
         new = []
-        for p, raw in enumerate(parts):
+        for p, raw in enumerate([*parts, None]):
+            for part in before.get(p, ()):
+                if edits.get(part.loc, ("keep",)) is not None:
+                    new.append(_thought(part.text or "", sdk))
+            if raw is None:
+                break
             if (c, p) not in edits:
                 new.append(raw)
             elif (edit := edits[(c, p)]) is not None:
                 new.append(_edit(raw, edit))
-        out[c] = {**content, "parts": new} if isinstance(content, dict) else content.model_copy(update={"parts": new})
+        out[c] = content.model_copy(update={"parts": new}) if sdk else {**content, "parts": new}
     return out
+
+
+def _model_steps(
+    contents: list[tuple[str, list[tr.Part]]],
+) -> list[tuple[tuple[int, int], list[tuple[int, int, tr.Part]]]]:
+    """Each run of consecutive model contents (one step: a stream keeps one content per chunk): where it
+    starts (content index, 0), and its parts as (content index, part index, part)."""
+    steps: list[tuple[tuple[int, int], list[tuple[int, int, tr.Part]]]] = []
+    previous = ""
+    for c, (role, parts) in enumerate(contents):
+        if role == "model":
+            if previous != "model":
+                steps.append(((c, 0), []))
+            steps[-1][1].extend((c, p, part) for p, part in enumerate(parts))
+        previous = role
+    return steps
+
+
+def _thought(text: str, sdk: bool) -> Any:
+    """A thought part as the application's contents hold parts (SDK objects or dicts)."""
+    if not sdk:
+        return {"text": text, "thought": True}
+    from google.genai import types
+
+    return types.Part(text=text, thought=True)

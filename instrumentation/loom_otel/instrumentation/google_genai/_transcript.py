@@ -43,6 +43,8 @@ __all__ = [
     "read_part",
     "step_items",
     "system_value",
+    "thought_key",
+    "thought_part",
     "tools_value",
     "views",
 ]
@@ -192,6 +194,16 @@ class StepItem:
 
 def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
     return hashlib.sha256(f"gemini/{kind}\x00{rank}\x00".encode() + signature).digest()
+
+
+def thought_key(signature: bytes) -> bytes:
+    """The record key of the (first) thought run a signature follows."""
+    return _key(THOUGHT, signature)
+
+
+def thought_part(loc: Loc, text: str) -> Part:
+    """A thought part put back into a request (``loc``'s part index is negative: it was not sent)."""
+    return Part(loc, _THOUGHT_PLAIN, True, text, None, None, False, restored=True)
 
 
 def _canon(kind: str, key: bytes) -> bytes:
