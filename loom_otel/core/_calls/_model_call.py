@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context, trace
 from opentelemetry.metrics import MeterProvider
@@ -23,6 +23,7 @@ from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
+from loom_otel.core._calls._peers import foreign_model_span
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._journal._writer import AttributeValue
@@ -34,15 +35,7 @@ from loom_otel.live._channel import LiveChannel
 if TYPE_CHECKING:
     from loom_otel.core._calls._adapter import Outgoing, VendorAdapter
 
-__all__ = [
-    "ModelCall",
-    "ReasoningHandler",
-    "RequestInfo",
-    "ResponseInfo",
-    "current_call",
-    "peer_outside",
-    "without_peers",
-]
+__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
 
 _CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
@@ -113,29 +106,9 @@ class ReasoningHandler:
         ``peer_outside``: another GenAI instrumentation wraps the method outside loom-otel (its span is
         the call's GenAI span even where it is not made current): loom-otel's span then carries its
         events and identity but no GenAI attributes, so no backend counts the call twice."""
-        return ModelCall(self, request, _foreign_model_span(), genai=not peer_outside)
-
-
-_MODEL_CALL_OPERATIONS: Final = frozenset({"chat", "generate_content", "text_completion", "completion"})
-
-
-def _foreign_model_span() -> Span | None:
-    """The current span when another GenAI instrumentation started it for this model call (the official
-    OTel, OpenLLMetry and OpenInference instrumentations, a framework's model-request span); else ``None``."""
-    span = trace.get_current_span()
-    attributes = getattr(span, "attributes", None)
-    if not attributes or not span.is_recording():
-        return None
-    current = _CURRENT.get()
-    if current is not None and current.span is span:
-        return None  # this instrumentation's own call (a per-request hook inside it)
-    if (
-        attributes.get(attr.GEN_AI_OPERATION_NAME) in _MODEL_CALL_OPERATIONS
-        or attributes.get("llm.request.type") in _MODEL_CALL_OPERATIONS
-        or attributes.get("openinference.span.kind") == "LLM"
-    ):
-        return span
-    return None
+        current = _CURRENT.get()
+        shared = foreign_model_span(current.span if current is not None else None)
+        return ModelCall(self, request, shared, genai=not peer_outside)
 
 
 def current_call() -> ModelCall | None:
@@ -160,48 +133,6 @@ class _Current:
     def __exit__(self, *exc_info: object) -> None:
         _CURRENT.reset(self._call_token)
         context.detach(self._token)
-
-
-_PEERS: Final = ("opentelemetry.instrumentation.", "opentelemetry.util.genai", "openinference.instrumentation.")
-"""Where other GenAI instrumentations' wrappers live (the official OTel ones, OpenLLMetry, OpenInference)."""
-
-
-def _is_peer(wrapper: object) -> bool:
-    if wrapper is None:
-        return False
-    function = getattr(wrapper, "func", wrapper)  # a functools.partial names its function
-    module = getattr(function, "__module__", None) or type(function).__module__
-    return isinstance(module, str) and module.startswith(_PEERS)
-
-
-def _is_ours(wrapper: object) -> bool:
-    return str(getattr(wrapper, "__module__", "")).startswith("loom_otel.")
-
-
-def peer_outside(wrapped: object, instance: object) -> bool:
-    """Whether another GenAI instrumentation wrapped this method outside loom-otel's wrapper (it was
-    instrumented after loom-otel): read off the wrappers on the instance's class, outermost first."""
-    name = getattr(wrapped, "__name__", None)
-    if not isinstance(name, str) or instance is None:
-        return False
-    found: Any = next((k.__dict__[name] for k in type(instance).__mro__ if name in k.__dict__), None)
-    while (wrapper := getattr(found, "_self_wrapper", None)) is not None:
-        if _is_ours(wrapper):
-            return False
-        if _is_peer(wrapper):
-            return True
-        found = found.__wrapped__
-    return False
-
-
-def without_peers(wrapped: Callable[..., Any]) -> Callable[..., Any]:
-    """The SDK method below other GenAI instrumentations' wrappers of it (they were instrumented before
-    loom-otel, so loom-otel's wrapper is outside theirs): loom-otel's span is the call's one span, and
-    theirs would count the call again. Any other wrapper stays."""
-    found: Any = wrapped
-    while _is_peer(getattr(found, "_self_wrapper", None)):  # a wrapt function wrapper of a peer
-        found = found.__wrapped__
-    return cast("Callable[..., Any]", found)
 
 
 class ModelCall:

@@ -16,7 +16,8 @@ from typing import Any
 import wrapt
 
 from loom_otel.core._calls._adapter import Outgoing
-from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call, without_peers
+from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call
+from loom_otel.core._calls._peers import without_peers
 from loom_otel.core._calls._skeleton import Wrapper, active, async_method, failed, prepare, sent, start, sync_method
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._guard._requests import check_anthropic_batch_request
