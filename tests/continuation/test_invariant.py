@@ -11,6 +11,7 @@ No case may be accepted bare and rejected instrumented. 2,050 generated cases pe
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
+from loom_otel.core._journal._writer import Journal
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
@@ -172,9 +174,11 @@ def _run(case: Case, mode: str, journal: Path) -> None:
         redacted=case.redacted,
     )
     app = App(history=[{"role": "user", "content": "Plan a day in Lyon."}])
-    settings_ = ReasoningConfig(store=MemoryReasoningStore(), journal=journal, transcript=case.transcript)
+    # One journal per case, closed at its end: 2,050 open journals would keep 4,100 threads alive.
+    chain = Journal(journal, durability="os", checkpoint_key=None, checkpoint_interval=0)
+    settings_ = ReasoningConfig(store=MemoryReasoningStore(), journal=chain, transcript=case.transcript)
     turns = 1
-    with instrumented(AnthropicInstrumentor(), config=settings_) as telemetry:
+    with contextlib.closing(chain), instrumented(AnthropicInstrumentor(), config=settings_) as telemetry:
         for index in range(1, 9):
             for edit in case.edits.get(index, ()):
                 _edit(app, edit)
