@@ -28,6 +28,7 @@ from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
 
@@ -199,23 +200,6 @@ class Plan:
             call.add_event(name, attributes)
 
 
-class _TextDigests:
-    """SHA-256 of texts seen again and again (a loop resends the same strings): bounded memo."""
-
-    __slots__ = ("_memo",)
-
-    def __init__(self) -> None:
-        self._memo: dict[str, str] = {}
-
-    def __call__(self, text: str) -> str:
-        found = self._memo.get(text)
-        if found is None:
-            if len(self._memo) > 4096:
-                self._memo.clear()
-            found = self._memo[text] = text_digest(text)
-        return found
-
-
 def _mismatch(header: Header, record: BlockRecord, h: hashlib._Hash, shadow: hashlib._Hash | None) -> str | None:
     """Why the block's recorded binding does not match the request as it will be sent (``h``: the chain
     so far; ``shadow``: the chain as the application sent it, once a drop made them differ)."""
@@ -240,7 +224,8 @@ class Continuation:
     def __init__(self, bindings: Bindings, store: ReasoningStore | None) -> None:
         self.bindings = bindings
         self.store = store
-        self._digest = _TextDigests()
+        self._digests: BoundedMemo[str, str] = BoundedMemo(4096)
+        """SHA-256 of texts a loop resends again and again."""
 
     def lineage(self, messages: Sequence[MessageView]) -> ExecutionScope | None:
         """The execution (of no tenant: only an explicit scope names one) this process recorded the
@@ -334,7 +319,7 @@ class Continuation:
     def _same_text(self, text: str, digest: str, scope: ExecutionScope | None) -> bool:
         """Whether the application sends the text the record was made for (a keyed digest is checked
         under the execution's key, asked of the store only when the plain digest differs)."""
-        if self._digest(text) == digest:
+        if self._digests.get(text, text_digest) == digest:
             return True
         store = self.store
         if scope is None or not isinstance(store, DigestKeyStore):

@@ -24,6 +24,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
 from loom_otel.core._continuation._rule import Block, Continuation, Header, MessageView, Plan, Produced, record_digest
+from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
@@ -100,19 +101,18 @@ def _plain(block: Any) -> bytes:
     return _json(_plain_value(block))
 
 
-_KEYS: dict[tuple[str, str], bytes] = {}
-_TEXTS: dict[str, bytes] = {}
+_KEYS: BoundedMemo[tuple[str, str], bytes] = BoundedMemo(65536)
+_TEXTS: BoundedMemo[str, bytes] = BoundedMemo(16384)
 
 
 def _key(kind: str, token: str) -> bytes:
     """The record key of a signature (memoized: a loop resends the same strings every turn)."""
-    memo = (kind, token)
-    found = _KEYS.get(memo)
-    if found is None:
-        if len(_KEYS) > 65536:
-            _KEYS.clear()
-        found = _KEYS[memo] = hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
-    return found
+    return _KEYS.get((kind, token), _signature_key)
+
+
+def _signature_key(memo: tuple[str, str]) -> bytes:
+    kind, token = memo
+    return hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
 
 
 def _canon(kind: str, key: bytes) -> bytes:
@@ -146,12 +146,7 @@ def _content(message: Any) -> list[Any] | str | None:
 
 def _text_item(text: str) -> bytes:
     """A string content is one text block (memoized by the immutable string)."""
-    found = _TEXTS.get(text)
-    if found is None:
-        if len(_TEXTS) > 16384:
-            _TEXTS.clear()
-        found = _TEXTS[text] = _json([{"text": text, "type": "text"}])
-    return found
+    return _TEXTS.get(text, lambda value: _json([{"text": value, "type": "text"}]))
 
 
 def message_view(message: Any, known: Callable[[bytes], bool] | None = None) -> MessageView:
@@ -186,24 +181,19 @@ def _digest(value: Any) -> bytes:
 
 _NOTHING: Final = _digest(None)
 """The digest of an absent system prompt or tool list (most requests of some applications)."""
-_SYSTEMS: dict[str, bytes] = {}
+_SYSTEMS: BoundedMemo[str, bytes] = BoundedMemo(1024)
 
 
 def _system_digest(system: Any) -> bytes:
     """A string system prompt is one text block; its digest is memoized by the immutable string."""
     if isinstance(system, str):
-        found = _SYSTEMS.get(system)
-        if found is None:
-            if len(_SYSTEMS) > 1024:
-                _SYSTEMS.clear()
-            found = _SYSTEMS[system] = _digest([{"type": "text", "text": system}] if system else None)
-        return found
+        return _SYSTEMS.get(system, lambda text: _digest([{"type": "text", "text": text}] if text else None))
     if isinstance(system, list | tuple):
         return _digest(_norm(system) or None)
     return _NOTHING
 
 
-_TOOLS: dict[bytes, bytes] = {}
+_TOOLS: BoundedMemo[bytes, bytes] = BoundedMemo(1024)
 
 
 def _tools_digest(tools: Any) -> bytes:
@@ -215,12 +205,7 @@ def _tools_digest(tools: Any) -> bytes:
         raw = _json(tools)
     except (TypeError, ValueError):  # not plain JSON values (SDK models, say)
         return _digest(_norm(tools) or None)
-    found = _TOOLS.get(raw)
-    if found is None:
-        if len(_TOOLS) > 1024:
-            _TOOLS.clear()
-        found = _TOOLS[raw] = _digest(_norm(tools) or None)
-    return found
+    return _TOOLS.get(raw, lambda _: _digest(_norm(tools) or None))
 
 
 def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:

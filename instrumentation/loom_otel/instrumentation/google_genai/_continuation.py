@@ -33,6 +33,7 @@ from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
 from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
+from loom_otel.core._memo import BoundedMemo
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 
@@ -57,20 +58,15 @@ def _digest(value: Any) -> bytes:
 
 
 _MEMO_SIZE: Final = 1024
-_SYSTEMS: dict[str, bytes] = {}
-_TOOLS: dict[tuple[tuple[str, str], ...], bytes] = {}
+_SYSTEMS: BoundedMemo[str, bytes] = BoundedMemo(_MEMO_SIZE)
+_TOOLS: BoundedMemo[tuple[tuple[str, str], ...], bytes] = BoundedMemo(_MEMO_SIZE)
 
 
 def _system_digest(system: Any) -> bytes:
     """A string system instruction's digest is memoized by the immutable string."""
     if type(system) is not str:
         return _digest(tr.system_value(system))
-    found = _SYSTEMS.get(system)
-    if found is None:
-        if len(_SYSTEMS) > _MEMO_SIZE:
-            _SYSTEMS.clear()
-        found = _SYSTEMS[system] = _digest(tr.system_value(system))
-    return found
+    return _SYSTEMS.get(system, lambda text: _digest(tr.system_value(text)))
 
 
 def _tools_digest(tools: Any) -> bytes:
@@ -79,12 +75,7 @@ def _tools_digest(tools: Any) -> bytes:
     key = _tools_key(tools)
     if key is None:
         return _digest(tr.tools_value(tools))
-    found = _TOOLS.get(key)
-    if found is None:
-        if len(_TOOLS) > _MEMO_SIZE:
-            _TOOLS.clear()
-        found = _TOOLS[key] = _digest(tr.tools_value(tools))
-    return found
+    return _TOOLS.get(key, lambda _: _digest(tr.tools_value(tools)))
 
 
 def _tools_key(tools: Any) -> tuple[tuple[str, str], ...] | None:
