@@ -32,7 +32,7 @@ import bisect
 import json
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -117,6 +117,26 @@ class _Registry:
         self._lock = threading.Lock()
         self._exact: OrderedDict[str, tuple[str, ReasoningPart]] = OrderedDict()
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
+        self._captured: deque[tuple[Sequence[Reasoning], Sequence[ReasoningPart], int]] = deque(maxlen=limit)
+        """Captures not entered yet: ``remember`` only appends here (a model call pays for no more); the
+        first question asked of the registry enters them, oldest first."""
+
+    def captured(self, reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
+        self._captured.append((reasonings, parts, trace_id))  # atomic: no lock on the model call's path
+
+    def _enter_captured(self) -> None:
+        captured = self._captured
+        while captured:
+            try:
+                reasonings, parts, trace_id = captured.popleft()
+            except IndexError:  # another thread entered the last one
+                return
+            for reasoning, part in zip(reasonings, parts, strict=False):
+                if reasoning.text:
+                    self.add(reasoning.text, _marker(part, "text"), part, trace_id)
+                if reasoning.signature:
+                    for form in _signature_forms(reasoning.signature):
+                        self.add(form, _marker(part, "signature"), part, trace_id)
 
     def add(self, secret: str, replacement: str, part: ReasoningPart, trace_id: int) -> None:
         with self._lock:
@@ -134,16 +154,22 @@ class _Registry:
             needles.add(secret, replacement)
 
     def get(self, value: str) -> str | None:
+        if self._captured:
+            self._enter_captured()
         found = self._exact.get(value)
         return found[0] if found is not None else None
 
     def reference(self, value: str) -> tuple[str, ReasoningPart] | None:
+        if self._captured:
+            self._enter_captured()
         return self._exact.get(value)
 
     def needles(self, trace_id: int | None, length: int) -> Sequence[tuple[str, str]]:
         """The needles of ``trace_id`` that fit in a value of ``length`` characters, longest first; for
         a record outside any trace (some instrumentations log after their span), those of the newest
         ``_UNTRACED_SEARCH`` traces."""
+        if self._captured:
+            self._enter_captured()
         if trace_id:
             needles = self._traces.get(trace_id)
             return needles.fitting(length) if needles is not None else ()
@@ -152,10 +178,11 @@ class _Registry:
         return [pair for needles in reversed(recent) for pair in needles.fitting(length)]
 
     def has_traces(self) -> bool:
-        return bool(self._traces)
+        return bool(self._traces or self._captured)
 
     def clear(self) -> None:
         with self._lock:
+            self._captured.clear()
             self._exact.clear()
             self._traces.clear()
 
@@ -179,13 +206,8 @@ def _signature_forms(signature: str | bytes) -> Iterable[str]:
 
 def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
     """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
-    reference that replaces it."""
-    for reasoning, part in zip(reasonings, parts, strict=False):
-        if reasoning.text:
-            _registry.add(reasoning.text, _marker(part, "text"), part, trace_id)
-        if reasoning.signature:
-            for form in _signature_forms(reasoning.signature):
-                _registry.add(form, _marker(part, "signature"), part, trace_id)
+    reference that replaces it (entered when the registry is next asked, not on the model call's path)."""
+    _registry.captured(reasonings, parts, trace_id)
 
 
 def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from opentelemetry.trace import Span, format_span_id, format_trace_id
+from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._identity import CallIdentity, decide
@@ -78,10 +78,22 @@ def capture(
     """
     if not reasonings or not runtime.enabled:
         return None
+    context = span.get_span_context()
     if identity is None:
-        identity = decide(span.get_span_context(), current_execution(), None, current_step())
-    parts = tuple(_part(runtime, identity, r) for r in reasonings)
+        identity = decide(context, current_execution(), None, current_step())
+    parts = tuple([_part(runtime, identity, r) for r in reasonings])
     attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
+    kinds: list[str] = []
+    refs: list[str] = []
+    digests: list[str] = []
+    sizes: list[int] = []
+    omitted: list[bool] = []
+    for p in parts:
+        kinds.append(p.kind.value)
+        refs.append(p.text_ref or "")
+        digests.append(p.digest or "")
+        sizes.append(p.size)
+        omitted.append(p.omitted)
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,
@@ -89,18 +101,17 @@ def capture(
         attr.GEN_AI_PROVIDER_NAME: provider,
         attr.GEN_AI_REQUEST_MODEL: request_model,
         attr.GEN_AI_RESPONSE_MODEL: response_model or request_model,
-        attr.PART_KIND: [p.kind.value for p in parts],
-        attr.PART_REF: [p.text_ref or "" for p in parts],
-        attr.PART_DIGEST: [p.digest or "" for p in parts],
-        attr.PART_SIZE: [p.size for p in parts],
-        attr.PART_OMITTED: [p.omitted for p in parts],
+        attr.PART_KIND: kinds,
+        attr.PART_REF: refs,
+        attr.PART_DIGEST: digests,
+        attr.PART_SIZE: sizes,
+        attr.PART_OMITTED: omitted,
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
-    context = span.get_span_context()
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
-        attributes[attr.CALL_TRACE_ID] = format_trace_id(context.trace_id)
-        attributes[attr.CALL_SPAN_ID] = format_span_id(context.span_id)
+        attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
+        attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"
         attributes[attr.CALL_SAMPLED] = context.trace_flags.sampled
     try:
         entry = runtime.journal.append(attr.RECORD_CAPTURE, attributes)

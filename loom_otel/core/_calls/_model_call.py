@@ -143,6 +143,7 @@ class ModelCall:
         "_ended",
         "_explicit",
         "_genai",
+        "_identified",
         "_identity",
         "_metric_attributes",
         "_owns_span",
@@ -165,21 +166,30 @@ class ModelCall:
         self._genai = genai and shared is None
         self._started = time.perf_counter()
         self._chunked = False
+        self._explicit = current_execution()
+        self._step = current_step()
+        self._identified = False
+        """Whether the span already carries the call's execution (set at its start when a scope is explicit)."""
         attributes = request.span_attributes()
         self._metric_attributes = metric_attributes(attributes)
         if shared is not None:
             self.span: Span = shared
-        elif genai:
-            name, kind = f"{request.operation} {request.model}", SpanKind.CLIENT
-            self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
         else:
-            self.span = handler.tracer.start_span(f"loom.reasoning {request.model}", kind=SpanKind.INTERNAL)
+            if not genai:
+                attributes = {}
+            if self._explicit is not None:  # known before the span starts: one attribute write, not two
+                attributes.update(self._identity_attributes(self._explicit.execution_id, attributes))
+                self._identified = True
+            if genai:
+                name, kind = f"{request.operation} {request.model}", SpanKind.CLIENT
+                self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
+            else:
+                name, kind = f"loom.reasoning {request.model}", SpanKind.INTERNAL
+                self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes or None)
         """The model-call span: loom-otel's own; or (``shared``) the one another instrumentation started
         for this call, which loom-otel adds its events and attributes to and never ends; or (not
         ``genai``) loom-otel's own without GenAI attributes, beside another instrumentation's."""
         self._ended = False
-        self._explicit = current_execution()
-        self._step = current_step()
         self._identity: CallIdentity | None = None
         self.outgoing: Outgoing | None = None
         """The request after the continuation pass (the vendor's; ``None`` without continuation)."""
@@ -217,18 +227,20 @@ class ModelCall:
         blocks belong to) unless a scope is explicit; once decided, later calls change nothing."""
         if self._identity is None:
             self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step)
-            if self.span.is_recording():
-                self.span.set_attributes(
-                    {attr.EXECUTION_ID: self._identity.execution_id, **self._conversation(self._identity)}
-                )
+            if not self._identified and self.span.is_recording():
+                existing = getattr(self.span, "attributes", None)
+                self.span.set_attributes(self._identity_attributes(self._identity.execution_id, existing))
+                self._identified = True
         return self._identity
 
-    def _conversation(self, identity: CallIdentity) -> dict[str, AttributeValue]:
-        """``gen_ai.conversation.id`` is the execution, unless something already set one on the span."""
-        existing = getattr(self.span, "attributes", None)
+    def _identity_attributes(
+        self, execution_id: str, existing: Mapping[str, object] | None
+    ) -> dict[str, AttributeValue]:
+        """``loom.execution.id``; ``gen_ai.conversation.id`` too, on a GenAI span where nothing else set
+        one (``existing``: the span's attributes so far)."""
         if (self._owns_span and not self._genai) or (existing is not None and attr.GEN_AI_CONVERSATION_ID in existing):
-            return {}
-        return {attr.GEN_AI_CONVERSATION_ID: identity.execution_id}
+            return {attr.EXECUTION_ID: execution_id}
+        return {attr.EXECUTION_ID: execution_id, attr.GEN_AI_CONVERSATION_ID: execution_id}
 
     @property
     def identity(self) -> CallIdentity:

@@ -150,6 +150,17 @@ def _load_signer(setting: str | None) -> Signer | None:
 
 _VERSION_TAIL: Final = b',"v":%d}' % RECORD_VERSION
 
+_TYPES: dict[str, bytes] = {}
+
+
+def _type_json(type_: str) -> bytes:
+    """``canonical_json(type_)``, kept per record type (a handful of them)."""
+    encoded = _TYPES.get(type_)
+    if encoded is None:
+        encoded = _TYPES[type_] = canonical_json(type_)
+    return encoded
+
+
 BATCH_WINDOW: Final = 0.005
 """``batch`` durability: how long the group commit lets appends gather before one fsync covers them."""
 
@@ -252,7 +263,7 @@ class Journal:
                 self._origin_json,
                 self._head.encode(),
                 b'","seq":%d,"time":%d,"type":' % (seq, now),
-                canonical_json(type_),
+                _type_json(type_),
                 _VERSION_TAIL,
             )
         )

@@ -305,24 +305,29 @@ class AnthropicContinuation:
         return self.rule.bindings.block(key) is not None
 
     def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None, call: ModelCall) -> None:
+        """Record the bindings of the response's reasoning blocks. The blocks after the last reasoning
+        block bind nothing and are read only when the turn calls tools (its round record needs them)."""
+        kinds = [_get(block, "type") for block in blocks]
+        reasoning = [i for i, kind in enumerate(kinds) if kind in _REASONING]
+        if not reasoning:
+            return
+        end = len(blocks) if any(kind in _CALLS for kind in kinds) else reasoning[-1] + 1
         parts = iter(capture.parts if capture is not None else ())
         items: list[bytes | Produced] = []
         calls: list[str] = []
-        for block in blocks:
-            kind = _get(block, "type")
+        for block, kind in zip(blocks[:end], kinds, strict=False):
             if kind in _REASONING:
                 part = next(parts, None)
                 found = _reasoning_block(block, kind)
                 if found is None:
                     continue
-                text = found.text
                 ref = part.text_ref if part is not None else None
-                digest = record_digest(text, part, keyed=self._keyed)
+                digest = record_digest(found.text, part, keyed=self._keyed)
                 token = _get(block, "signature" if kind == "thinking" else "data")
                 items.append(Produced(found.key, found.canon, kind, str(token), digest, ref))
                 continue
-            if kind in _CALLS and isinstance(_get(block, "id"), str):
-                calls.append(_get(block, "id"))
+            if kind in _CALLS and isinstance(call_id := _get(block, "id"), str):
+                calls.append(call_id)
             items.append(_plain(block))
         self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity.scope)
 
