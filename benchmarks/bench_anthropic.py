@@ -13,13 +13,11 @@ Targets (issue 15, defaults, a new conversation per call): ``create`` <= 1.50x b
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
-from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run, store_root
 
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 
@@ -62,10 +60,10 @@ def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
         from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
     except ImportError:
         Official = None
-    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    root = store_root(args)
     try:
         run(
-            f"anthropic {anthropic.__version__}, 8 KiB thinking",
+            f"anthropic {anthropic.__version__}, 8 KiB thinking, stores under {root}",
             [("create", create), ("stream", stream), ("helper", helper)],
             loom_variants(AnthropicInstrumentor, root) + official_variant(Official, "official OTel (no content)"),
             args,

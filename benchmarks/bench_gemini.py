@@ -13,11 +13,9 @@ Targets (issue 15, defaults, a new conversation per call): ``generate`` <= 1.50x
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from _overhead import arguments, loom_variants, official_variant, remove, replayed, run
+from _overhead import arguments, loom_variants, official_variant, remove, replayed, run, store_root
 from google import genai
 from google.genai import types
 
@@ -52,11 +50,11 @@ def measure(client: genai.Client, args: argparse.Namespace) -> None:
         from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor as Official
     except ImportError:
         Official = None
-    root = Path(tempfile.mkdtemp(prefix="loom-bench-"))
+    root = store_root(args)
     label = f"official OTel (no content; google-genai {genai.__version__})"
     try:
         run(
-            f"google-genai {genai.__version__}, 8 KiB thought text",
+            f"google-genai {genai.__version__}, 8 KiB thought text, stores under {root}",
             [("generate", generate), ("stream", stream)],
             loom_variants(GoogleGenAiInstrumentor, root) + official_variant(Official, label),
             args,
