@@ -81,7 +81,7 @@ class ScopePool:
             self._closed, self.failed_at = True, time.monotonic()
 
     def take(self) -> Ready | None:
-        """A ready entry, or ``None`` when there is none (the filling thread is woken either way it runs low)."""
+        """A ready entry, or ``None`` when there is none (the filling thread is woken when the pool runs low)."""
         with self._lock:
             if self._closed:
                 return None
