@@ -156,6 +156,7 @@ def test_a_store_whose_directory_is_gone_does_not_block_the_journal(
 
     store = FileReasoningStore(tmp_path / "store")
     store.put(Envelope.seal("x", execution_id="e"))
+    assert store._pool is not None and store._pool.wait_filled(10)  # not still making ready directories
     shutil.rmtree(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="always", checkpoint_key=None, checkpoint_interval=0)
     journal.append("capture", {"n": 1})  # the gone store's pending blob went with its directory

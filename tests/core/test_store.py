@@ -18,6 +18,11 @@ def any_store(request, tmp_path):
     return MemoryReasoningStore() if request.param == "memory" else FileReasoningStore(tmp_path / "s")
 
 
+def _packs(root):
+    """The packs of every execution under a store's root (not a writer's ready directories: dot-entries)."""
+    return [p for p in root.rglob("*.pack") if not any(part.startswith(".") for part in p.relative_to(root).parts)]
+
+
 def test_seal_put_get(any_store):
     envelope = Envelope.seal("thinking text", execution_id="e1", tenant="t")
     ref = any_store.put(envelope)
@@ -42,7 +47,8 @@ def test_erase_execution_leaves_other_executions(any_store):
 def test_file_store_packs_an_execution_and_leaves_no_temp_files(tmp_path):
     store = FileReasoningStore(tmp_path / "s")
     refs = [store.put(Envelope.seal(f"text {i}", execution_id="e")) for i in range(3)]
-    files = [p for p in (tmp_path / "s").rglob("*") if p.is_file()]
+    blobs = tmp_path / "s" / "blobs"
+    files = [p for p in blobs.rglob("*") if p.is_file() and not p.relative_to(blobs).parts[0].startswith(".ready-")]
     assert len(files) == 1 and files[0].suffix == ".pack"
     assert oct(files[0].stat().st_mode & 0o777) == oct(0o600)
     reader = FileReasoningStore(tmp_path / "s")  # another process's view: indexes the pack from disk
@@ -56,7 +62,7 @@ def test_delete_removes_one_blob_and_keeps_the_others(tmp_path):
     store.delete(gone)
     assert store.get(gone, tenant=None, execution_id="e") is None and not store.exists(gone)
     assert store.get(keep, tenant=None, execution_id="e") == b"keep"
-    assert b"gone" not in b"".join(p.read_bytes() for p in (tmp_path / "s").rglob("*.pack"))
+    assert b"gone" not in b"".join(p.read_bytes() for p in _packs(tmp_path / "s"))
     again = store.put(Envelope.seal("after", execution_id="e"))
     assert FileReasoningStore(tmp_path / "s").get(again, tenant=None, execution_id="e") == b"after"
 
@@ -105,7 +111,7 @@ def test_a_torn_tail_is_never_read_and_the_next_put_lands_whole(tmp_path):
     whole = store.put(Envelope.seal("whole", execution_id="e"))
     torn = Envelope.seal("torn by a crash", execution_id="e")
     store.put(torn)
-    (pack,) = (tmp_path / "s").rglob("*.pack")
+    (pack,) = _packs(tmp_path / "s")
     pack.write_bytes(pack.read_bytes()[:-4])  # the crash cut the last record
     fresh = FileReasoningStore(tmp_path / "s")  # the next process
     assert fresh.get(whole, tenant=None, execution_id="e") == b"whole"
@@ -161,6 +167,6 @@ def test_the_blob_index_is_bounded_and_rebuilt_from_disk(tmp_path, monkeypatch):
     refs = [store.put(Envelope.seal(f"text {n}", execution_id=f"e{n}")) for n in range(10)]
     assert len(store._scopes) <= 4
     assert store.get(refs[0], tenant=None, execution_id="e0") == b"text 0"  # evicted, read from disk again
-    size = sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.pack"))
+    size = sum(p.stat().st_size for p in _packs(tmp_path / "s"))
     assert store.put(Envelope.seal("text 1", execution_id="e1")) == refs[1]  # still content-addressed
-    assert sum(p.stat().st_size for p in (tmp_path / "s").rglob("*.pack")) == size
+    assert sum(p.stat().st_size for p in _packs(tmp_path / "s")) == size

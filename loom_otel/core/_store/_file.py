@@ -5,6 +5,14 @@ Each process appends to its own pack in a scope, so a capture costs one ``writev
 instead of creating a file (the file system's metadata work is done once per execution and writer).
 Erasure removes the scope directory, which is exactly one execution's blobs and key.
 
+A new execution's directory and pack come ready-made: a writer keeps a pool of them in a private
+dot-directory of ``blobs/`` (``.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and
+renames one to ``blobs/<scope>`` at the execution's first blob, so a new conversation per call costs
+one ``rename`` on the calling thread instead of a ``mkdir`` and an ``open(O_CREAT)``. The rename fails
+when the execution already has a directory (another writer's, an earlier run's): that one is indexed
+and used. Everything that lists ``blobs/`` skips dot-entries; ``close`` removes the writer's pool, and
+a writer that died leaves one that the next store on the root removes (its ``flock`` is free).
+
 A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
 (``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
 torn tail left by a crash is ignored by readers and the writer's next record starts a new pack, so a
@@ -15,18 +23,21 @@ Writers notice an erasure that happened under them (their pack's link count drop
 the record again into a fresh pack: a capture racing an erasure is kept, as if it came after it.
 
 Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
-synced yet (packs written, directories made); the journal syncs it before the records that name it
-(``_durability``: ``always`` before the append returns, ``batch`` in the group commit, ``os`` at
-``force_flush``/``close``). On Linux one ``syncfs`` covers every pending pack and directory.
+synced yet (packs written, directories made or renamed into place, by the paths they have now); the
+journal syncs it before the records that name it (``_durability``: ``always`` before the append
+returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``). On Linux one ``syncfs``
+covers every pending pack and directory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import struct
 import threading
+import time
 import uuid
 import weakref
 from collections import OrderedDict
@@ -35,6 +46,7 @@ from typing import Final
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
+from loom_otel.core._store._pool import Ready, ScopePool, discard, sweep
 from loom_otel.core._store._protocol import (
     _MAGIC,
     _REF,
@@ -57,6 +69,8 @@ _PENDING_PACKS: Final = 4096
 """Packs written and not synced yet past which the writer syncs them itself (when no journal does)."""
 _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
+_POOL_RETRY_SECONDS: Final = 30.0
+"""How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
 
 class _Scope:
@@ -143,11 +157,15 @@ class FileReasoningStore:
         """Packs written since the last sync (by path: a pack closed meanwhile needs no descriptor)."""
         self._dirty_dirs: set[str] = set()
         """Directories whose entries changed since the last sync (a new pack, a new scope)."""
+        self._pool: ScopePool | None = None
+        """Ready scope directories (``_pool``), started at the first new execution this writer writes."""
+        self._pool_finalizer: weakref.finalize[[ScopePool], FileReasoningStore] | None = None
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
             probe.write_bytes(b"")
             probe.unlink()
+            sweep(self._blobs_dir)  # the ready scope directories of writers that died
         except OSError as exc:
             raise ReasoningConfigError(
                 f"reasoning store directory {str(self.root)!r} is not a writable directory: "
@@ -212,9 +230,10 @@ class FileReasoningStore:
         path = f"{directory}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
         known = self._scopes.get(scope)
-        if known is not None and not known.exists:  # a new execution: make its directory straight away
-            self._make_scope_dir(directory)
+        if known is not None and not known.exists:  # a new execution: its directory straight away
             known.exists = True
+            if self._new_scope_dir(scope) and (pack := self._packs.get(scope)) is not None:
+                return pack  # a ready one, with its pack
         try:
             fd = os.open(path, flags, 0o600)
         except FileNotFoundError:  # removed since we looked: the directory is made again
@@ -222,11 +241,62 @@ class FileReasoningStore:
             fd = os.open(path, flags, 0o600)
         if self.fsync:
             self._dirty_dirs.add(directory)
-        pack = self._packs[scope] = _Pack(fd, path)
+        return self._keep_pack(scope, _Pack(fd, path))
+
+    def _keep_pack(self, scope: str, pack: _Pack) -> _Pack:
+        self._packs[scope] = pack
         while len(self._packs) > _OPEN_PACKS:
             _, old = self._packs.popitem(last=False)
             self._release(old)
         return pack
+
+    def _new_scope_dir(self, scope: str) -> bool:
+        """Make ``scope``'s directory for a write; ``False`` when it was there already.
+
+        A ready directory from the pool is renamed into place, and its pack becomes this writer's open
+        pack for the scope; a rename onto a directory that holds anything fails, so the entry goes
+        back to the pool and the existing directory is used. With none ready, ``mkdir`` here."""
+        self._after_fork()
+        directory = f"{self._blobs_dir}/{scope}"
+        ready = self._take_ready()
+        if ready is None:
+            return self._make_scope_dir(directory)
+        try:
+            os.rename(ready.directory, directory)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST) and self._pool is not None:
+                self._pool.give_back(ready)  # the execution has a directory: another writer's, or an earlier run's
+                return False
+            discard(ready)  # the entry or the blobs directory is gone: the calling thread makes it
+            return self._make_scope_dir(directory)
+        if self.fsync:  # the scope's entry in ``blobs/`` and the pack's entry in the scope, by their new paths
+            self._dirty_dirs.add(self._blobs_dir)
+            self._dirty_dirs.add(directory)
+        self._keep_pack(scope, _Pack(ready.fd, f"{directory}/{ready.pack}"))
+        return True
+
+    def _take_ready(self) -> Ready | None:
+        """A ready scope directory, or ``None`` (none ready yet, or the pool failed: retried later)."""
+        pool = self._pool
+        if pool is not None and pool.failed_at is None:
+            return pool.take()
+        if pool is not None and pool.failed_at is not None:
+            if time.monotonic() - pool.failed_at < _POOL_RETRY_SECONDS:
+                return None
+            self._close_pool()
+        self._start_pool()
+        return None  # it fills in the background: this execution makes its own
+
+    def _start_pool(self) -> ScopePool:
+        pool = self._pool = ScopePool(self._blobs_dir)
+        self._pool_finalizer = weakref.finalize(self, ScopePool.close, pool)  # a store dropped unclosed
+        return pool
+
+    def _close_pool(self) -> None:
+        """Remove this writer's pool (its entries hold no data); a later new execution starts another."""
+        finalizer, self._pool_finalizer, self._pool = self._pool_finalizer, None, None
+        if finalizer is not None:
+            finalizer()
 
     def _make_scope_dir(self, directory: str) -> bool:
         """Make a scope's directory; ``False`` when it was there already."""
@@ -254,6 +324,12 @@ class FileReasoningStore:
             self._packs.clear()
             self._dirty.clear()
             self._dirty_dirs.clear()
+            # The parent's pool is the parent's: close the inherited descriptors, start one lazily.
+            if self._pool_finalizer is not None:
+                self._pool_finalizer.detach()
+            if self._pool is not None:
+                self._pool.forget()
+            self._pool, self._pool_finalizer = None, None
 
     def _drop_pack(self, scope: str) -> None:
         pack = self._packs.pop(scope, None)
@@ -299,13 +375,13 @@ class FileReasoningStore:
 
     def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
         """What this writer knows of ``scope``; ``writing``: a scope it does not know yet is made at once
-        (one ``mkdir`` tells a new execution, which has nothing to index, from one to read from disk)."""
+        (one ``rename`` of a ready directory, or one ``mkdir``, tells a new execution, which has nothing
+        to index, from one to read from disk)."""
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
-            directory = f"{self._blobs_dir}/{scope}"
-            if not (writing and self._make_scope_dir(directory)):
-                known.refresh(directory)
+            if not (writing and self._new_scope_dir(scope)):
+                known.refresh(f"{self._blobs_dir}/{scope}")
             if len(self._scopes) > _KNOWN_SCOPES:
                 self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
         else:
@@ -413,10 +489,13 @@ class FileReasoningStore:
         return path.read_bytes()
 
     def close(self) -> None:
-        """Sync what is pending (``fsync``) and close this writer's packs (a later ``put`` reopens)."""
+        """Sync what is pending (``fsync``), close this writer's packs and remove its ready scope
+        directories (a later ``put`` reopens and starts another pool)."""
         with self._lock:
             for scope in list(self._packs):
                 self._drop_pack(scope)
+            self._after_fork()
+            self._close_pool()
         if self.fsync:
             self.sync_pending()
 

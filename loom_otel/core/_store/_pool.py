@@ -1,0 +1,260 @@
+"""Ready scope directories for ``FileReasoningStore``: made in the background, renamed into place on first use.
+
+A new execution's first blob needs its scope directory and a pack in it: a ``mkdir`` and an
+``open(O_CREAT)``, 40 to 400 us of file-system metadata work that a new conversation per call would
+pay on the calling thread every time. A writer instead keeps a pool of them in a private directory
+under ``blobs/`` whose name starts with a dot (``blobs/.ready-<pid>-<random>/``; everything that lists
+``blobs/`` skips dot-entries). Each entry is a directory holding one empty pack already open for
+appending; a background thread keeps the pool filled, and the store takes an entry by renaming it to
+``blobs/<scope>`` (one ``rename``, ~17 us, and the rename tells a new execution from an existing one).
+
+While it is alive the writer holds an exclusive ``flock`` on its pool directory (as the journal does on
+its origin directory), so a pool whose lock can be taken belongs to a dead writer: ``sweep`` removes it.
+An entry holds no data, so removing one never loses anything. Nothing here raises into the app: a pool
+that cannot be made or filled logs once and leaves new executions to the calling thread's ``mkdir``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["POOL_PREFIX", "Ready", "ScopePool", "discard", "sweep"]
+
+_logger = logging.getLogger(__name__)
+
+POOL_PREFIX: Final = ".ready-"
+"""How a pool directory's name starts (a dot-entry of ``blobs/``: no scope's name starts with a dot)."""
+_SIZE: Final = 32
+"""Ready entries a pool aims to hold at first (each holds one open descriptor)."""
+_MAX_SIZE: Final = 128
+"""The most a pool grows to: each time a burst empties it, it aims for twice as many."""
+_PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+_JOIN_SECONDS: Final = 10.0
+"""How long ``close`` waits for the filling thread (it is at most one ``mkdir`` away from stopping)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """One ready entry: its directory in the pool, its pack's file name, and the pack's open descriptor."""
+
+    directory: str
+    pack: str
+    fd: int
+
+
+class ScopePool:
+    """One writer's ready scope directories under ``blobs_dir``, filled by a daemon thread.
+
+    ``take`` never waits: it answers ``None`` when the pool is empty (a burst emptied it, or it is not
+    filled yet, or it failed), and the caller makes the directory itself. Per process: a forked child
+    ``forget``s its parent's pool (without touching it) and starts its own."""
+
+    def __init__(self, blobs_dir: str) -> None:
+        self.blobs_dir = blobs_dir
+        self.directory = ""
+        """The pool directory (set by the filling thread once it is made and locked)."""
+        self.failed_at: float | None = None
+        """``time.monotonic()`` when the pool failed and was closed (``None``: it works)."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._ready: list[Ready] = []
+        self._size = _SIZE
+        self._full = False
+        """Whether the pool was full since it last ran dry (a burst that empties it then grows it once)."""
+        self._closed = False
+        self._dir_fd = -1
+        self._wake.set()  # fill it straight away
+        self._thread = threading.Thread(target=self._run, name="loom-otel-scope-pool", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError as exc:  # no thread to spare: new executions make their directories themselves
+            _logger.warning("loom-otel: no thread for ready reasoning scope directories (%s)", exc)
+            self._closed, self.failed_at = True, time.monotonic()
+
+    def take(self) -> Ready | None:
+        """A ready entry, or ``None`` when there is none (the filling thread is woken when the pool runs low)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if not self._ready:
+                if self._full:  # a burst outran it: keep more from now on
+                    self._size, self._full = min(2 * self._size, _MAX_SIZE), False
+                self._wake.set()
+                return None
+            ready = self._ready.pop()
+            if len(self._ready) < self._size // 2:
+                self._wake.set()
+            return ready
+
+    def give_back(self, ready: Ready) -> None:
+        """Return an entry ``take`` gave that was not used (its scope existed already)."""
+        with self._lock:
+            if not self._closed:
+                self._ready.append(ready)
+                return
+        discard(ready)
+
+    def wait_filled(self, timeout: float) -> bool:
+        """Top the pool up and wait until it holds as many entries as it aims for (tests and benchmarks)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._ready) >= self._size:
+                    return True
+                if self._closed:
+                    return False
+            self._wake.set()
+            time.sleep(0.001)
+        return False
+
+    def close(self) -> None:
+        """Stop filling, close the entries' descriptors and remove the pool directory (its own process only)."""
+        if os.getpid() != self._pid:
+            return  # a forked child's copy: the pool is the parent's
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(_JOIN_SECONDS)
+        self._remove()
+
+    def forget(self) -> None:
+        """In a forked child: close the inherited descriptors (the lock stays the parent's) and touch
+        nothing on disk. No lock is taken: another thread of the parent may have held it at the fork."""
+        self._closed = True
+        for ready in self._ready:
+            _close(ready.fd)
+        self._ready = []
+        if self._dir_fd >= 0:
+            _close(self._dir_fd)
+            self._dir_fd = -1
+
+    # -- the filling thread --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._open()
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if not self._fill():
+                    return
+        except Exception as exc:  # never into the app: new executions make their directories themselves
+            _logger.warning(
+                "loom-otel: no ready reasoning scope directories under %s (%s); new executions make "
+                "theirs on the calling thread",
+                self.blobs_dir,
+                exc,
+            )
+            with self._lock:
+                self._closed = True
+            self.failed_at = time.monotonic()
+            self._remove()
+
+    def _open(self) -> None:
+        """Make the pool directory and take its lock (a sweeper that locked it first removes it: again)."""
+        for _ in range(3):
+            directory = f"{self.blobs_dir}/{POOL_PREFIX}{self._pid}-{os.urandom(6).hex()}"
+            os.mkdir(directory, 0o700)
+            try:
+                fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            except FileNotFoundError:
+                continue  # swept between the mkdir and the open
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if os.fstat(fd).st_nlink > 0:  # not swept before the lock was ours
+                    with self._lock:
+                        self.directory, self._dir_fd = directory, fd
+                    return
+            except BlockingIOError:
+                pass  # a sweeper holds it and is removing it
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+        raise OSError("a pool directory was removed each time it was made")
+
+    def _fill(self) -> bool:
+        """Make entries until the pool holds as many as it aims for; ``False`` once it is closed."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    return False
+                if len(self._ready) >= self._size:
+                    self._full = True
+                    return True
+            ready = self._make()
+            with self._lock:
+                if not self._closed:
+                    self._ready.append(ready)
+                    continue
+            discard(ready)
+            return False
+
+    def _make(self) -> Ready:
+        directory = f"{self.directory}/{os.urandom(8).hex()}"
+        os.mkdir(directory, 0o700)
+        pack = f"{self._pid}-{os.urandom(6).hex()}.pack"
+        try:
+            fd = os.open(f"{directory}/{pack}", _PACK_FLAGS, 0o600)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return Ready(directory, pack, fd)
+
+    def _remove(self) -> None:
+        with self._lock:
+            ready, self._ready = self._ready, []
+            directory, dir_fd, self._dir_fd = self.directory, self._dir_fd, -1
+        for entry in ready:
+            _close(entry.fd)
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+        if dir_fd >= 0:
+            _close(dir_fd)  # the lock goes last: nobody sweeps a pool that is still being removed
+
+
+def sweep(blobs_dir: str) -> None:
+    """Remove the pools of dead writers under ``blobs_dir``: those whose ``flock`` can be taken (one listdir)."""
+    try:
+        names = os.listdir(blobs_dir)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(POOL_PREFIX):
+            continue
+        path = f"{blobs_dir}/{name}"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            _close(fd)  # its writer is alive
+            continue
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            _close(fd)
+
+
+def discard(ready: Ready) -> None:
+    _close(ready.fd)
+    shutil.rmtree(ready.directory, ignore_errors=True)
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
