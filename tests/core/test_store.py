@@ -48,7 +48,7 @@ def test_file_store_packs_an_execution_and_leaves_no_temp_files(tmp_path):
     store = FileReasoningStore(tmp_path / "s")
     refs = [store.put(Envelope.seal(f"text {i}", execution_id="e")) for i in range(3)]
     blobs = tmp_path / "s" / "blobs"
-    files = [p for p in blobs.rglob("*") if p.is_file() and not p.relative_to(blobs).parts[0].startswith(".ready-")]
+    files = [p for p in blobs.rglob("*") if p.is_file() and not p.relative_to(blobs).parts[0].startswith(".")]
     assert len(files) == 1 and files[0].suffix == ".pack"
     assert oct(files[0].stat().st_mode & 0o777) == oct(0o600)
     reader = FileReasoningStore(tmp_path / "s")  # another process's view: indexes the pack from disk

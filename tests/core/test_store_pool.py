@@ -15,7 +15,7 @@ import pytest
 
 from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, _durability
 from loom_otel.core._store import _file as _file_store
-from loom_otel.core._store._pool import POOL_PREFIX
+from loom_otel.core._store._pool import POOL_PREFIX, POOLS
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
@@ -33,7 +33,8 @@ def _warm(store: FileReasoningStore, execution_id: str = "warm-up") -> str:
 
 
 def _pools(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "blobs").iterdir() if p.name.startswith(POOL_PREFIX))
+    pools = root / "blobs" / POOLS
+    return sorted(p for p in pools.iterdir() if p.name.startswith(POOL_PREFIX)) if pools.is_dir() else []
 
 
 def _scope_dirs(root: Path) -> list[Path]:
@@ -158,7 +159,7 @@ def test_a_dead_writers_pool_is_swept_and_a_live_ones_is_kept(tmp_path: Path) ->
     root = tmp_path / "s"
     live = FileReasoningStore(root)
     live_pool = Path(_warm(live))
-    dead = root / "blobs" / f"{POOL_PREFIX}4242-0123456789ab"
+    dead = root / "blobs" / POOLS / f"{POOL_PREFIX}4242-0123456789ab"
     (dead / "0011223344556677").mkdir(parents=True)
     (dead / "0011223344556677" / "4242-0123456789ab.pack").write_bytes(b"")
     FileReasoningStore(root)  # the next process: one listdir, every unlocked pool removed

@@ -6,7 +6,7 @@ instead of creating a file (the file system's metadata work is done once per exe
 Erasure removes the scope directory, which is exactly one execution's blobs and key.
 
 A new execution's directory and pack come ready-made: a writer keeps a pool of them in a private
-dot-directory of ``blobs/`` (``.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and
+dot-directory (``blobs/.pools/.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and
 renames one to ``blobs/<scope>`` at the execution's first blob, so a new conversation per call costs
 one ``rename`` on the calling thread instead of a ``mkdir`` and an ``open(O_CREAT)``. The rename fails
 when the execution already has a directory (another writer's, an earlier run's): that one is indexed

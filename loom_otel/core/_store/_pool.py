@@ -3,8 +3,8 @@
 A new execution's first blob needs its scope directory and a pack in it: a ``mkdir`` and an
 ``open(O_CREAT)``, 40 to 400 us of file-system metadata work that a new conversation per call would
 pay on the calling thread every time. A writer instead keeps a pool of them in a private directory
-under ``blobs/`` whose name starts with a dot (``blobs/.ready-<pid>-<random>/``; everything that lists
-``blobs/`` skips dot-entries). Each entry is a directory holding one empty pack already open for
+of ``blobs/.pools/`` (``blobs/.pools/.ready-<pid>-<random>/``; everything that lists ``blobs/`` skips
+dot-entries, and finding dead writers' pools lists ``.pools`` alone, never the scopes). Each entry is a directory holding one empty pack already open for
 appending; a background thread keeps the pool filled, and the store takes an entry by renaming it to
 ``blobs/<scope>`` (one ``rename``, ~17 us, and the rename tells a new execution from an existing one).
 
@@ -26,12 +26,14 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["POOL_PREFIX", "Ready", "ScopePool", "discard", "sweep"]
+__all__ = ["POOLS", "POOL_PREFIX", "Ready", "ScopePool", "discard", "sweep"]
 
 _logger = logging.getLogger(__name__)
 
+POOLS: Final = ".pools"
+"""The directory of ``blobs/`` that holds every writer's pool (a dot-entry: no scope's name starts with a dot)."""
 POOL_PREFIX: Final = ".ready-"
-"""How a pool directory's name starts (a dot-entry of ``blobs/``: no scope's name starts with a dot)."""
+"""How a pool directory's name starts."""
 _SIZE: Final = 32
 """Ready entries a pool aims to hold at first (each holds one open descriptor)."""
 _MAX_SIZE: Final = 128
@@ -164,9 +166,14 @@ class ScopePool:
 
     def _open(self) -> None:
         """Make the pool directory and take its lock (a sweeper that locked it first removes it: again)."""
+        pools = f"{self.blobs_dir}/{POOLS}"
         for _ in range(3):
-            directory = f"{self.blobs_dir}/{POOL_PREFIX}{self._pid}-{os.urandom(6).hex()}"
-            os.mkdir(directory, 0o700)
+            directory = f"{pools}/{POOL_PREFIX}{self._pid}-{os.urandom(6).hex()}"
+            try:
+                os.mkdir(directory, 0o700)
+            except FileNotFoundError:  # the first pool of this store (or ``.pools`` was removed)
+                os.makedirs(pools, 0o700, exist_ok=True)
+                os.mkdir(directory, 0o700)
             try:
                 fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             except FileNotFoundError:
@@ -226,15 +233,17 @@ class ScopePool:
 
 
 def sweep(blobs_dir: str) -> None:
-    """Remove the pools of dead writers under ``blobs_dir``: those whose ``flock`` can be taken (one listdir)."""
+    """Remove the pools of dead writers under ``blobs_dir``: those whose ``flock`` can be taken (one
+    listdir of ``.pools``, however many executions ``blobs_dir`` holds)."""
+    pools = f"{blobs_dir}/{POOLS}"
     try:
-        names = os.listdir(blobs_dir)
+        names = os.listdir(pools)
     except OSError:
         return
     for name in names:
         if not name.startswith(POOL_PREFIX):
             continue
-        path = f"{blobs_dir}/{name}"
+        path = f"{pools}/{name}"
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
