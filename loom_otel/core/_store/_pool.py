@@ -3,8 +3,8 @@
 A new execution's first blob needs its scope directory and a pack in it: a ``mkdir`` and an
 ``open(O_CREAT)``, 40 to 400 us of file-system metadata work that a new conversation per call would
 pay on the calling thread every time. A writer instead keeps a pool of them in a private directory of
-``blobs/.pools/`` (``blobs/.pools/.ready-<pid>-<random>/``; everything that lists ``blobs/`` skips dot-
-entries, and finding dead writers' pools lists ``.pools`` alone, never the scopes). Each entry is a
+``blobs/.pools/`` (``blobs/.pools/.ready-<pid>-<random>/``; everything that lists ``blobs/`` skips
+dot-entries, and finding dead writers' pools lists ``.pools`` alone, never the scopes). Each entry is a
 directory holding one empty pack already open for appending; a background thread keeps the pool filled,
 and the store takes an entry by renaming it to ``blobs/<scope>`` (one ``rename``, ~17 us, and the rename
 tells a new execution from an existing one).
