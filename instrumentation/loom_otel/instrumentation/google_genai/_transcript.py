@@ -22,12 +22,14 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import json.encoder
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from loom_otel.core._canonical import text_bytes, text_of
 from loom_otel.core._continuation._rule import Block, MessageView
+from loom_otel.core._memo import BoundedMemo
 
 __all__ = [
     "MODEL_HEAD",
@@ -54,7 +56,18 @@ SIGNATURE: Final = "signature"
 MODEL_HEAD: Final = b"M\x00model\x00"
 _SIG_KEYS: Final = ("thought_signature", "thoughtSignature")
 _TEXT_FIELDS: Final = frozenset({"text", "thought", "thought_signature"})
-_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_MAKE_C_ENCODER: Final[Callable[..., Callable[[Any, int], list[str]]] | None] = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_ENCODE: Final = (
+    None
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+)
+"""``_ENCODER``'s own C encoder, built once (``JSONEncoder.encode`` builds a new one on every call); no
+circular-reference markers: the values it encodes come from ``_jsonable``, which would recurse forever
+first."""
 
 Loc = tuple[int, int]
 """(content index, part index) in the request as the application passed it."""
@@ -62,14 +75,24 @@ Loc = tuple[int, int]
 
 def canonical(value: Any) -> bytes:
     """Canonical JSON bytes (sorted keys, no white space; ``text_bytes``: a lone surrogate kept)."""
-    return text_bytes(_ENCODE(value))
+    if _C_ENCODE is None:
+        return text_bytes(_ENCODER.encode(value))
+    return text_bytes("".join(_C_ENCODE(value, 0)))
 
 
 def _snake(key: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in key).lstrip("_")
 
 
+_PLAIN_TYPES: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_TYPES:  # the usual leaf, answered before the abstract-class checks below
+        return value
+    if kind is dict:
+        return {str(k): _jsonable(v) for k, v in value.items() if v is not None}
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, Mapping):
@@ -90,6 +113,14 @@ def decode_signature(value: Any) -> bytes | None:
         return bytes(value) or None
     if not isinstance(value, str) or not value:
         return None
+    return _DECODED.get(value, _decode_text)
+
+
+_DECODED: BoundedMemo[str, bytes] = BoundedMemo(4096)
+"""Signatures spelled as base64 text (a history kept as dicts), decoded once: one is resent every turn."""
+
+
+def _decode_text(value: str) -> bytes:
     text = value.strip().replace("-", "+").replace("_", "/")
     try:
         return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
@@ -192,7 +223,17 @@ class StepItem:
     signature: bytes | None = None
 
 
+_KEYS: BoundedMemo[tuple[str, bytes, int], bytes] = BoundedMemo(4096)
+"""Sized for the signatures of a few long conversations (a signature may be kilobytes)."""
+
+
 def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
+    """The record key of a signature (memoized: a conversation resends the same signatures every turn)."""
+    return _KEYS.get((kind, signature, rank), _signature_key)
+
+
+def _signature_key(memo: tuple[str, bytes, int]) -> bytes:
+    kind, signature, rank = memo
     return hashlib.sha256(f"gemini/{kind}\x00{rank}\x00".encode() + signature).digest()
 
 

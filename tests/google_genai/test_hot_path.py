@@ -1,0 +1,90 @@
+"""The Gemini call path's shortcuts (issue 15) compute exactly what the long way computes, and its
+memos never answer for an input that changed since."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from google.genai import types
+
+from loom_otel.core._canonical import text_bytes
+from loom_otel.instrumentation.google_genai import _continuation as gemini
+from loom_otel.instrumentation.google_genai import _transcript as tr
+
+
+def _dumps(value: object) -> bytes:
+    return text_bytes(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+def test_canonical_is_the_json_encoders_output() -> None:
+    values: list[object] = [
+        None,
+        "plain",
+        'é \u2028 "quoted" \\ \n',
+        "lone \udc80 surrogate",
+        {"b": [1, 2.5, 1e300, -0.0, True, False, None], "a": {"z": "", "y": {"x": []}}, "é": "ü"},
+        [{"text": "x" * 10000}, {"thought": True}],
+        ("tuple", 1),
+        float("nan"),
+    ]
+    for value in values:
+        assert tr.canonical(value) == _dumps(value)
+
+
+def test_jsonable_reads_plain_values_and_models_alike() -> None:
+    part = types.Part(function_call=types.FunctionCall(name="f", args={"n": None, "k": [b"\x00", 1.5]}))
+    value = {"s": "x", "i": 3, "f": 0.5, "b": True, "none": None, "part": part, "nested": {"t": ("a", None)}}
+    assert tr._jsonable(value) == {
+        "s": "x",
+        "i": 3,
+        "f": 0.5,
+        "b": True,
+        "part": {"function_call": {"name": "f", "args": {"k": ["AA==", 1.5]}}},
+        "nested": {"t": ["a", None]},
+    }
+
+
+def test_a_signature_spelled_as_text_decodes_alike_every_time() -> None:
+    raw = bytes(range(256)) * 3
+    standard, urlsafe = base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    for _ in range(2):  # the second read is the memo's
+        assert tr.decode_signature(standard) == raw
+        assert tr.decode_signature(urlsafe) == raw
+        assert tr.decode_signature(" not base64! ") == b" not base64! "
+        assert tr.decode_signature(raw) == raw
+        assert tr.decode_signature("") is None
+
+
+def test_a_tool_field_set_in_place_changes_the_header() -> None:
+    """The tools memo is keyed by the dump without unset fields: setting one (on the same objects) must
+    give a new digest, equal to the one read the long way."""
+    declaration = types.FunctionDeclaration(name="get_weather", description="Weather for a city")
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[declaration])])
+    tools = config.tools
+    assert tools is not None and tools[0].function_declarations == [declaration]
+    declaration = tools[0].function_declarations[0]  # the config holds its own copy
+    first = gemini.header_of("gcp.gemini", {"config": config})
+    declaration.parameters = types.Schema(type=types.Type.OBJECT, properties={"city": types.Schema(type="STRING")})
+    second = gemini.header_of("gcp.gemini", {"config": config})
+    assert second.tools != first.tools
+    assert second.tools == gemini._digest(tr.tools_value(tools))
+    tools.append(types.Tool(function_declarations=[types.FunctionDeclaration(name="get_time")]))
+    third = gemini.header_of("gcp.gemini", {"config": config})
+    assert third.tools not in (first.tools, second.tools)
+    assert third.tools == gemini._digest(tr.tools_value(tools))
+    declaration.parameters = None
+    tools.pop()
+    assert gemini.header_of("gcp.gemini", {"config": config}) == first
+
+
+def test_signature_keys_depend_on_kind_rank_and_bytes() -> None:
+    signature = b"\x01signature"
+    keys = {
+        tr._key(tr.THOUGHT, signature),
+        tr._key(tr.THOUGHT, signature, 1),
+        tr._key(tr.SIGNATURE, signature),
+        tr._key(tr.THOUGHT, signature + b"!"),
+    }
+    assert len(keys) == 4
+    assert tr.thought_key(signature) == tr._key(tr.THOUGHT, signature) == tr._signature_key((tr.THOUGHT, signature, 0))
