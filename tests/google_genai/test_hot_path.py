@@ -88,3 +88,34 @@ def test_signature_keys_depend_on_kind_rank_and_bytes() -> None:
     }
     assert len(keys) == 4
     assert tr.thought_key(signature) == tr._key(tr.THOUGHT, signature) == tr._signature_key((tr.THOUGHT, signature, 0))
+
+
+def _fields(part: tr.Part) -> tuple[object, ...]:
+    return (part.plain, part.thought, part.text, part.signature, part.call, part.empty)
+
+
+def test_text_parts_read_alike_the_long_way_and_again_from_the_memo() -> None:
+    parts = [
+        types.Part(text="answer"),
+        types.Part(text=""),
+        types.Part(text="", thought_signature=b"\x02sig"),
+        types.Part(text="answer", thought=False),
+        types.Part(text="answer", thought=None),
+        types.Part(text="a thought", thought=True, thought_signature=b"\x03sig"),
+        types.Part(text="answer", thought_signature=b"\x04sig"),
+        types.Part(text="x" * (tr._MEMO_TEXT + 1)),
+    ]
+    for part in parts:
+        long_way = tr.read_part(part.model_dump(exclude_none=True), (0, 0))  # the dict route
+        for _ in range(2):  # the second read is the memo's
+            assert _fields(tr.read_part(part, (0, 0))) == _fields(long_way)
+
+
+def test_a_text_part_edited_in_place_reads_anew() -> None:
+    part = types.Part(text="first answer", thought_signature=b"\x05sig")
+    first = tr.read_part(part, (0, 0))
+    part.text = "second answer"
+    second = tr.read_part(part, (0, 0))
+    assert second.text == "second answer" and second.plain != first.plain
+    part.thought = False
+    assert not tr.read_part(part, (0, 0)).empty and tr.read_part(part, (0, 0)).plain != second.plain

@@ -162,20 +162,46 @@ def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, Mapping):
         data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
         signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
-        data = _dump_dict(data)
-    else:
-        fields = getattr(raw, "model_fields_set", None)
-        if fields is not None and fields <= _TEXT_FIELDS:
-            # The streamed hot path (a text or thought part, maybe signed): the same dict model_dump
-            # would give, read off the set fields without pydantic's serializer.
-            if raw.thought is True and raw.thought_signature is None:
-                text = raw.text  # an unsigned streamed thought piece: its plain form is always the same
-                return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
-            data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
-        else:
-            dump = getattr(raw, "model_dump", None)
-            data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
-        signature = decode_signature(data.pop("thought_signature", None))
+        return Part(loc, *_read(_dump_dict(data), signature))
+    fields = getattr(raw, "model_fields_set", None)
+    if fields is not None and fields <= _TEXT_FIELDS:
+        # The hot path (a text or thought part, maybe signed): what model_dump would give, read off the
+        # set fields without pydantic's serializer (the other fields are unset, so ``None``).
+        text, thought, signature = raw.text, raw.thought, raw.thought_signature
+        if thought is True and signature is None:
+            # an unsigned (streamed) thought piece: its plain form is always the same
+            return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
+        key = (text, thought, signature)
+        if (
+            (text is None or (type(text) is str and len(text) <= _MEMO_TEXT))
+            and (thought is None or type(thought) is bool)
+            and (signature is None or type(signature) is bytes)
+        ):
+            return Part(loc, *_TEXT_PARTS.get(key, _read_text))
+        return Part(loc, *_read_text(key))
+    dump = getattr(raw, "model_dump", None)
+    data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
+    return Part(loc, *_read(data, decode_signature(data.pop("thought_signature", None))))
+
+
+_Read = tuple[bytes, bool, str | None, bytes | None, Mapping[str, Any] | None, bool]
+"""A ``Part``'s fields after its location: plain, thought, text, signature, call, empty."""
+
+_MEMO_TEXT: Final = 32768
+_TEXT_PARTS: BoundedMemo[tuple[Any, Any, Any], _Read] = BoundedMemo(2048)
+"""Text and thought parts by (text, thought, signature) when these are a ``str`` (up to ``_MEMO_TEXT``
+characters), a ``bool`` and ``bytes`` (or ``None``): a conversation resends its history every turn, the
+same strings, whose hash Python keeps. Anything else is read each time."""
+
+
+def _read_text(key: tuple[Any, Any, Any]) -> _Read:
+    text, thought, signature = key
+    data = {k: v for k, v in (("text", text), ("thought", thought)) if v is not None}
+    return _read(data, decode_signature(signature))
+
+
+def _read(data: dict[str, Any], signature: bytes | None) -> _Read:
+    """A part's fields from its dumped form without the signature (``data`` is consumed)."""
     thought = bool(data.get("thought"))
     text = data.get("text")
     text = text if isinstance(text, str) else None
@@ -183,9 +209,7 @@ def read_part(raw: Any, loc: Loc) -> Part:
         data.pop("text", None)
     call = data.get("function_call")
     empty = text == "" and set(data) <= {"text"}
-    return Part(
-        loc, canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
-    )
+    return canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
 
 
 def _role_and_parts(content: Any) -> tuple[str, list[Any]] | None:
