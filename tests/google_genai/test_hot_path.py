@@ -119,3 +119,33 @@ def test_a_text_part_edited_in_place_reads_anew() -> None:
     assert second.text == "second answer" and second.plain != first.plain
     part.thought = False
     assert not tr.read_part(part, (0, 0)).empty and tr.read_part(part, (0, 0)).plain != second.plain
+
+
+def test_dict_parts_read_alike_the_sdk_objects_and_again_from_the_memo() -> None:
+    signature = bytes(range(40))
+    dicts: list[dict[str, object]] = [
+        {"text": "answer"},
+        {"text": ""},
+        {"text": "", "thoughtSignature": base64.b64encode(signature).decode()},
+        {"text": "answer", "thought_signature": base64.urlsafe_b64encode(signature).decode().rstrip("=")},
+        {"text": "a thought", "thought": True, "thoughtSignature": base64.b64encode(signature).decode()},
+        {"text": "answer", "thought": False},
+        {"text": "answer", "thought": None},
+        {"text": "x" * (tr._MEMO_TEXT + 1)},
+        {"functionCall": {"name": "f", "args": {"k": 1}}, "thoughtSignature": base64.b64encode(signature).decode()},
+    ]
+    for raw in dicts:
+        sdk = tr.read_part(types.Part.model_validate(raw), (0, 0))
+        for _ in range(2):  # the second read is the memo's
+            assert _fields(tr.read_part(raw, (0, 0))) == _fields(sdk), raw
+
+
+def test_a_dict_part_edited_in_place_reads_anew() -> None:
+    raw: dict[str, object] = {"text": "first answer"}
+    first = tr.read_part(raw, (0, 0))
+    raw["text"] = "second answer"
+    second = tr.read_part(raw, (0, 0))
+    assert second.text == "second answer" and second.plain != first.plain
+    raw["thought"] = True
+    third = tr.read_part(raw, (0, 0))
+    assert third.thought and third.plain == tr.canonical({"thought": True})

@@ -160,9 +160,10 @@ def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, str):
         return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
     if isinstance(raw, Mapping):
-        data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
-        signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
-        return Part(loc, *_read(_dump_dict(data), signature))
+        items = tuple(raw.items())
+        if _plain_items(items):
+            return Part(loc, *_DICT_PARTS.get(items, _read_dict))
+        return Part(loc, *_read_dict(items))
     fields = getattr(raw, "model_fields_set", None)
     if fields is not None and fields <= _TEXT_FIELDS:
         # The hot path (a text or thought part, maybe signed): what model_dump would give, read off the
@@ -192,6 +193,34 @@ _TEXT_PARTS: BoundedMemo[tuple[Any, Any, Any], _Read] = BoundedMemo(2048)
 """Text and thought parts by (text, thought, signature) when these are a ``str`` (up to ``_MEMO_TEXT``
 characters), a ``bool`` and ``bytes`` (or ``None``): a conversation resends its history every turn, the
 same strings, whose hash Python keeps. Anything else is read each time."""
+
+
+_DICT_PARTS: BoundedMemo[tuple[tuple[Any, Any], ...], _Read] = BoundedMemo(2048)
+"""Parts given as dicts of plain values (a text, a thought, a signature), by their items: validating one
+with the SDK costs more than the rest of the part's reading."""
+
+
+def _plain_items(items: tuple[tuple[Any, Any], ...]) -> bool:
+    """Whether a dict part's items can key ``_DICT_PARTS``: string keys, and values that are a ``str``
+    (up to ``_MEMO_TEXT`` characters in all), a ``bool``, ``bytes`` or ``None``."""
+    size = 0
+    for key, value in items:
+        kind = type(value)
+        if type(key) is not str or kind not in _PLAIN_VALUES:
+            return False
+        if kind is str:
+            size += len(value)
+    return size <= _MEMO_TEXT
+
+
+_PLAIN_VALUES: Final = frozenset({str, bool, bytes, type(None)})
+
+
+def _read_dict(items: tuple[tuple[Any, Any], ...]) -> _Read:
+    raw = dict(items)
+    data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
+    signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
+    return _read(_dump_dict(data), signature)
 
 
 def _read_text(key: tuple[Any, Any, Any]) -> _Read:
