@@ -22,12 +22,11 @@ import base64
 import binascii
 import hashlib
 import json
-import json.encoder
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core._canonical import text_bytes, text_of
+from loom_otel.core._canonical import canonical_json, text_of
 from loom_otel.core._continuation._rule import Block, MessageView
 from loom_otel.core._memo import BoundedMemo
 
@@ -56,28 +55,13 @@ SIGNATURE: Final = "signature"
 MODEL_HEAD: Final = b"M\x00model\x00"
 _SIG_KEYS: Final = ("thought_signature", "thoughtSignature")
 _TEXT_FIELDS: Final = frozenset({"text", "thought", "thought_signature"})
-_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_MAKE_C_ENCODER: Final[Callable[..., Callable[[Any, int], list[str]]] | None] = getattr(
-    json.encoder, "c_make_encoder", None
-)
-_C_ENCODE: Final = (
-    None
-    if _MAKE_C_ENCODER is None
-    else _MAKE_C_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-)
-"""``_ENCODER``'s own C encoder, built once (``JSONEncoder.encode`` builds a new one on every call); no
-circular-reference markers: the values it encodes come from ``_jsonable``, which would recurse forever
-first."""
-
 Loc = tuple[int, int]
 """(content index, part index) in the request as the application passed it."""
 
 
 def canonical(value: Any) -> bytes:
     """Canonical JSON bytes (sorted keys, no white space; ``text_bytes``: a lone surrogate kept)."""
-    if _C_ENCODE is None:
-        return text_bytes(_ENCODER.encode(value))
-    return text_bytes("".join(_C_ENCODE(value, 0)))
+    return canonical_json(value)
 
 
 def _snake(key: str) -> str:
