@@ -128,3 +128,23 @@ def test_a_dict_part_edited_in_place_reads_anew() -> None:
     raw["thought"] = True
     third = tr.read_part(raw, (0, 0))
     assert third.thought and third.plain == tr.canonical({"thought": True})
+
+
+def test_dict_function_calls_key_by_value_and_type() -> None:
+    """Arguments equal in Python but not in JSON (1, 1.0, True; 0.0, -0.0) never share a memo entry,
+    and a call edited in place (a nested value) reads anew."""
+    arguments: list[object] = [1, 1.0, True, 0.0, -0.0, "1", [1], (1,), {"k": 1}, None]
+    for _ in range(2):  # the second round reads from the memo
+        plains = set()
+        for value in arguments:
+            raw = {"functionCall": {"name": "f", "args": {"n": value}}}
+            part = tr.read_part(raw, (0, 0))
+            assert _fields(part) == _fields(tr.Part((0, 0), *tr._read_dict(raw)))
+            plains.add(part.plain)
+        assert len(plains) == len(arguments) - 1  # only (1,) and [1] read alike (both a JSON array)
+    args = {"city": "Paris"}
+    raw = {"functionCall": {"name": "f", "args": args}, "thoughtSignature": "c2ln"}
+    first = tr.read_part(raw, (0, 0))
+    args["city"] = "Lyon"
+    second = tr.read_part(raw, (0, 0))
+    assert second.plain != first.plain and second.call == {"name": "f", "args": {"city": "Lyon"}}

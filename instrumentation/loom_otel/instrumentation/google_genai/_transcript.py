@@ -144,10 +144,10 @@ def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, str):
         return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
     if isinstance(raw, Mapping):
-        items = tuple(raw.items())
-        if _plain_items(items):
-            return Part(loc, *_DICT_PARTS.get(items, _read_dict))
-        return Part(loc, *_read_dict(items))
+        key = _dict_key(raw)
+        if key is None:
+            return Part(loc, *_read_dict(raw))
+        return Part(loc, *_DICT_PARTS.get(key, lambda _: _read_dict(raw)))
     fields = getattr(raw, "model_fields_set", None)
     if fields is not None and fields <= _TEXT_FIELDS:
         # The hot path (a text or thought part, maybe signed): what model_dump would give, read off the
@@ -179,29 +179,59 @@ characters), a ``bool`` and ``bytes`` (or ``None``): a conversation resends its 
 same strings, whose hash Python keeps. Anything else is read each time."""
 
 
-_DICT_PARTS: BoundedMemo[tuple[tuple[Any, Any], ...], _Read] = BoundedMemo(2048)
-"""Parts given as dicts of plain values (a text, a thought, a signature), by their items: validating one
-with the SDK costs more than the rest of the part's reading."""
+_DICT_PARTS: BoundedMemo[tuple[Any, ...], _Read] = BoundedMemo(2048)
+"""Parts given as dicts, by ``_dict_key``: validating one with the SDK costs more than anything else in
+reading it, and a conversation kept as dicts resends the same ones every turn."""
+_MEMO_NODES: Final = 256
 
 
-def _plain_items(items: tuple[tuple[Any, Any], ...]) -> bool:
-    """Whether a dict part's items can key ``_DICT_PARTS``: string keys, and values that are a ``str``
-    (up to ``_MEMO_TEXT`` characters in all), a ``bool``, ``bytes`` or ``None``."""
-    size = 0
-    for key, value in items:
-        kind = type(value)
-        if type(key) is not str or kind not in _PLAIN_VALUES:
-            return False
-        if kind is str:
-            size += len(value)
-    return size <= _MEMO_TEXT
+class _Unkeyed(Exception):
+    """A value ``_frozen`` cannot key."""
 
 
-_PLAIN_VALUES: Final = frozenset({str, bool, bytes, type(None)})
+def _dict_key(raw: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable key equal only for dict parts of equal JSON-like values: a ``dict`` whose values are
+    ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``bytes``, ``int``, ``float``, ``bool`` or
+    ``None`` (exactly these types), up to ``_MEMO_NODES`` values and ``_MEMO_TEXT`` characters; else
+    ``None`` (the part is read each time)."""
+    if type(raw) is not dict:
+        return None
+    budget = [_MEMO_TEXT, _MEMO_NODES]
+    try:
+        key: tuple[Any, ...] = _frozen(raw, budget)
+    except _Unkeyed:
+        return None
+    return key
 
 
-def _read_dict(items: tuple[tuple[Any, Any], ...]) -> _Read:
-    raw = dict(items)
+def _frozen(value: Any, budget: list[int]) -> Any:
+    """``value`` as nested tuples tagged by type, so that ``1``, ``1.0`` and ``True`` (and ``0.0`` and
+    ``-0.0``, a float is keyed by its ``repr``) never key alike; ``budget`` is [characters, values] left."""
+    budget[1] -= 1
+    if budget[1] < 0:
+        raise _Unkeyed
+    kind = type(value)
+    if kind is str or kind is bytes:
+        budget[0] -= len(value)
+        if budget[0] < 0:
+            raise _Unkeyed
+        return value
+    if value is None:
+        return None
+    if kind is dict:
+        if any(type(k) is not str for k in value):
+            raise _Unkeyed
+        return (dict, tuple((k, _frozen(v, budget)) for k, v in value.items()))
+    if kind is list or kind is tuple:
+        return (kind, tuple(_frozen(v, budget) for v in value))
+    if kind is bool or kind is int:
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))
+    raise _Unkeyed
+
+
+def _read_dict(raw: Mapping[str, Any]) -> _Read:
     data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
     signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
     return _read(_dump_dict(data), signature)
