@@ -172,7 +172,9 @@ def read_part(raw: Any, loc: Loc) -> Part:
 _Read = tuple[bytes, bool, str | None, bytes | None, Mapping[str, Any] | None, bool]
 """A ``Part``'s fields after its location: plain, thought, text, signature, call, empty."""
 
-_MEMO_TEXT: Final = 32768
+_MEMO_TEXT: Final = 8192
+"""The longest text (in characters) a read part is remembered with: the memos below stay within a few
+tens of megabytes however long the texts are."""
 _TEXT_PARTS: BoundedMemo[tuple[Any, Any, Any], _Read] = BoundedMemo(2048)
 """Text and thought parts by (text, thought, signature) when these are a ``str`` (up to ``_MEMO_TEXT``
 characters), a ``bool`` and ``bytes`` (or ``None``): a conversation resends its history every turn, the
