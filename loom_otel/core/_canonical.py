@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
+from collections.abc import Callable, Sequence
 from typing import Final
 
 __all__ = ["GENESIS", "canonical_json", "chain_hash", "sha256_hex", "text_bytes", "text_digest", "text_of"]
@@ -12,8 +14,20 @@ GENESIS: Final = "0" * 64
 """The ``prev`` of the first record of a chain."""
 
 
-_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_ENCODE: Final = _ENCODER.encode
 """Built once: ``json.dumps`` with these options would build a new encoder on every call."""
+_MAKE_C_ENCODER: Final[Callable[..., Callable[[object, int], Sequence[str]]] | None] = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_ENCODE: Final = (
+    None
+    if _MAKE_C_ENCODER is None
+    else _MAKE_C_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+)
+"""``_ENCODER``'s C encoder, built once too (``encode`` builds a new one on every call), without its
+circular-reference markers: a value nested too deep or circular is encoded again by ``_ENCODE``, which
+raises the encoder's own error."""
 
 
 def text_bytes(text: str) -> bytes:
@@ -39,6 +53,11 @@ def text_of(body: bytes) -> str:
 def canonical_json(value: object) -> bytes:
     """Sorted keys, no insignificant white space, UTF-8 (tuples as arrays): equal values give equal bytes.
     Strings are encoded by ``text_bytes`` (a lone surrogate is kept; ``json.loads`` reads it back)."""
+    if _C_ENCODE is not None:
+        try:
+            return text_bytes("".join(_C_ENCODE(value, 0)))
+        except RecursionError:
+            pass
     return text_bytes(_ENCODE(value))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from loom_otel.core import MemoryReasoningStore
 from loom_otel.core._canonical import canonical_json, text_bytes, text_digest, text_of
 from loom_otel.core._store._protocol import Envelope
@@ -29,3 +31,29 @@ def test_a_sealed_lone_surrogate_reads_back_equal() -> None:
 
 def test_canonical_json_keeps_a_lone_surrogate_that_json_reads_back() -> None:
     assert json.loads(canonical_json({"x": LONE})) == {"x": LONE}
+
+
+def test_canonical_json_is_the_json_encoders_output() -> None:
+    """The encoder built once gives the bytes ``json.dumps`` gives with the same options."""
+    values: list[object] = [
+        None,
+        "plain",
+        'é \u2028 "quoted" \\ \n',
+        LONE,
+        {"b": [1, 2.5, 1e300, -0.0, True, False, None], "a": {"z": "", "y": {"x": []}}, "é": "ü"},
+        [{"text": "x" * 10000}, {"thought": True}],
+        ("tuple", 1),
+        float("nan"),
+    ]
+    for value in values:
+        expected = text_bytes(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+        assert canonical_json(value) == expected
+
+
+def test_canonical_json_refuses_what_the_json_encoder_refuses() -> None:
+    circular: list[object] = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json(circular)
+    with pytest.raises(TypeError):
+        canonical_json({"set": {1}})

@@ -71,6 +71,7 @@ _UNESCAPES: Final = 3
 """Rounds of HTML unescaping (``&amp;lt;`` was escaped twice)."""
 _MAX_DEPTH: Final = 48
 _SCALARS: Final = (int, float, bool, bytes, bytearray, type(None))
+_LEAVES: Final = frozenset(_SCALARS)
 _DATA_ROLES: Final = frozenset({"user", "tool", "function"})
 _ANTHROPIC_REASONING: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -127,9 +128,17 @@ def _normalised(text: str) -> str:
     return text.casefold()
 
 
+_MODELS: dict[type, bool] = {}
+"""Whether a type is an SDK (pydantic) model, per type (as ``is_mapping`` keeps its answers)."""
+
+
 def _fields(value: object) -> Mapping[str, Any] | None:
     """The field values of an SDK (pydantic) object, without copying; ``None`` for anything else."""
-    if hasattr(type(value), "model_fields"):
+    kind = type(value)
+    model = _MODELS.get(kind)
+    if model is None:
+        model = _MODELS[kind] = hasattr(kind, "model_fields")
+    if model:
         fields = getattr(value, "__dict__", None)
         return fields if isinstance(fields, dict) else None
     return None
@@ -137,6 +146,9 @@ def _fields(value: object) -> Mapping[str, Any] | None:
 
 def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
     """Raise ``_Offense`` (with its path) for an ``Untrusted`` value, or a fenced string if not allowed."""
+    kind = type(value)
+    if kind in _LEAVES:  # the usual leaf, answered before the isinstance checks below
+        return
     if isinstance(value, str):
         if not allow_fenced:
             origin = _fence_in(value)
@@ -160,6 +172,8 @@ def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
     if depth >= _MAX_DEPTH:
         raise _Offense("", "deep")
     for key, item in items:
+        if item is None:  # most of an SDK object's fields: nothing to check
+            continue
         try:
             _scan(item, allow_fenced, depth + 1)
         except _Offense as offense:

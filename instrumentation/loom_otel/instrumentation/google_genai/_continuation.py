@@ -70,8 +70,9 @@ def _system_digest(system: Any) -> bytes:
 
 
 def _tools_digest(tools: Any) -> bytes:
-    """Tools given as SDK models are memoized by their JSON dump (pydantic's own serializer, much cheaper
-    than canonicalizing them): equal dumps of the same types canonicalize alike. Others are read each time."""
+    """Tools given as SDK models are memoized by their JSON dump without the unset (``None``) fields
+    (pydantic's own serializer, much cheaper than canonicalizing them; the digest leaves those fields out
+    too): equal dumps of the same types canonicalize alike. Others are read each time."""
     key = _tools_key(tools)
     if key is None:
         return _digest(tr.tools_value(tools))
@@ -87,7 +88,7 @@ def _tools_key(tools: Any) -> tuple[tuple[str, str], ...] | None:
         if dump is None:
             return None
         try:
-            dumped = dump()
+            dumped = dump(exclude_none=True)
         except Exception:  # a value pydantic cannot serialize: read it the long way
             return None
         kind = type(tool)

@@ -14,7 +14,7 @@ Parts of every candidate are folded separately and listed by candidate index.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
@@ -82,8 +82,9 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
     server_attributes(getattr(options, "base_url", None), attributes)
     config = kwargs.get("config")
     if config is not None:
-        request_parameters(lambda name: config_value(config, name), _PARAMETERS, attributes)
-        output_type = _output_type(config)
+        value_of = _reader(config)
+        request_parameters(value_of, _PARAMETERS, attributes)
+        output_type = _output_type(value_of)
         if output_type is not None:
             attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     model = kwargs.get("model")
@@ -198,12 +199,19 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
     return found or None
 
 
-def _output_type(config: Any) -> str | None:
+def _reader(config: Any) -> Callable[[str], Any]:
+    """``config_value`` for one config: an SDK config's fields are its attributes, read directly."""
+    if isinstance(config, Mapping):
+        return lambda name: config_value(config, name)
+    return lambda name: getattr(config, name, None)
+
+
+def _output_type(value_of: Callable[[str], Any]) -> str | None:
     """``json`` for a JSON response MIME type or schema, ``text`` for ``text/plain``."""
-    mime = config_value(config, "response_mime_type")
-    if mime == "application/json" or config_value(config, "response_schema") is not None:
+    mime = value_of("response_mime_type")
+    if mime == "application/json" or value_of("response_schema") is not None:
         return "json"
-    if config_value(config, "response_json_schema") is not None:
+    if value_of("response_json_schema") is not None:
         return "json"
     return "text" if mime == "text/plain" else None
 

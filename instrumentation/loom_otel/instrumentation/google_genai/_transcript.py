@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core._canonical import text_bytes, text_of
+from loom_otel.core._canonical import canonical_json, text_of
 from loom_otel.core._continuation._rule import Block, MessageView
+from loom_otel.core._memo import BoundedMemo
 
 __all__ = [
     "MODEL_HEAD",
@@ -54,22 +55,28 @@ SIGNATURE: Final = "signature"
 MODEL_HEAD: Final = b"M\x00model\x00"
 _SIG_KEYS: Final = ("thought_signature", "thoughtSignature")
 _TEXT_FIELDS: Final = frozenset({"text", "thought", "thought_signature"})
-_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
 Loc = tuple[int, int]
 """(content index, part index) in the request as the application passed it."""
 
 
 def canonical(value: Any) -> bytes:
     """Canonical JSON bytes (sorted keys, no white space; ``text_bytes``: a lone surrogate kept)."""
-    return text_bytes(_ENCODE(value))
+    return canonical_json(value)
 
 
 def _snake(key: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in key).lstrip("_")
 
 
+_PLAIN_TYPES: Final = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_TYPES:  # the usual leaf, answered before the abstract-class checks below
+        return value
+    if kind is dict:
+        return {str(k): _jsonable(v) for k, v in value.items() if v is not None}
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, Mapping):
@@ -90,6 +97,14 @@ def decode_signature(value: Any) -> bytes | None:
         return bytes(value) or None
     if not isinstance(value, str) or not value:
         return None
+    return _DECODED.get(value, _decode_text)
+
+
+_DECODED: BoundedMemo[str, bytes] = BoundedMemo(4096)
+"""Signatures spelled as base64 text (a history kept as dicts), decoded once: one is resent every turn."""
+
+
+def _decode_text(value: str) -> bytes:
     text = value.strip().replace("-", "+").replace("_", "/")
     try:
         return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
@@ -129,22 +144,109 @@ def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, str):
         return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
     if isinstance(raw, Mapping):
-        data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
-        signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
-        data = _dump_dict(data)
-    else:
-        fields = getattr(raw, "model_fields_set", None)
-        if fields is not None and fields <= _TEXT_FIELDS:
-            # The streamed hot path (a text or thought part, maybe signed): the same dict model_dump
-            # would give, read off the set fields without pydantic's serializer.
-            if raw.thought is True and raw.thought_signature is None:
-                text = raw.text  # an unsigned streamed thought piece: its plain form is always the same
-                return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
-            data = {k: v for k in fields if (v := getattr(raw, k)) is not None}
-        else:
-            dump = getattr(raw, "model_dump", None)
-            data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
-        signature = decode_signature(data.pop("thought_signature", None))
+        key = _dict_key(raw)
+        if key is None:
+            return Part(loc, *_read_dict(raw))
+        return Part(loc, *_DICT_PARTS.get(key, lambda _: _read_dict(raw)))
+    fields = getattr(raw, "model_fields_set", None)
+    if fields is not None and fields <= _TEXT_FIELDS:
+        # The hot path (a text or thought part, maybe signed): what model_dump would give, read off the
+        # set fields without pydantic's serializer (the other fields are unset, so ``None``).
+        text, thought, signature = raw.text, raw.thought, raw.thought_signature
+        if thought is True and signature is None:
+            # an unsigned (streamed) thought piece: its plain form is always the same
+            return Part(loc, _THOUGHT_PLAIN, True, text if isinstance(text, str) else None, None, None, False)
+        key = (text, thought, signature)
+        if (
+            (text is None or (type(text) is str and len(text) <= _MEMO_TEXT))
+            and (thought is None or type(thought) is bool)
+            and (signature is None or type(signature) is bytes)
+        ):
+            return Part(loc, *_TEXT_PARTS.get(key, _read_text))
+        return Part(loc, *_read_text(key))
+    dump = getattr(raw, "model_dump", None)
+    data = dump(exclude_none=True) if dump is not None else {"value": _jsonable(raw)}
+    return Part(loc, *_read(data, decode_signature(data.pop("thought_signature", None))))
+
+
+_Read = tuple[bytes, bool, str | None, bytes | None, Mapping[str, Any] | None, bool]
+"""A ``Part``'s fields after its location: plain, thought, text, signature, call, empty."""
+
+_MEMO_TEXT: Final = 8192
+"""The longest text (in characters) a read part is remembered with: the memos below stay within a few
+tens of megabytes however long the texts are."""
+_TEXT_PARTS: BoundedMemo[tuple[Any, Any, Any], _Read] = BoundedMemo(2048)
+"""Text and thought parts by (text, thought, signature) when these are a ``str`` (up to ``_MEMO_TEXT``
+characters), a ``bool`` and ``bytes`` (or ``None``): a conversation resends its history every turn, the
+same strings, whose hash Python keeps. Anything else is read each time."""
+
+
+_DICT_PARTS: BoundedMemo[tuple[Any, ...], _Read] = BoundedMemo(2048)
+"""Parts given as dicts, by ``_dict_key``: validating one with the SDK costs more than anything else in
+reading it, and a conversation kept as dicts resends the same ones every turn."""
+_MEMO_NODES: Final = 256
+
+
+class _Unkeyed(Exception):
+    """A value ``_frozen`` cannot key."""
+
+
+def _dict_key(raw: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable key equal only for dict parts of equal JSON-like values: a ``dict`` whose values are
+    ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``bytes``, ``int``, ``float``, ``bool`` or
+    ``None`` (exactly these types), up to ``_MEMO_NODES`` values and ``_MEMO_TEXT`` characters; else
+    ``None`` (the part is read each time)."""
+    if type(raw) is not dict:
+        return None
+    budget = [_MEMO_TEXT, _MEMO_NODES]
+    try:
+        key: tuple[Any, ...] = _frozen(raw, budget)
+    except _Unkeyed:
+        return None
+    return key
+
+
+def _frozen(value: Any, budget: list[int]) -> Any:
+    """``value`` as nested tuples tagged by type, so that ``1``, ``1.0`` and ``True`` (and ``0.0`` and
+    ``-0.0``, a float is keyed by its ``repr``) never key alike; ``budget`` is [characters, values] left."""
+    budget[1] -= 1
+    if budget[1] < 0:
+        raise _Unkeyed
+    kind = type(value)
+    if kind is str or kind is bytes:
+        budget[0] -= len(value)
+        if budget[0] < 0:
+            raise _Unkeyed
+        return value
+    if value is None:
+        return None
+    if kind is dict:
+        if any(type(k) is not str for k in value):
+            raise _Unkeyed
+        return (dict, tuple((k, _frozen(v, budget)) for k, v in value.items()))
+    if kind is list or kind is tuple:
+        return (kind, tuple(_frozen(v, budget) for v in value))
+    if kind is bool or kind is int:
+        return (kind, value)
+    if kind is float:
+        return (kind, repr(value))
+    raise _Unkeyed
+
+
+def _read_dict(raw: Mapping[str, Any]) -> _Read:
+    data = {k: v for k, v in raw.items() if k not in _SIG_KEYS}
+    signature = decode_signature(next((raw[k] for k in _SIG_KEYS if raw.get(k) is not None), None))
+    return _read(_dump_dict(data), signature)
+
+
+def _read_text(key: tuple[Any, Any, Any]) -> _Read:
+    text, thought, signature = key
+    data = {k: v for k, v in (("text", text), ("thought", thought)) if v is not None}
+    return _read(data, decode_signature(signature))
+
+
+def _read(data: dict[str, Any], signature: bytes | None) -> _Read:
+    """A part's fields from its dumped form without the signature (``data`` is consumed)."""
     thought = bool(data.get("thought"))
     text = data.get("text")
     text = text if isinstance(text, str) else None
@@ -152,9 +254,7 @@ def read_part(raw: Any, loc: Loc) -> Part:
         data.pop("text", None)
     call = data.get("function_call")
     empty = text == "" and set(data) <= {"text"}
-    return Part(
-        loc, canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
-    )
+    return canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
 
 
 def _role_and_parts(content: Any) -> tuple[str, list[Any]] | None:
@@ -192,7 +292,17 @@ class StepItem:
     signature: bytes | None = None
 
 
+_KEYS: BoundedMemo[tuple[str, bytes, int], bytes] = BoundedMemo(4096)
+"""Sized for the signatures of a few long conversations (a signature may be kilobytes)."""
+
+
 def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
+    """The record key of a signature (memoized: a conversation resends the same signatures every turn)."""
+    return _KEYS.get((kind, signature, rank), _signature_key)
+
+
+def _signature_key(memo: tuple[str, bytes, int]) -> bytes:
+    kind, signature, rank = memo
     return hashlib.sha256(f"gemini/{kind}\x00{rank}\x00".encode() + signature).digest()
 
 
