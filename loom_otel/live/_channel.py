@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._guard._untrusted import Untrusted
-from loom_otel.live._handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs
+from loom_otel.live._handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs, handoffs_of
 
 if TYPE_CHECKING:
     from loom_otel.core._calls._capture import Capture
@@ -155,7 +154,6 @@ _registered: list[object] = []
 _registered_lock = threading.Lock()
 renew_module_after_fork(__name__)
 _registry_version = 0
-_channels: weakref.WeakSet[LiveChannel] = weakref.WeakSet()
 _call_ids = itertools.count(1)
 
 
@@ -182,8 +180,9 @@ def register_sink(sink: ReasoningSink | LiveObserver) -> Callable[[], None]:
 
 
 def dropped_deltas(sink: object | None = None) -> int:
-    """Deltas dropped (oldest first) because ``sink`` (or, by default, any sink) fell behind."""
-    return sum(channel.dropped(sink) for channel in list(_channels))
+    """Deltas dropped (oldest first) because ``sink`` (or, by default, any sink) fell behind: counted by
+    its hand-offs, which outlive an uninstrumented channel while they still deliver."""
+    return sum(handoff.dropped for handoff in handoffs_of(sink))
 
 
 def flush_live(timeout: float | None = 5.0) -> bool:
@@ -225,7 +224,9 @@ class _SinkDelivery:
             consumer, capacity = sink, DEFAULT_CAPACITY
         else:
             raise TypeError(f"a live sink must be callable or have observe(event), not {type(sink).__name__}")
-        self.handoff: Handoff[LiveEvent] = Handoff(consumer, what=_label(sink), capacity=capacity, droppable=_is_delta)
+        self.handoff: Handoff[LiveEvent] = Handoff(
+            consumer, what=_label(sink), capacity=capacity, droppable=_is_delta, tag=sink
+        )
 
     def offer(self, event: LiveEvent) -> None:
         if self.observer or isinstance(event, ReasoningDelta | TextDelta):
@@ -247,7 +248,6 @@ class LiveChannel:
         self._outlets: list[_SinkDelivery] = []
         self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
         self._lock = threading.Lock()
-        _channels.add(self)
         renew_after_fork(self)
 
     # -- hooks called by ModelCall (never raise) ------------------------------------------------
@@ -370,10 +370,6 @@ class LiveChannel:
             self._outlets = outlets  # a sink no longer configured keeps draining on its own worker
             self._outlets_for = (configured, version)
             return outlets
-
-    def dropped(self, sink: object | None = None) -> int:
-        with self._lock:
-            return sum(o.handoff.dropped for o in self._outlets if sink is None or o.sink is sink)
 
 
 _warned: set[str] = set()

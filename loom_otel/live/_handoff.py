@@ -19,7 +19,7 @@ from typing import Any, Final, Generic, TypeVar
 from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._fork import renew_after_fork
 
-__all__ = ["DEFAULT_CAPACITY", "Handoff", "flush_handoffs"]
+__all__ = ["DEFAULT_CAPACITY", "Handoff", "flush_handoffs", "handoffs_of"]
 
 T = TypeVar("T")
 
@@ -42,10 +42,13 @@ class Handoff(Generic[T]):
         capacity: int = DEFAULT_CAPACITY,
         droppable: Callable[[T], bool] = _always,
         idle_exit: float = _IDLE_EXIT,
+        tag: object = None,
     ) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._consumer = consumer
+        self.tag = tag
+        """Whose hand-off this is (a live sink), for counting what it dropped (``handoffs_of``)."""
         self._what = what
         self._capacity = capacity
         self._droppable = droppable
@@ -133,6 +136,12 @@ class Handoff(Generic[T]):
 _handoffs: weakref.WeakSet[Handoff[Any]] = weakref.WeakSet()
 """Every hand-off still alive: a worker with items keeps its own alive, even after the channel that
 made it was uninstrumented and collected, so a flush still waits for what it has to deliver."""
+
+
+def handoffs_of(tag: object | None) -> list[Handoff[Any]]:
+    """The live hand-offs tagged ``tag`` (any tag when ``None``): alive while their channel is, or
+    while their worker still has something to deliver."""
+    return [h for h in list(_handoffs) if h.tag is not None and (tag is None or h.tag is tag)]
 
 
 def flush_handoffs(timeout: float | None = None) -> bool:

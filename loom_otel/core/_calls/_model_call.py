@@ -139,6 +139,7 @@ class ModelCall:
     """The span of one model call and what ends it. Every ending is idempotent."""
 
     __slots__ = (
+        "__weakref__",
         "_chunked",
         "_ended",
         "_explicit",
@@ -196,7 +197,9 @@ class ModelCall:
         self.live: object = None
         """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
         self.after_capture: Callable[[Capture | None], None] | None = None
-        """Run once the response's reasoning is captured (the continuation layer records bindings)."""
+        """Run once the response's reasoning is captured (the continuation layer records bindings);
+        dropped when the call ends, since it holds the call (a reference cycle would keep the call, its
+        span and the whole response alive until the garbage collector ran)."""
 
     def activate(self) -> _Current:
         """Make the span (and this call) current while the SDK sends: HTTP spans nest under it, and
@@ -291,6 +294,7 @@ class ModelCall:
         if self._ended:
             return None
         self._ended = True
+        after_capture, self.after_capture = self.after_capture, None  # it holds this call: no cycle left
         span = self.span
         try:
             if not self._genai:
@@ -319,8 +323,8 @@ class ModelCall:
             raise
         self._end()
         self._record_end(response.model, response.attributes, None)
-        if self.after_capture is not None:
-            shielded("recording reasoning bindings", self.after_capture, result)
+        if after_capture is not None:
+            shielded("recording reasoning bindings", after_capture, result)
         self._live_end("completed", result)
         return result
 
@@ -329,6 +333,7 @@ class ModelCall:
         if self._ended:
             return
         self._ended = True
+        self.after_capture = None
         self._end_with_error(exc)
         self._record_end(None, {}, type(exc).__qualname__)
 
@@ -337,6 +342,7 @@ class ModelCall:
         if self._ended:
             return
         self._ended = True
+        self.after_capture = None
         self.span.set_attribute(attr.STREAM_OUTCOME, reason)
         self._end()
         self._record_end(None, {}, reason)

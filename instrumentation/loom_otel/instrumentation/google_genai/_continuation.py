@@ -21,6 +21,7 @@ hop's response are recorded once the call's reasoning is captured.
 from __future__ import annotations
 
 import base64
+import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -257,12 +258,20 @@ class GeminiSession:
 
     def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str, produced: list[Any]) -> None:
         self.adapter = adapter
-        self.call = call
+        self._call = weakref.ref(call)
+        """Weak: the call holds this session (``call.outgoing``), and a cycle would keep the call, its span
+        and the whole response alive until the garbage collector ran."""
         self.provider = provider
         self.hops: list[_RequestPlan] = []
         self._produced = produced
         """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
         call.after_capture = self._record
+
+    @property
+    def call(self) -> ModelCall:
+        call = self._call()
+        assert call is not None, "a session is used only while its call is"
+        return call
 
     def _begin(self, plan: Plan) -> None:
         if self.hops:

@@ -19,6 +19,7 @@ checks its own ``encrypted_content``, kept exactly as received, and reports what
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -191,7 +192,7 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "texts")
+    __slots__ = ("_call", "adapter", "chat", "kwargs", "lineage", "lost", "original", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -207,9 +208,15 @@ class Outgoing:
     def put_back(self) -> list[str]:
         return self.texts
 
+    @property
+    def call(self) -> ModelCall:
+        call = self._call()
+        assert call is not None, "an outgoing request is used only while its call is"
+        return call
+
     def attach(self, call: ModelCall) -> None:
         """The call joins the request's lineage; reasoning that could not be put back is an event."""
-        self.call = call
+        self._call = weakref.ref(call)  # weak: the call holds this (``call.outgoing``); no cycle
         call.join(self.lineage)
         if self.lost:
             call.add_event(
