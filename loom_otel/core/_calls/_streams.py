@@ -79,14 +79,27 @@ class StreamCaptureMixin:
             text: list[tuple[int, str]] = []
             self._self_text = accumulator.text_deltas = text
 
-    def _chunk_step(self) -> Any:
+    def _chunk_step(self) -> Callable[[Any], object] | None:
         """What each chunk of a loop goes through: the accumulator alone, with the live view, or
-        nothing (``None``: the accumulator reads the whole response at the end)."""
-        if self._self_live:
-            return self._process_chunk
-        if getattr(self._self_accumulator, "reads_whole_response", False):
-            return None
-        return self._self_feed
+        nothing (``None``: the accumulator reads the whole response at the end). The live step holds
+        what it uses in its closure: no attribute of the proxy is read per chunk."""
+        if not self._self_live:
+            if getattr(self._self_accumulator, "reads_whole_response", False):
+                return None
+            feed: Callable[[Any], object] = self._self_feed
+            return feed
+        take, call, text = self._self_feed, self._self_call, self._self_text
+        deliver, deliver_text = call.deliver, call.deliver_text
+
+        def live_step(chunk: Any) -> None:
+            deltas = take(chunk)
+            if deltas:
+                deliver(deltas)
+            if text:
+                deliver_text(text)
+                text.clear()
+
+        return live_step
 
     def _process_chunk(self, chunk: Any) -> None:
         deltas = self._self_feed(chunk)

@@ -275,27 +275,37 @@ class MessageStreamAccumulator:
         """Set by a stream whose live view carries text: ``feed`` then appends each text delta."""
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
-        event_type = event.type
-        if event_type == "content_block_delta":
-            block = self.blocks.get(event.index)
-            if block is None:
-                return ()
+        """One event. The common one, a thinking delta, is tested first and costs one append (its text is
+        joined once, in ``result``)."""
+        if event.type == "content_block_delta":
             delta = event.delta
             delta_type = delta.type
+            index = event.index
+            block = self.blocks.get(index)
+            if block is None:
+                return ()
             if delta_type == "thinking_delta":
-                block.thinking.append(delta.thinking)
-                return ((event.index, delta.thinking),)
+                text = delta.thinking
+                block.thinking.append(text)
+                return ((index, text),)
             if delta_type == "text_delta":
-                block.texts.append(delta.text)
+                text = delta.text
+                block.texts.append(text)
                 if self.text_deltas is not None:
-                    self.text_deltas.append((event.index, delta.text))
-            elif delta_type == "input_json_delta":
-                block.json.append(delta.partial_json)
+                    self.text_deltas.append((index, text))
             elif delta_type == "signature_delta":
                 block.signature = delta.signature
+            elif delta_type == "input_json_delta":
+                block.json.append(delta.partial_json)
             elif delta_type == "citations_delta":
                 block.citations.append(delta.citation)
-        elif event_type == "content_block_start":
+            return ()
+        return self._feed_other(event)
+
+    def _feed_other(self, event: Any) -> Sequence[tuple[int, str]]:
+        """Every event but a block delta: a few per stream."""
+        event_type = event.type
+        if event_type == "content_block_start":
             block = self.blocks[event.index] = _Block(event.content_block)
             if block.thinking:
                 return ((event.index, block.thinking[0]),)
@@ -323,14 +333,20 @@ class MessageStreamAccumulator:
                 )
             elif block_type == "redacted_thinking":
                 reasonings.append(Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.start.data))
-        info = response_info(self.message) if self.message is not None else ResponseInfo()
-        attributes = dict(info.attributes)
-        reasons = finish_reasons([self._stop_reason], FINISH_REASONS) if self._stop_reason else []
+        attributes: dict[str, AttributeValue] = {}
+        message, model, stop_reason = self.message, None, self._stop_reason
+        if message is not None:  # the ``message_start`` message: as ``response_info`` reads a complete one
+            if getattr(message, "id", None):
+                attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
+            stop_reason = stop_reason or getattr(message, "stop_reason", None)
+            model = getattr(message, "model", None)
+        reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else []
         if reasons:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
-        _usage_attributes(self._usages, attributes)
+        _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
         content = self._output_messages(reasons) if "content_mode" in self._request.hints else None
-        return reasonings, ResponseInfo(model=info.model, attributes=attributes, output_messages=content)
+        info = ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
+        return reasonings, info
 
     def _output_messages(self, reasons: list[str]) -> list[dict[str, Any]]:
         parts = []

@@ -9,6 +9,7 @@ consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
@@ -22,6 +23,7 @@ from loom_otel.core._calls._skeleton import Wrapper, active, async_method, faile
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._guard._requests import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
+from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
 from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
 
@@ -75,27 +77,43 @@ def sdk_call_span(handler: ReasoningHandler) -> Wrapper:
 class _Snapshot:
     """``messages.stream()`` keeps the message it streams (``current_message_snapshot``): with no live
     view and no redaction, capture reads it once when the stream ends, as for a complete response,
-    instead of taking every event apart a second time."""
+    instead of taking every event apart a second time.
+
+    The stream is held weakly: it holds this accumulator (through the proxy of its raw stream), and a
+    strong reference would make a cycle that only the garbage collector frees, keeping the stream, the
+    proxy, the call and the whole response (some 70 objects) alive until a collection. ``result`` runs
+    from the stream's own iteration or ``close()``, while the stream is alive."""
 
     text_deltas: list[tuple[int, str]] | None = None
     reads_whole_response = True
 
     def __init__(self, stream: Any, call: ModelCall) -> None:
-        self._stream = stream
+        self._stream = _weakly(stream)
         self._call = call
 
     def feed(self, event: Any) -> Sequence[tuple[int, str]]:
         return ()
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        stream = self._stream()
+        if stream is None:  # only a raw stream taken out of its helper stream and read after that was freed
+            raise ReasoningCaptureError("the messages.stream() stream was freed before its end: capture fails closed")
         try:
-            message = self._stream.current_message_snapshot
+            message = stream.current_message_snapshot
         except AssertionError:  # closed before message_start: nothing arrived
             return [], ResponseInfo()
         outgoing = outgoing_of(self._call)
         if outgoing is not None:
             outgoing.finish(self._call, message)
         return reasonings_of(message, self._call.request), response_info(message)
+
+
+def _weakly(stream: Any) -> Callable[[], Any]:
+    """A weak reference to ``stream``; a strong one for a stream type without weak references."""
+    try:
+        return weakref.ref(stream)
+    except TypeError:
+        return lambda: stream
 
 
 def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any) -> StreamAccumulator:

@@ -284,11 +284,10 @@ class ResponseAccumulator:
             content = candidate.content
             parts = getattr(content, "parts", None) if content is not None else None
             if parts:
-                self._fold(number, parts, deltas)
+                if self._fold(number, parts, deltas):
+                    self._tool_calls.add(number)
                 if number == 0:
                     self.produced.extend(parts)
-            if parts and any(getattr(p, "function_call", None) is not None for p in parts):
-                self._tool_calls.add(number)
             if candidate.finish_reason is not None:
                 reason = str(getattr(candidate.finish_reason, "value", candidate.finish_reason))
                 (normal,) = finish_reasons([reason], FINISH_REASONS)
@@ -304,11 +303,16 @@ class ResponseAccumulator:
             self._model = response.model_version
         return deltas
 
-    def _fold(self, number: int, parts: Sequence[Any], deltas: list[tuple[int, str]]) -> None:
+    def _fold(self, number: int, parts: Sequence[Any], deltas: list[tuple[int, str]]) -> bool:
+        """Fold one candidate's parts; ``True`` when one of them is a function call (in the same pass: a
+        streamed call folds every chunk)."""
         fold = self._folds.get(number)
         if fold is None:
             fold = self._folds[number] = _Fold()
+        calls = False
         for part in parts:
+            if part.function_call is not None:
+                calls = True
             if part.thought:
                 summary = fold.open
                 if summary is None:
@@ -322,6 +326,7 @@ class ResponseAccumulator:
                     self.text_deltas.append((number, part.text))
             if part.thought_signature:
                 self._sign(number, fold, part.thought_signature)
+        return calls
 
     def _new(self, number: int) -> _Summary:
         summary = _Summary(number, len(self._summaries))
