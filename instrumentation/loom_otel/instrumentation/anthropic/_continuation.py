@@ -394,6 +394,21 @@ def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None
     return out
 
 
+def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
+    """Redact mode: ``feed`` (capture's), then each event's thinking text blanked AFTER capture saw it."""
+
+    def redacting_feed(chunk: Any) -> Sequence[tuple[int, str]]:
+        deltas = feed(chunk)
+        kind = chunk.type
+        if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
+            chunk.delta.thinking = ""
+        elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
+            chunk.content_block.thinking = ""
+        return deltas
+
+    return redacting_feed
+
+
 class _Accumulator(AccumulatorLayer):
     """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
     vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
@@ -402,21 +417,12 @@ class _Accumulator(AccumulatorLayer):
         self._outgoing = outgoing
         self._call = call
         super().__init__(inner)
-        # Keep mode: nothing to do per event beyond capture's own work.
+        # Keep mode: nothing to do per event beyond capture's own work. (Neither feed refers to this
+        # layer: a bound method kept on it would be a reference cycle holding the call.)
         self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
-            self._redacting_feed if outgoing.adapter.redact else inner.feed
+            _redacting(inner.feed) if outgoing.adapter.redact else inner.feed
         )
         call.after_capture = self._record
-
-    def _redacting_feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
-        """Redact mode: blank each event's thinking text AFTER capture saw it."""
-        deltas = self._inner.feed(chunk)
-        kind = chunk.type
-        if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
-            chunk.delta.thinking = ""
-        elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
-            chunk.content_block.thinking = ""
-        return deltas
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         assert isinstance(self._inner, MessageStreamAccumulator)
