@@ -11,10 +11,14 @@ from tests.anthropic.modes import MODES, request
 from tests.support.lifetime import left_to_the_collector
 
 CANARY = "CANARY-5be210-call-lifetime"
+SDK_CYCLES = frozenset({"beta.stream", "async_messages.stream"})
+"""Helper streams the SDK itself leaves to the collector (the stream and its own iterator generator
+refer to each other until the generator is finished); the call hanging under one goes with it.
+``test_stream_lifetime`` checks that loom-otel adds no cycle of its own to the helpers."""
 
 
 @pytest.mark.parametrize("transcript", ["keep", "redact"])
-@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("mode", sorted(set(MODES) - SDK_CYCLES))
 def test_a_call_leaves_nothing_to_the_collector(mode, transcript, config, journal_dir):
     sim = Simulator(reasoning_text=f"Check the forecast first. {CANARY}")
     config = type(config)(store=config.store, journal=journal_dir, transcript=transcript)

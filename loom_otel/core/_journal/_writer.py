@@ -355,6 +355,7 @@ class Journal:
                         daemon=True,
                     )
                     self._flusher.start()
+                    weakref.finalize(self, self._dirty.set)  # a journal collected wakes its thread to end
 
     def flush(self) -> None:
         """Sync every record appended so far, and first the blobs they name (any durability)."""
@@ -440,6 +441,7 @@ class Journal:
             self._timer_stop.set()
             self._timer = None
             self._flusher_stop.set()
+            self._dirty.set()  # wake it: it ends
             self._flusher = None
             try:
                 if self._fd >= 0 and self._seq != self._checkpoint_seq:
@@ -463,12 +465,13 @@ class Journal:
 
 
 def _group_commit(ref: weakref.ref[Journal], stop: threading.Event, dirty: threading.Event) -> None:
-    """Sync a journal's appends in groups: wait for one, let a window's worth gather, sync them all."""
+    """Sync a journal's appends in groups: wait for one, let a window's worth gather, sync them all.
+    An idle journal's thread sleeps until an append, ``close`` or the journal's collection wakes it (it
+    never polls: a process with many journals has no threads waking for nothing)."""
     while not stop.is_set():
-        if not dirty.wait(1.0):
-            if ref() is None:
-                return
-            continue
+        dirty.wait()
+        if stop.is_set() or ref() is None:
+            return
         time.sleep(BATCH_WINDOW)
         dirty.clear()
         journal = ref()
