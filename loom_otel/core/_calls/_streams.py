@@ -59,57 +59,47 @@ class AccumulatorLayer:
         return self._inner.result()
 
 
+def _chunk_step(call: ModelCall, accumulator: StreamAccumulator) -> Callable[[Any], object] | None:
+    """What each chunk goes through: the accumulator alone, with the live view, or nothing (``None``:
+    the accumulator reads the whole response at the end). The live step holds what it uses in its
+    closure (nothing of the proxy: no attribute read per chunk, and no reference cycle through it)."""
+    feed = accumulator.feed
+    handler = call.handler
+    if handler.live_sink is None:
+        return None if getattr(accumulator, "reads_whole_response", False) else feed
+    text: list[tuple[int, str]] | None = None
+    if handler.live_text_sink is not None:
+        text = accumulator.text_deltas = []
+    deliver, deliver_text = call.deliver, call.deliver_text
+
+    def live_step(chunk: Any) -> None:
+        deltas = feed(chunk)
+        if deltas:
+            deliver(deltas)
+        if text:
+            deliver_text(text)
+            text.clear()
+
+    return live_step
+
+
 class StreamCaptureMixin:
     """State lives in ``_self_*`` attributes (a plain attribute on a proxy writes through)."""
 
     _self_call: ModelCall
     _self_accumulator: StreamAccumulator
-    _self_feed: Any
-    _self_live: bool
-    _self_text: list[tuple[int, str]] | None
+    _self_step: Callable[[Any], object] | None
 
     def _start_capture(self, call: ModelCall, accumulator: StreamAccumulator) -> None:
         """Per-stream state; the per-chunk path only reads what is resolved here once."""
         self._self_call = call
         self._self_accumulator = accumulator
-        self._self_feed = accumulator.feed
-        self._self_live = call.handler.live_sink is not None
-        self._self_text = None
-        if call.handler.live_text_sink is not None:
-            text: list[tuple[int, str]] = []
-            self._self_text = accumulator.text_deltas = text
-
-    def _chunk_step(self) -> Callable[[Any], object] | None:
-        """What each chunk of a loop goes through: the accumulator alone, with the live view, or
-        nothing (``None``: the accumulator reads the whole response at the end). The live step holds
-        what it uses in its closure: no attribute of the proxy is read per chunk."""
-        if not self._self_live:
-            if getattr(self._self_accumulator, "reads_whole_response", False):
-                return None
-            feed: Callable[[Any], object] = self._self_feed
-            return feed
-        take, call, text = self._self_feed, self._self_call, self._self_text
-        deliver, deliver_text = call.deliver, call.deliver_text
-
-        def live_step(chunk: Any) -> None:
-            deltas = take(chunk)
-            if deltas:
-                deliver(deltas)
-            if text:
-                deliver_text(text)
-                text.clear()
-
-        return live_step
+        self._self_step = _chunk_step(call, accumulator)
 
     def _process_chunk(self, chunk: Any) -> None:
-        deltas = self._self_feed(chunk)
-        if self._self_live:
-            if deltas:
-                self._self_call.deliver(deltas)
-            text = self._self_text
-            if text:
-                self._self_call.deliver_text(text)
-                text.clear()
+        step = self._self_step
+        if step is not None:
+            step(chunk)
 
     def _on_stream_end(self) -> None:
         """The vendor finished: capture fail-closed (the error surfaces where iteration ends)."""
@@ -146,7 +136,7 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         return self._iterate()
 
     def _iterate(self) -> Iterator[Any]:
-        take = self._chunk_step()
+        take = self._self_step
         try:
             chunks = iter(self.__wrapped__)
             for chunk in chunks:  # the first chunk: time to first chunk
@@ -224,7 +214,7 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[Any]:
-        take = self._chunk_step()
+        take = self._self_step
         first: Callable[[], None] | None = self._self_call.first_chunk
         try:
             async for chunk in self.__wrapped__:
