@@ -8,6 +8,7 @@ Vendor packages describe a request (``RequestInfo``) and a response (``ResponseI
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from loom_otel.live._channel import LiveChannel
 if TYPE_CHECKING:
     from loom_otel.core._calls._adapter import Outgoing, VendorAdapter
 
-__all__ = ["ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
+__all__ = ["CallRef", "ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
 
 _CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
@@ -111,6 +112,22 @@ class ReasoningHandler:
         return ModelCall(self, request, shared, genai=not peer_outside)
 
 
+class CallRef:
+    """A model call held weakly, by what the call itself holds (its ``outgoing`` request, a vendor
+    session): a strong reference back would be a cycle keeping the call, its span and the whole
+    response alive until the garbage collector ran. Called only while the call is in use."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, call: ModelCall) -> None:
+        self._ref = weakref.ref(call)
+
+    def __call__(self) -> ModelCall:
+        call = self._ref()
+        assert call is not None, "used only while its model call is"
+        return call
+
+
 def current_call() -> ModelCall | None:
     """The model call whose SDK method is running in this context (the per-request hooks report to it)."""
     return _CURRENT.get()
@@ -176,17 +193,14 @@ class ModelCall:
         if shared is not None:
             self.span: Span = shared
         else:
-            if not genai:
-                attributes = {}
+            if genai:
+                name, kind = f"{request.operation} {request.model}", SpanKind.CLIENT
+            else:
+                name, kind, attributes = f"loom.reasoning {request.model}", SpanKind.INTERNAL, {}
             if self._explicit is not None:  # known before the span starts: one attribute write, not two
                 attributes.update(self._identity_attributes(self._explicit.execution_id, attributes))
                 self._identified = True
-            if genai:
-                name, kind = f"{request.operation} {request.model}", SpanKind.CLIENT
-                self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
-            else:
-                name, kind = f"loom.reasoning {request.model}", SpanKind.INTERNAL
-                self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes or None)
+            self.span = handler.tracer.start_span(name, kind=kind, attributes=attributes)
         """The model-call span: loom-otel's own; or (``shared``) the one another instrumentation started
         for this call, which loom-otel adds its events and attributes to and never ends; or (not
         ``genai``) loom-otel's own without GenAI attributes, beside another instrumentation's."""

@@ -21,12 +21,11 @@ hop's response are recorded once the call's reasoning is captured.
 from __future__ import annotations
 
 import base64
-import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
 from loom_otel.core._calls._capture import Capture
-from loom_otel.core._calls._model_call import ModelCall
+from loom_otel.core._calls._model_call import CallRef, ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._canonical import text_digest
 from loom_otel.core._config import Runtime
@@ -258,20 +257,13 @@ class GeminiSession:
 
     def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str, produced: list[Any]) -> None:
         self.adapter = adapter
-        self._call = weakref.ref(call)
-        """Weak: the call holds this session (``call.outgoing``), and a cycle would keep the call, its span
-        and the whole response alive until the garbage collector ran."""
+        self.call = CallRef(call)
+        """The call, held weakly: it holds this session (``call.outgoing``)."""
         self.provider = provider
         self.hops: list[_RequestPlan] = []
         self._produced = produced
         """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
         call.after_capture = self._record
-
-    @property
-    def call(self) -> ModelCall:
-        call = self._call()
-        assert call is not None, "a session is used only while its call is"
-        return call
 
     def _begin(self, plan: Plan) -> None:
         if self.hops:
@@ -285,7 +277,7 @@ class GeminiSession:
         """
         resuming = bool(self.hops) and resumes(kwargs)
         contents = tr.read_contents(kwargs.get("contents"))
-        call = self.call
+        call = self.call()
         if contents is None:
             plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], call.request_scope())
             call.join(plan.lineage)
@@ -307,7 +299,7 @@ class GeminiSession:
             )
         if not resuming:
             self._begin(plan)
-            plan.emit(self.call, lambda i, j: _path(layout, i, j))
+            plan.emit(self.call(), lambda i, j: _path(layout, i, j))
         if plan.changes or inserted:
             kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
         return kwargs
@@ -328,7 +320,7 @@ class GeminiSession:
 
     def _record(self, capture: Capture | None) -> None:
         for hop in self.hops:
-            self.adapter.record(hop.plan, hop.parts(), capture, self.call)
+            self.adapter.record(hop.plan, hop.parts(), capture, self.call())
 
 
 class _Scrubbing(AccumulatorLayer):

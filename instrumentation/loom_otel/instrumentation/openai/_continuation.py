@@ -19,13 +19,12 @@ checks its own ``encrypted_content``, kept exactly as received, and reports what
 from __future__ import annotations
 
 import hashlib
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._capture import Capture
-from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
+from loom_otel.core._calls._model_call import CallRef, ModelCall, ResponseInfo
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._canonical import canonical_json
 from loom_otel.core._config import Runtime
@@ -192,7 +191,7 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("_call", "adapter", "chat", "kwargs", "lineage", "lost", "original", "texts")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -208,15 +207,9 @@ class Outgoing:
     def put_back(self) -> list[str]:
         return self.texts
 
-    @property
-    def call(self) -> ModelCall:
-        call = self._call()
-        assert call is not None, "an outgoing request is used only while its call is"
-        return call
-
     def attach(self, call: ModelCall) -> None:
         """The call joins the request's lineage; reasoning that could not be put back is an event."""
-        self._call = weakref.ref(call)  # weak: the call holds this (``call.outgoing``); no cycle
+        self.call = CallRef(call)  # weak: the call holds this (``call.outgoing``)
         call.join(self.lineage)
         if self.lost:
             call.add_event(
@@ -229,12 +222,12 @@ class Outgoing:
         if self.chat:
             messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
             if self.adapter.redact:
-                self.call.after_capture = lambda capture: self._record_chat(messages, capture)
+                self.call().after_capture = lambda capture: self._record_chat(messages, capture)
             return
         self._vendor_dropped(_get(response, "input_transformations"))
         if self.adapter.redact:
             snapshot = [_item_snapshot(i) for i in _get(response, "output") or () if _get(i, "type") == "reasoning"]
-            self.call.after_capture = lambda capture: self._record_items(snapshot, capture)
+            self.call().after_capture = lambda capture: self._record_items(snapshot, capture)
 
     def _record_chat(self, messages: Sequence[Any], capture: Capture | None) -> None:
         parts = iter(capture.parts if capture is not None else ())
@@ -245,7 +238,7 @@ class Outgoing:
             if field is None:
                 continue
             part = next(parts, None)
-            owner = self.call.identity.scope
+            owner = self.call().identity.scope
             records.append((message_key(field, message), _record(extra[field], part, self.adapter.keyed, owner)))
         self.adapter.remember(records)
 
@@ -258,7 +251,7 @@ class Outgoing:
                 continue
             text = _SEPARATOR.join(pieces)
             split = tuple(len(p) for p in pieces)
-            records.append((key, _record(text, part, self.adapter.keyed, self.call.identity.scope, split)))
+            records.append((key, _record(text, part, self.adapter.keyed, self.call().identity.scope, split)))
         self.adapter.remember(records)
 
     def _vendor_dropped(self, transformations: Any) -> None:
@@ -270,7 +263,7 @@ class Outgoing:
                 position = f"input.{ids[item_id]}" if item_id in ids else str(item_id)
                 by_reason.setdefault(str(_get(entry, "reason")), []).append(position)
         for reason, positions in by_reason.items():
-            self.call.add_event(
+            self.call().add_event(
                 attr.EVENT_VENDOR_DROPPED,
                 {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
             )
@@ -375,7 +368,7 @@ class _RedactingLayer(AccumulatorLayer):
         result = self._inner.result()
         if self._outgoing.chat and self._outgoing.adapter.redact:
             messages = [self._message(m) for _, m in sorted(self._messages.items())]
-            self._outgoing.call.after_capture = lambda capture: self._outgoing._record_chat(messages, capture)
+            self._outgoing.call().after_capture = lambda capture: self._outgoing._record_chat(messages, capture)
         return result
 
     @staticmethod
