@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -150,15 +151,11 @@ def _load_signer(setting: str | None) -> Signer | None:
 
 _VERSION_TAIL: Final = b',"v":%d}' % RECORD_VERSION
 
-_TYPES: dict[str, bytes] = {}
 
-
+@functools.cache
 def _type_json(type_: str) -> bytes:
     """``canonical_json(type_)``, kept per record type (a handful of them)."""
-    encoded = _TYPES.get(type_)
-    if encoded is None:
-        encoded = _TYPES[type_] = canonical_json(type_)
-    return encoded
+    return canonical_json(type_)
 
 
 BATCH_WINDOW: Final = 0.005
@@ -222,6 +219,7 @@ class Journal:
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
         self._dirty = threading.Event()
+        weakref.finalize(self, self._dirty.set)  # a journal collected wakes its group-commit thread to end
         self._flusher: threading.Thread | None = None
         self._flusher_stop = threading.Event()
 
@@ -355,7 +353,6 @@ class Journal:
                         daemon=True,
                     )
                     self._flusher.start()
-                    weakref.finalize(self, self._dirty.set)  # a journal collected wakes its thread to end
 
     def flush(self) -> None:
         """Sync every record appended so far, and first the blobs they name (any durability)."""
