@@ -485,7 +485,7 @@ class FileReasoningStore:
             pass
         finally:
             tmp.unlink(missing_ok=True)
-        _fsync_dir(str(directory))
+        _fsync_path(str(directory))
         return path.read_bytes()
 
     def close(self) -> None:
@@ -548,14 +548,6 @@ def _rewrite_without(path: str, ref: str) -> None:
 def _fsync_path(path: str) -> None:
     """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
