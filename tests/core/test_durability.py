@@ -66,31 +66,36 @@ class _Log:
         return [name for name, _ in self.events]
 
 
-def _capture(store: FileReasoningStore, journal: Journal, text: str) -> str:
-    ref = store.put(Envelope.seal(text, execution_id=f"exec-{text}"))
+def _capture(store: FileReasoningStore, journal: Journal, text: str, *, named: bool = True) -> str:
+    ref = store.put(Envelope.seal(text, execution_id=f"exec-{text}", named=named))
     journal.append("capture", {"loom.reasoning.part.ref": [ref]})
     return ref
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["named", "shared"])
 @pytest.mark.parametrize("syncfs", [True, False])
 def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool, named: bool
 ) -> None:
     log = _Log(monkeypatch, syncfs=syncfs, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
-    refs = [_capture(store, journal, f"thought {i}") for i in range(3)]
+    refs = [_capture(store, journal, f"thought {i}", named=named) for i in range(3)]
     assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
     assert force_flush(5000)
     names = log.names()
     assert names[0] != "journal" and names[-1] == "journal"  # each group: the blobs, then the records
     if syncfs:
         assert "blobs" in names
-    else:  # file by file: each new execution's pack, its directory and the blobs directory
+    elif named:  # file by file: each new execution's pack, its directory and the blobs directory
         assert names.count("blob-file") == 3
         assert "dir:blobs" in names  # once per group that made a new execution's directory
         scopes = {ref.split("/")[0] for ref in refs}
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == scopes | {"blobs"}
+    else:  # the shards' packs, the shards, the packs directory and the root that got it
+        shards = {_file_store.shard_of(ref.split("/")[0]) for ref in refs}
+        assert len(shards) <= names.count("blob-file") <= len(refs)  # a shared pack once per group
+        assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == shards | {"packs", "store"}
     assert not [e for e in log.events if e[1]]
     for ref in refs:
         assert store.exists(ref)

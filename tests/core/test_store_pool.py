@@ -1,6 +1,7 @@
-"""Ready scope directories (issue 15): a new execution's directory and pack are made in the background and
-renamed into place, so a new conversation per call does not pay ``mkdir`` + ``open(O_CREAT)`` on the
-calling thread; the layout, erasure, durability and fork rules of ``FileReasoningStore`` are unchanged."""
+"""Ready scope directories (issue 15): a new named execution's directory and pack are made in the background
+and renamed into place, so a new ``execution()`` per conversation does not pay ``mkdir`` + ``open(O_CREAT)``
+on the calling thread; the layout, erasure, durability and fork rules of ``FileReasoningStore`` are
+unchanged. (Executions loom-otel names itself make no directory at all: ``test_store_shards.py``.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, _durability
+from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, _durability, execution
 from loom_otel.core._store import _file as _file_store
 from loom_otel.core._store._pool import POOL_PREFIX, POOLS
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -308,7 +309,7 @@ def test_a_failing_pool_never_reaches_the_app(
     store.close()
 
 
-def test_new_conversations_through_the_sdk_leak_nothing_and_pool_entries_hold_no_text(
+def test_new_named_conversations_through_the_sdk_leak_nothing_and_pool_entries_hold_no_text(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = tmp_path / "store"
@@ -318,8 +319,9 @@ def test_new_conversations_through_the_sdk_leak_nothing_and_pool_entries_hold_no
     settings = ReasoningConfig(store=store, journal=tmp_path / "journal")
     kw = {"model": "claude-sonnet-5-5", "max_tokens": 4096, "thinking": {"type": "adaptive"}}
     with caplog.at_level(logging.DEBUG), instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
-        for n in range(4):  # a new conversation per call: a new execution each
-            MODES["sync"](sim, {**kw, "messages": [{"role": "user", "content": f"question {n}"}]})
+        for n in range(4):  # a new named conversation per call: a new scope directory each
+            with execution(f"conversation-{n}"):
+                MODES["sync"](sim, {**kw, "messages": [{"role": "user", "content": f"question {n}"}]})
     captured = reasoning_events(telemetry.spans)
     executions = {e["loom.execution.id"] for e in captured}
     assert len(captured) == 4 and len(executions) == 4

@@ -50,7 +50,9 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
         )
     try:
         key = _digest_key(runtime, identity)
-        envelope = Envelope.seal(text, execution_id=identity.execution_id, tenant=identity.tenant, key=key)
+        envelope = Envelope.seal(
+            text, execution_id=identity.execution_id, tenant=identity.tenant, key=key, named=identity.named_execution
+        )
         ref = runtime.store.put(envelope)
     except Exception as exc:
         raise ReasoningCaptureError(

@@ -32,6 +32,8 @@ class CallIdentity:
     owner: str | None = None
     named_step: bool = False
     """``True`` when the step came from ``step()`` (its attempts are counted); else the span id."""
+    named_execution: bool = False
+    """``True`` when the execution came from ``execution()`` (rule 1): the application named it."""
 
     @property
     def scope(self) -> ExecutionScope:
@@ -44,12 +46,13 @@ def decide(
 ) -> CallIdentity:
     """The identity of a call whose span has ``context`` (rules 1-3 of the module docstring)."""
     scope = explicit or lineage
+    named = explicit is not None
     if scope is not None:
         execution_id, tenant, principal, owner = scope.execution_id, scope.tenant, scope.principal, scope.owner
     else:
         execution_id = format_trace_id(context.trace_id) if context.is_valid else uuid.uuid4().hex
         tenant = principal = owner = None
     if step is not None:
-        return CallIdentity(execution_id, step, tenant, principal, owner, named_step=True)
+        return CallIdentity(execution_id, step, tenant, principal, owner, named_step=True, named_execution=named)
     step_id = format_span_id(context.span_id) if context.is_valid else uuid.uuid4().hex[:16]
-    return CallIdentity(execution_id, step_id, tenant, principal, owner)
+    return CallIdentity(execution_id, step_id, tenant, principal, owner, named_execution=named)

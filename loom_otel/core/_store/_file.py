@@ -1,25 +1,37 @@
-"""``FileReasoningStore``: sealed blobs in append-only pack files, one directory per (tenant, execution).
+"""``FileReasoningStore``: sealed blobs in append-only pack files.
 
-Layout: ``root/blobs/<scope>/<writer>.pack`` plus ``root/blobs/<scope>/.digest-key`` (keyed digests).
-Each process appends to its own pack in a scope, so a capture costs one ``writev`` on an open file
-instead of creating a file (the file system's metadata work is done once per execution and writer).
-Erasure removes the scope directory, which is exactly one execution's blobs and key.
+Where a blob goes depends on who named its execution (``Envelope.named``):
 
-A new execution's directory and pack come ready-made: a writer keeps a pool of them in a private
-dot-directory (``blobs/.pools/.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and
-renames one to ``blobs/<scope>`` at the execution's first blob, so a new conversation per call costs
-one ``rename`` on the calling thread instead of a ``mkdir`` and an ``open(O_CREAT)``. The rename fails
-when the execution already has a directory (another writer's, an earlier run's): that one is indexed
-and used. Everything that lists ``blobs/`` skips dot-entries; ``close`` removes the writer's pool, and
-a writer that died leaves one that the next store on the root removes (its ``flock`` is free).
+- an execution the application named (``execution()``): ``root/blobs/<scope>/<writer>.pack``, one
+  directory per (tenant, execution), plus ``root/blobs/<scope>/.digest-key`` (keyed digests). A rerun
+  captures into it again: its directory is found in one lookup, and ``put`` stores nothing new;
+- an execution loom-otel named itself (a new conversation without ``execution()``, named by its trace id,
+  and the later calls that joined one by their history): ``root/packs/<shard>/<writer>.pack``, the
+  writer's pack in one of 64 shards chosen by the scope. No file-system object is made per
+  conversation, so a new conversation per call costs the same ``writev`` as a continuing one; nothing
+  reruns into such an execution, so nothing is looked up before writing.
+
+Reads index the scope's directory and the scope's records in its shard (frames only, from where the
+last look stopped). Erasure removes the scope's directory and overwrites the scope's records in its
+shard in place (frame marked erased, ref and blob zeroed, then synced): no text is left in any file.
+
+Each process appends to its own packs, so a capture costs one ``writev`` on an open file. A new named
+execution's directory and pack come ready-made: a writer keeps a pool of them in a private dot-directory
+(``blobs/.pools/.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and renames one to
+``blobs/<scope>`` at the execution's first blob, so a new ``execution()`` costs one ``rename`` on the
+calling thread instead of a ``mkdir`` and an ``open(O_CREAT)``. The rename fails when the execution
+already has a directory (another writer's, an earlier run's): that one is indexed and used. Everything
+that lists ``blobs/`` skips dot-entries; ``close`` removes the writer's pool, and a writer that died
+leaves one that the next store on the root removes (its ``flock`` is free).
 
 A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
 (``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
 torn tail left by a crash is ignored by readers and the writer's next record starts a new pack, so a
 reader never sees part of a blob (the guarantee the write-then-rename of per-blob files gave). For the
-same ref the last whole record wins.
+same ref the last whole record wins; a read checks the record's frame and ref where it was indexed, so
+one erased by another process meanwhile reads as nothing.
 
-Writers notice an erasure that happened under them (their pack's link count drops to zero) and write
+Writers notice an erasure that removed their pack under them (its link count drops to zero) and write
 the record again into a fresh pack: a capture racing an erasure is kept, as if it came after it.
 
 Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
@@ -41,8 +53,9 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final, Literal
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
@@ -63,18 +76,22 @@ __all__ = ["FileReasoningStore"]
 
 _FRAME: Final = struct.Struct(">8sHQ")
 _FRAME_MAGIC: Final = b"LOOMPK1\n"
-_OPEN_PACKS: Final = 64
-"""Open pack files kept per store (one per recently written execution)."""
+_ERASED_MAGIC: Final = b"LOOMPK0\n"
+"""The frame of a record erased in place: its ref and blob are zeros, its length stays (readers skip it)."""
+_MAGICS: Final = frozenset({_FRAME_MAGIC, _ERASED_MAGIC})
+_OPEN_PACKS: Final = 128
+"""Open pack files kept per store (the 64 shared shards, and recently written named executions)."""
 _PENDING_PACKS: Final = 4096
 """Packs written and not synced yet past which the writer syncs them itself (when no journal does)."""
 _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
+_Writing = Literal["named", "shared"]
 _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
 
 class _Scope:
-    """What this process knows of one scope's packs: ref -> (pack path, blob offset, blob length)."""
+    """What this process knows of one scope's blobs: ref -> (pack path, record offset, blob length)."""
 
     __slots__ = ("entries", "exists", "scanned")
 
@@ -84,42 +101,125 @@ class _Scope:
         self.exists = True
         """Whether the scope's directory was there at the last look (a new execution's is not)."""
 
-    def refresh(self, directory: str) -> None:
-        """Index the whole records other writers appended since the last look (reads frames only)."""
+    def refresh(self, blobs_dir: str, packs_dir: str, scope: str, *, shared: bool = True) -> None:
+        """Index the whole records other writers appended since the last look (reads frames only): in the
+        scope's directory and, with ``shared``, the scope's records in its shard of the shared packs."""
+        directory = f"{blobs_dir}/{scope}"
         try:
             names = os.listdir(directory)  # one call; a scope nobody wrote yet costs one failed lookup
         except FileNotFoundError:
-            self.entries.clear()
-            self.scanned.clear()
             self.exists = False
-            return
-        self.exists = True
+            self._forget(directory + "/")
+        else:
+            self.exists = True
+            self._index(directory, names, None)
+        if shared:
+            shard = f"{packs_dir}/{shard_of(scope)}"
+            try:
+                names = os.listdir(shard)
+            except FileNotFoundError:
+                return
+            self._index(shard, names, scope + "/")
+
+    def _index(self, directory: str, names: list[str], prefix: str | None) -> None:
         for name in names:
             if not name.endswith(".pack"):
                 continue
             path = f"{directory}/{name}"
+            start = self.scanned.get(path, 0)
             try:
                 size = os.stat(path).st_size
+                if size <= start:
+                    continue
+                with open(path, "rb") as fh:
+                    end = start
+                    for offset, ref, blob_len, record_end in _records(fh, start, size):
+                        if ref is not None and (prefix is None or ref.startswith(prefix)):
+                            self.entries[ref] = (path, offset, blob_len)
+                        end = record_end
             except FileNotFoundError:
                 continue
-            start = self.scanned.get(path, 0)
-            if size > start:
-                self.scanned[path] = _index_pack(path, start, size, self.entries)
+            self.scanned[path] = end
+
+    def _forget(self, prefix: str) -> None:
+        """The directory is gone (erased): nothing indexed in it is there any more."""
+        for ref in [ref for ref, entry in self.entries.items() if entry[0].startswith(prefix)]:
+            del self.entries[ref]
+        for path in [path for path in self.scanned if path.startswith(prefix)]:
+            del self.scanned[path]
 
 
-def _index_pack(path: str, offset: int, size: int, into: dict[str, tuple[str, int, int]]) -> int:
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        while offset + _FRAME.size <= size:
-            magic, ref_len, blob_len = _FRAME.unpack(fh.read(_FRAME.size))
-            end = offset + _FRAME.size + ref_len + blob_len
-            if magic != _FRAME_MAGIC or end > size:
-                break  # a torn tail (or garbage): nothing from here on is a whole record
-            ref = fh.read(ref_len).decode("ascii", "replace")
-            into[ref] = (path, offset + _FRAME.size + ref_len, blob_len)
-            fh.seek(end)
-            offset = end
-    return offset
+def shard_of(scope: str) -> str:
+    """The shard of the shared packs that holds a scope's blobs: the top six bits of its first byte
+    (64 shards, so reading or erasing one execution reads the frames of 1/64 of them)."""
+    return f"{int(scope[:2], 16) >> 2:02x}"
+
+
+def _records(fh: BinaryIO, offset: int, size: int) -> Iterator[tuple[int, str | None, int, int]]:
+    """The whole records of a pack from ``offset``: (record offset, ref or ``None`` when erased, blob
+    length, record end). Stops at a torn tail (or garbage): nothing from there on is a whole record."""
+    fh.seek(offset)
+    while offset + _FRAME.size <= size:
+        magic, ref_len, blob_len = _FRAME.unpack(fh.read(_FRAME.size))
+        end = offset + _FRAME.size + ref_len + blob_len
+        if magic not in _MAGICS or end > size:
+            return
+        ref = fh.read(ref_len).decode("ascii", "replace") if magic == _FRAME_MAGIC else None
+        yield offset, ref, blob_len, end
+        fh.seek(end)
+        offset = end
+
+
+def _record(entry: tuple[str, int, int], ref: str, *, body: bool = True) -> bytes | None:
+    """The blob of ``ref`` at ``entry`` if a whole, unerased record of it is still there (``b""`` with
+    ``body=False``: only its frame is read); ``None`` otherwise (erased, removed, rewritten)."""
+    path, offset, blob_len = entry
+    ref_bytes = ref.encode("ascii")
+    head = _FRAME.size + len(ref_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        data = os.pread(fd, head + blob_len if body else head, offset)
+    finally:
+        os.close(fd)
+    if len(data) < head or _FRAME.unpack_from(data) != (_FRAME_MAGIC, len(ref_bytes), blob_len):
+        return None
+    if data[_FRAME.size : head] != ref_bytes:
+        return None
+    blob = data[head:]
+    return blob if len(blob) == (blob_len if body else 0) else None
+
+
+def _erase_records(directory: str, erased: Callable[[str], bool]) -> set[str]:
+    """Overwrite, in place, every whole record under ``directory`` whose ref ``erased`` selects: its frame
+    is marked erased and its ref and blob become zeros (then synced). Records appended meanwhile are
+    after the erasure. Returns the refs erased."""
+    found: set[str] = set()
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return found
+    for name in names:
+        if not name.endswith(".pack"):
+            continue
+        try:
+            fh = open(f"{directory}/{name}", "r+b")  # noqa: SIM115 (closed below, after the sync)
+        except FileNotFoundError:
+            continue
+        with fh:
+            changed = False
+            size = os.fstat(fh.fileno()).st_size
+            for offset, ref, blob_len, _ in list(_records(fh, 0, size)):
+                if ref is not None and erased(ref):
+                    tomb = _FRAME.pack(_ERASED_MAGIC, len(ref), blob_len) + bytes(len(ref) + blob_len)
+                    os.pwrite(fh.fileno(), tomb, offset)
+                    found.add(ref)
+                    changed = True
+            if changed:
+                os.fsync(fh.fileno())
+    return found
 
 
 class _Pack:
@@ -147,10 +247,12 @@ class FileReasoningStore:
         self.fsync = fsync
         self._blobs = self.root / "blobs"
         self._blobs_dir = str(self._blobs)
+        self._packs_dir = str(self.root / "packs")
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._pid = os.getpid()
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
+        """This writer's open packs, by the directory they are in (a named scope's, or a shard's)."""
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         renew_after_fork(self)
         self._dirty: set[str] = set()
@@ -181,23 +283,24 @@ class FileReasoningStore:
         ref = envelope.ref
         scope = ref[:32]
         with self._lock:
-            known = self._scope(scope, writing=True)
+            known = self._scope(scope, writing="named" if envelope.named else "shared")
             entry = known.entries.get(ref)
             if entry is not None:
-                if os.path.exists(entry[0]):
+                if _record(entry, ref, body=False) is not None:
                     return ref  # content-addressed: already kept
-                self._scopes.pop(scope, None)  # erased by someone else since we looked
-                self._drop_pack(scope)
-            self._append(scope, ref, (_MAGIC, envelope.header(), envelope.body))
+                del known.entries[ref]  # erased by someone else since we looked
+            home = f"{self._blobs_dir}/{scope}" if envelope.named else f"{self._packs_dir}/{shard_of(scope)}"
+            self._append(known, home, ref, (_MAGIC, envelope.header(), envelope.body))
         return ref
 
-    def _append(self, scope: str, ref: str, blob: tuple[bytes, ...]) -> None:
+    def _append(self, known: _Scope, home: str, ref: str, blob: tuple[bytes, ...]) -> None:
+        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard)."""
         ref_bytes = ref.encode("ascii")
         blob_len = sum(map(len, blob))
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
         size = _FRAME.size + len(ref_bytes) + blob_len
         for _ in range(2):
-            pack = self._pack(scope)
+            pack = self._pack(home, known)
             try:
                 written = os.writev(pack.fd, chunks)
                 if self.fsync:
@@ -205,62 +308,59 @@ class FileReasoningStore:
                 if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
             except BaseException:
-                self._drop_pack(scope)  # the next record goes to a new pack: a torn tail stays a tail
+                self._drop_pack(home)  # the next record goes to a new pack: a torn tail stays a tail
                 raise
             offset, pack.end = pack.end, pack.end + written
             if os.fstat(pack.fd).st_nlink > 0:
-                known = self._scope(scope)
-                known.entries[ref] = (pack.path, offset + _FRAME.size + len(ref_bytes), blob_len)
-                known.scanned[pack.path] = pack.end
+                known.entries[ref] = (pack.path, offset, blob_len)
+                if known.scanned.get(pack.path, 0) == offset:  # nothing unindexed before it
+                    known.scanned[pack.path] = pack.end
                 return
-            self._drop_pack(scope)  # erased while we wrote: write it again into a fresh pack
+            self._drop_pack(home)  # erased while we wrote: write it again into a fresh pack
         raise OSError("reasoning pack was removed twice while being written")
 
-    def _pack(self, scope: str) -> _Pack:
-        """This writer's open pack for ``scope`` (new after a fork or an erasure).
+    def _pack(self, home: str, known: _Scope) -> _Pack:
+        """This writer's open pack in ``home`` (new after a fork or an erasure).
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
         erasure under it is noticed after the write (``_append``)."""
         self._after_fork()
-        pack = self._packs.get(scope)
+        pack = self._packs.get(home)
         if pack is not None:
-            self._packs.move_to_end(scope)
+            self._packs.move_to_end(home)
             return pack
-        directory = f"{self._blobs_dir}/{scope}"
-        path = f"{directory}/{self._pid}-{os.urandom(6).hex()}.pack"
+        path = f"{home}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        known = self._scopes.get(scope)
-        if known is not None and not known.exists:  # a new execution: its directory straight away
+        if not known.exists and home.startswith(self._blobs_dir + "/"):  # a new named execution: its directory now
             known.exists = True
-            if self._new_scope_dir(scope) and (pack := self._packs.get(scope)) is not None:
+            if self._new_scope_dir(home) and (pack := self._packs.get(home)) is not None:
                 return pack  # a ready one, with its pack
         try:
             fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # removed since we looked: the directory is made again
-            self._make_scope_dir(directory)
+        except FileNotFoundError:  # not made yet (a shard), or removed since we looked (an erasure)
+            self._make_dir(home)
             fd = os.open(path, flags, 0o600)
         if self.fsync:
-            self._dirty_dirs.add(directory)
-        return self._keep_pack(scope, _Pack(fd, path))
+            self._dirty_dirs.add(home)
+        return self._keep_pack(home, _Pack(fd, path))
 
-    def _keep_pack(self, scope: str, pack: _Pack) -> _Pack:
-        self._packs[scope] = pack
+    def _keep_pack(self, home: str, pack: _Pack) -> _Pack:
+        self._packs[home] = pack
         while len(self._packs) > _OPEN_PACKS:
             _, old = self._packs.popitem(last=False)
             self._release(old)
         return pack
 
-    def _new_scope_dir(self, scope: str) -> bool:
-        """Make ``scope``'s directory for a write; ``False`` when it was there already.
+    def _new_scope_dir(self, directory: str) -> bool:
+        """Make a named scope's directory for a write; ``False`` when it was there already.
 
         A ready directory from the pool is renamed into place, and its pack becomes this writer's open
         pack for the scope; a rename onto a directory that holds anything fails, so the entry goes
         back to the pool and the existing directory is used. With none ready, ``mkdir`` here."""
         self._after_fork()
-        directory = f"{self._blobs_dir}/{scope}"
         ready = self._take_ready()
         if ready is None:
-            return self._make_scope_dir(directory)
+            return self._make_dir(directory)
         try:
             os.rename(ready.directory, directory)
         except OSError as exc:
@@ -268,11 +368,11 @@ class FileReasoningStore:
                 self._pool.give_back(ready)  # the execution has a directory: another writer's, or an earlier run's
                 return False
             discard(ready)  # the entry or the blobs directory is gone: the calling thread makes it
-            return self._make_scope_dir(directory)
+            return self._make_dir(directory)
         if self.fsync:  # the scope's entry in ``blobs/`` and the pack's entry in the scope, by their new paths
             self._dirty_dirs.add(self._blobs_dir)
             self._dirty_dirs.add(directory)
-        self._keep_pack(scope, _Pack(ready.fd, f"{directory}/{ready.pack}"))
+        self._keep_pack(directory, _Pack(ready.fd, f"{directory}/{ready.pack}"))
         return True
 
     def _take_ready(self) -> Ready | None:
@@ -298,16 +398,18 @@ class FileReasoningStore:
         if finalizer is not None:
             finalizer()
 
-    def _make_scope_dir(self, directory: str) -> bool:
-        """Make a scope's directory; ``False`` when it was there already."""
+    def _make_dir(self, directory: str) -> bool:
+        """Make a named scope's directory or a shard; ``False`` when it was there already."""
         try:
             os.mkdir(directory, 0o700)
         except FileExistsError:
             return False
-        except FileNotFoundError:  # the blobs directory itself was removed
-            os.makedirs(directory, exist_ok=True)
+        except FileNotFoundError:  # its parent (``blobs``, ``packs``) was removed, or is not made yet
+            os.makedirs(directory, 0o700, exist_ok=True)
+            if self.fsync:
+                self._dirty_dirs.add(str(self.root))
         if self.fsync:
-            self._dirty_dirs.add(self._blobs_dir)
+            self._dirty_dirs.add(os.path.dirname(directory))
         return True
 
     def _after_fork_in_child(self) -> None:
@@ -331,8 +433,8 @@ class FileReasoningStore:
                 self._pool.forget()
             self._pool, self._pool_finalizer = None, None
 
-    def _drop_pack(self, scope: str) -> None:
-        pack = self._packs.pop(scope, None)
+    def _drop_pack(self, home: str) -> None:
+        pack = self._packs.pop(home, None)
         if pack is not None:
             self._release(pack)
 
@@ -373,15 +475,22 @@ class FileReasoningStore:
                 with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
                     _fsync_path(path)
 
-    def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
-        """What this writer knows of ``scope``; ``writing``: a scope it does not know yet is made at once
-        (one ``rename`` of a ready directory, or one ``mkdir``, tells a new execution, which has nothing
-        to index, from one to read from disk)."""
+    def _scope(self, scope: str, *, writing: _Writing | None = None) -> _Scope:
+        """What this writer knows of ``scope``, indexed from disk when it is new to it, except:
+
+        - ``writing="named"``: a named scope's directory is made at once (one ``rename`` of a ready
+          directory, or one ``mkdir``, tells a new execution, which has nothing to index, from one to
+          read from disk);
+        - ``writing="shared"``: nothing is read (an execution loom-otel named is new; a rerun never
+          captures into it again). A read that misses indexes it from disk then.
+        """
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
-            if not (writing and self._new_scope_dir(scope)):
-                known.refresh(f"{self._blobs_dir}/{scope}")
+            if writing is None:
+                known.refresh(self._blobs_dir, self._packs_dir, scope)
+            elif writing == "named" and not self._new_scope_dir(f"{self._blobs_dir}/{scope}"):
+                known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             if len(self._scopes) > _KNOWN_SCOPES:
                 self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
         else:
@@ -390,27 +499,25 @@ class FileReasoningStore:
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def _locate(self, ref: str) -> tuple[str, int, int] | None:
+    def _read(self, ref: str) -> bytes | None:
+        """The sealed blob at ``ref``: from where this writer last saw it, else (erased, moved, never
+        seen) from what the disk holds now."""
         if _REF.match(ref) is None:
             return None
         scope = ref[:32]
         with self._lock:
+            entry = self._scope(scope).entries.get(ref)
+        if entry is not None:
+            blob = _record(entry, ref)
+            if blob is not None:
+                return blob
+        with self._lock:
             known = self._scope(scope)
-            known.refresh(f"{self._blobs_dir}/{scope}")
-            return known.entries.get(ref)
-
-    def _read(self, ref: str) -> bytes | None:
-        where = self._locate(ref)
-        if where is None:
-            return None
-        path, offset, length = where
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                data = fh.read(length)
-        except FileNotFoundError:
-            return None
-        return data if len(data) == length else None
+            if known.entries.get(ref) == entry:
+                known.entries.pop(ref, None)
+            known.refresh(self._blobs_dir, self._packs_dir, scope)
+            entry = known.entries.get(ref)
+        return None if entry is None else _record(entry, ref)
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
         if not _opens(ref, tenant, execution_id):
@@ -419,7 +526,7 @@ class FileReasoningStore:
         return None if blob is None else _unseal(blob, tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
-        return self._locate(ref) is not None
+        return self._read(ref) is not None
 
     def sealed_blob(self, ref: str) -> bytes | None:
         """The sealed bytes stored at ``ref`` (audit and fault-injection use; not unsealed)."""
@@ -429,37 +536,35 @@ class FileReasoningStore:
         """Append raw sealed bytes as the newest record for ``ref`` (tests simulating disk faults)."""
         if _REF.match(ref) is None:
             raise ValueError("not a reasoning ref")
+        scope = ref[:32]
         with self._lock:
-            self._append(ref[:32], ref, (blob,))
+            self._append(self._scope(scope, writing="named"), f"{self._blobs_dir}/{scope}", ref, (blob,))
 
     # -- removing ------------------------------------------------------------------------------------
 
     def delete(self, ref: str) -> None:
-        """Remove one blob: its scope's packs are rewritten without it (rare; erasure is by scope)."""
+        """Remove one blob: every record of it is erased in place (rare; erasure is by scope)."""
         if _REF.match(ref) is None:
             return
         scope = ref[:32]
-        directory = f"{self._blobs_dir}/{scope}"
         with self._lock:
-            self._drop_pack(scope)
             self._scopes.pop(scope, None)
-            try:
-                packs = sorted(name for name in os.listdir(directory) if name.endswith(".pack"))
-            except FileNotFoundError:
-                return
-            for name in packs:  # every copy of the ref, not only the newest
-                _rewrite_without(f"{directory}/{name}", ref)
+            _erase_records(f"{self._blobs_dir}/{scope}", ref.__eq__)
+            _erase_records(f"{self._packs_dir}/{shard_of(scope)}", ref.__eq__)
 
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
+        """Remove the named scope's directory (its packs and digest key) and erase the scope's records
+        in its shard in place; returns how many blobs were there."""
         scope = scope_of(tenant, execution_id)
         directory = f"{self._blobs_dir}/{scope}"
         with self._lock:
-            self._drop_pack(scope)
+            self._drop_pack(directory)
             self._scopes.pop(scope, None)
             known = _Scope()
-            known.refresh(directory)
+            known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             shutil.rmtree(directory, ignore_errors=True)
-        return len(known.entries)
+            shared = _erase_records(f"{self._packs_dir}/{shard_of(scope)}", lambda ref: ref.startswith(scope + "/"))
+        return len(known.entries.keys() | shared)
 
     # -- digest keys ---------------------------------------------------------------------------------
 
@@ -512,37 +617,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _rewrite_without(path: str, ref: str) -> None:
-    """Copy every whole record of ``path`` except ``ref``'s to a new file and rename it over (a pack
-    without ``ref`` is left as it is)."""
-    kept: list[tuple[int, int]] = []
-    found = False
-    size = os.stat(path).st_size
-    offset = 0
-    with open(path, "rb") as fh:
-        while offset + _FRAME.size <= size:
-            fh.seek(offset)
-            magic, ref_len, blob_len = _FRAME.unpack(fh.read(_FRAME.size))
-            end = offset + _FRAME.size + ref_len + blob_len
-            if magic != _FRAME_MAGIC or end > size:
-                break
-            if fh.read(ref_len).decode("ascii", "replace") == ref:
-                found = True
-            else:
-                kept.append((offset, end - offset))
-            offset = end
-        if not found:
-            return
-        tmp = f"{path}.rewrite-{uuid.uuid4().hex[:8]}"
-        with open(tmp, "wb") as out:
-            for start, length in kept:
-                fh.seek(start)
-                out.write(fh.read(length))
-            out.flush()
-            os.fsync(out.fileno())
-    os.replace(tmp, path)
 
 
 def _fsync_path(path: str) -> None:

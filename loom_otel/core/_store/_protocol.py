@@ -89,16 +89,24 @@ class Envelope:
     digest: str
     ref: str
     body: bytes = field(repr=False)
+    named: bool = field(default=True, compare=False)
+    """Whether the application named the execution (``execution()``): a rerun may capture the same text
+    into it again, so a store keeps its blobs where a rerun finds them (``put`` stores nothing new).
+    ``False`` for an execution loom-otel named itself (a new trace id): a store may keep those blobs
+    in places shared by many executions."""
 
     @classmethod
-    def seal(cls, text: str, *, execution_id: str, tenant: str | None = None, key: bytes | None = None) -> Envelope:
-        """``key``: the execution's digest key (``hmac-sha256`` mode); digest and address are keyed by it."""
+    def seal(
+        cls, text: str, *, execution_id: str, tenant: str | None = None, key: bytes | None = None, named: bool = True
+    ) -> Envelope:
+        """``key``: the execution's digest key (``hmac-sha256`` mode); digest and address are keyed by it.
+        ``named``: see the field."""
         body = text_bytes(text)
         digest = keyed_digest(body, key)
         scope = scope_of(tenant, execution_id)
         # canonical_json(["loom-otel/blob/v1", scope, digest]): both are hex, so the bytes are built directly
         address = hashlib.sha256(b'["loom-otel/blob/v1","%s","%s"]' % (scope.encode(), digest.encode())).hexdigest()
-        return cls(tenant, execution_id, digest, f"{scope}/{address}", body)
+        return cls(tenant, execution_id, digest, f"{scope}/{address}", body, named)
 
     @property
     def size(self) -> int:
