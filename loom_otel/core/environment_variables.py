@@ -54,7 +54,7 @@ without one, a single warning, and captures go on without local records."""
 LOOM_OTEL_JOURNAL_DURABILITY: Final = "LOOM_OTEL_JOURNAL_DURABILITY"
 """When journal records reach the disk. Every append is written to the OS before the capture returns
 (it survives a crash of the process); then ``always`` fsyncs each record before returning, ``batch``
-lets a background group commit fsync every record within about 5 ms (a power loss can cost at most that
+lets a background group commit fsync every record within about 20 ms (a power loss can cost at most that
 window), ``os`` leaves it to the OS. Default: ``batch``."""
 
 LOOM_OTEL_STORE_FSYNC: Final = "LOOM_OTEL_STORE_FSYNC"
