@@ -46,6 +46,7 @@ __all__ = [
     "ReasoningLogScrubber",
     "ReasoningScrubber",
     "install_scrubber",
+    "marker",
     "reference_of",
     "remember",
     "scrub_value",
@@ -103,6 +104,14 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
+Kept = tuple[str | None, str | None, int]
+"""What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
+where nothing readable was kept. Plain values only: entries of the registry (up to ``_MAX_ENTRIES``,
+held for long) are tuples the garbage collector stops tracking."""
+_Capture = tuple[int, tuple[tuple[str | None, str | bytes | None, str | None, str | None, int], ...]]
+"""One call's capture as ``remember`` queues it: (trace id, ((text, signature, *``Kept``), ...))."""
+
+
 class _Registry:
     """Recently captured texts and signatures -> their replacement, bounded, in memory only.
 
@@ -115,32 +124,33 @@ class _Registry:
         self._limit = limit
         self._traces_limit = traces
         self._lock = threading.Lock()
-        self._exact: OrderedDict[str, tuple[str, ReasoningPart]] = OrderedDict()
+        self._exact: OrderedDict[str, tuple[str, str | None, str | None, int]] = OrderedDict()
+        """Secret -> (replacement, *``Kept``)."""
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
-        self._captured: deque[tuple[Sequence[Reasoning], Sequence[ReasoningPart], int]] = deque(maxlen=limit)
+        self._captured: deque[_Capture] = deque(maxlen=limit)
         """Captures not entered yet: ``remember`` only appends here (a model call pays for no more); the
         first question asked of the registry enters them, oldest first."""
 
-    def captured(self, reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
-        self._captured.append((reasonings, parts, trace_id))  # atomic: no lock on the model call's path
+    def captured(self, capture: _Capture) -> None:
+        self._captured.append(capture)  # atomic: no lock on the model call's path
 
     def _enter_captured(self) -> None:
         captured = self._captured
         while captured:
             try:
-                reasonings, parts, trace_id = captured.popleft()
+                trace_id, pieces = captured.popleft()
             except IndexError:  # another thread entered the last one
                 return
-            for reasoning, part in zip(reasonings, parts, strict=False):
-                if reasoning.text:
-                    self.add(reasoning.text, _marker(part, "text"), part, trace_id)
-                if reasoning.signature:
-                    for form in _signature_forms(reasoning.signature):
-                        self.add(form, _marker(part, "signature"), part, trace_id)
+            for text, signature, ref, digest, size in pieces:
+                if text:
+                    self.add(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id)
+                if signature:
+                    for form in _signature_forms(signature):
+                        self.add(form, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
-    def add(self, secret: str, replacement: str, part: ReasoningPart, trace_id: int) -> None:
+    def add(self, secret: str, replacement: str, kept: Kept, trace_id: int) -> None:
         with self._lock:
-            self._exact[secret] = (replacement, part)
+            self._exact[secret] = (replacement, *kept)
             self._exact.move_to_end(secret)
             while len(self._exact) > self._limit:
                 self._exact.popitem(last=False)
@@ -159,7 +169,7 @@ class _Registry:
         found = self._exact.get(value)
         return found[0] if found is not None else None
 
-    def reference(self, value: str) -> tuple[str, ReasoningPart] | None:
+    def reference(self, value: str) -> tuple[str, str | None, str | None, int] | None:
         if self._captured:
             self._enter_captured()
         return self._exact.get(value)
@@ -190,9 +200,11 @@ class _Registry:
 _registry = _Registry()
 
 
-def _marker(part: ReasoningPart, what: str) -> str:
-    if part.text_ref:
-        return f"[loom-otel reasoning {what} ref={part.text_ref} digest={part.digest} size={part.size}]"
+def marker(ref: str | None, digest: str | None, size: int, what: str) -> str:
+    """What replaces a captured text (``what="text"``) or signature: its reference, digest and size, or
+    the removal marker where nothing readable was kept."""
+    if ref:
+        return f"[loom-otel reasoning {what} ref={ref} digest={digest} size={size}]"
     return REMOVED
 
 
@@ -207,7 +219,8 @@ def _signature_forms(signature: str | bytes) -> Iterable[str]:
 def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
     """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
     reference that replaces it (entered when the registry is next asked, not on the model call's path)."""
-    _registry.captured(reasonings, parts, trace_id)
+    pieces = tuple((r.text, r.signature, p.text_ref, p.digest, p.size) for r, p in zip(reasonings, parts, strict=False))
+    _registry.captured((trace_id, pieces))
 
 
 def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:
@@ -215,16 +228,16 @@ def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:
     ``remember`` gives their references). For the wrappers to call where another instrumentation wrapped
     inside loom-otel could record the response first (it returns to that wrapper before loom-otel's)."""
     for reasoning in reasonings:
-        part = ReasoningPart(reasoning.kind, reasoning.provider, size=len((reasoning.text or "").encode()))
+        kept: Kept = (None, None, len((reasoning.text or "").encode()))
         if reasoning.text and _registry.get(reasoning.text) is None:
-            _registry.add(reasoning.text, REMOVED, part, trace_id)
+            _registry.add(reasoning.text, REMOVED, kept, trace_id)
         for form in _signature_forms(reasoning.signature) if reasoning.signature else ():
             if _registry.get(form) is None:
-                _registry.add(form, REMOVED, part, trace_id)
+                _registry.add(form, REMOVED, kept, trace_id)
 
 
-def reference_of(secret: str) -> tuple[str, ReasoningPart] | None:
-    """(replacement marker, captured part) of a text or signature loom-otel captured recently."""
+def reference_of(secret: str) -> tuple[str, str | None, str | None, int] | None:
+    """(replacement marker, ref, digest, size) of a text or signature loom-otel captured recently."""
     return _registry.reference(secret)
 
 

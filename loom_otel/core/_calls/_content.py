@@ -26,7 +26,7 @@ from typing import Any, Final
 from loom_otel.core import _attributes as attr
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import ReasoningPart
-from loom_otel.core._scrub import REMOVED, reference_of
+from loom_otel.core._scrub import REMOVED, marker, reference_of
 
 __all__ = [
     "CONTENT_EVENT",
@@ -110,12 +110,12 @@ def tool_response_part(call_id: object, response: object) -> dict[str, Any]:
     return part
 
 
-def _reference_part(part: ReasoningPart | None, marker: str) -> dict[str, Any]:
-    found: dict[str, Any] = {"type": "reasoning", "content": marker}
-    if part is not None and part.text_ref:
-        found.update(ref=part.text_ref, digest=part.digest, size=part.size)
-    elif part is not None:
-        found["size"] = part.size
+def _reference_part(replacement: str, ref: str | None, digest: str | None, size: int) -> dict[str, Any]:
+    found: dict[str, Any] = {"type": "reasoning", "content": replacement}
+    if ref:
+        found.update(ref=ref, digest=digest, size=size)
+    else:
+        found["size"] = size
     return found
 
 
@@ -126,21 +126,17 @@ def reasoning_input_part(text: object, signature: object) -> dict[str, Any]:
         if isinstance(secret, str) and secret:
             found = reference_of(secret)
             if found is not None:
-                return _reference_part(found[1], found[0])
+                return _reference_part(*found)
     return {"type": "reasoning", "content": REMOVED}
 
 
 def output_reasoning(parts: Sequence[ReasoningPart], count: int) -> list[dict[str, Any]]:
     """The answer's reasoning parts: the capture's (``parts``), else ``count`` removed ones."""
     if parts:
-        return [_reference_part(p, _marker_of(p)) for p in parts]
+        return [
+            _reference_part(marker(p.text_ref, p.digest, p.size, "text"), p.text_ref, p.digest, p.size) for p in parts
+        ]
     return [{"type": "reasoning", "content": REMOVED} for _ in range(count)]
-
-
-def _marker_of(part: ReasoningPart) -> str:
-    if part.text_ref:
-        return f"[loom-otel reasoning text ref={part.text_ref} digest={part.digest} size={part.size}]"
-    return REMOVED
 
 
 def request_content(

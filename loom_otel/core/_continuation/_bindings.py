@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from loom_otel.core._callbacks import logger
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
@@ -37,9 +37,11 @@ def _string(value: str | None) -> str:
     return "null" if value is None else encode_basestring_ascii(value)
 
 
-@dataclass(frozen=True, slots=True)
-class BlockRecord:
-    """One produced block: its binding and where its readable text lives (if it was kept)."""
+class BlockRecord(NamedTuple):
+    """One produced block: its binding and where its readable text lives (if it was kept).
+
+    A tuple of plain values: ``Bindings`` keeps each as an exact tuple, which the garbage collector
+    stops tracking (up to ``KEPT`` of them would otherwise be walked by every full collection)."""
 
     binding: bytes
     provider: str
@@ -123,7 +125,8 @@ class Bindings:
     def __init__(self, directory: Path | None, *, fsync: bool = False) -> None:
         self.directory = directory
         self.fsync = fsync
-        self._blocks: dict[bytes, BlockRecord] = {}
+        self._blocks: dict[bytes, tuple[object, ...]] = {}
+        """Each record as an exact tuple of its fields (untracked by the garbage collector)."""
         self._rounds: dict[str, RoundRecord] = {}
         self._lock = threading.Lock()
         self._loaded = directory is None
@@ -133,7 +136,8 @@ class Bindings:
     def block(self, key: bytes) -> BlockRecord | None:
         if not self._loaded:
             self._load()
-        return self._blocks.get(key)
+        found = self._blocks.get(key)
+        return None if found is None else BlockRecord._make(found)
 
     def round(self, call_id: str) -> RoundRecord | None:
         return self._rounds.get(call_id)
@@ -146,7 +150,7 @@ class Bindings:
             fresh = [(k, r) for k, r in records if self._blocks.get(k) != r]
             for key, record in fresh:
                 self._blocks.pop(key, None)  # re-inserted: the dict's order is the order of recording
-                self._blocks[key] = record
+                self._blocks[key] = tuple(record)
             for call_id, round_ in rounds:
                 self._rounds.pop(call_id, None)
                 self._rounds[call_id] = round_
@@ -191,7 +195,7 @@ class Bindings:
                 for line in lines:
                     parsed = BlockRecord.from_json(line)
                     if parsed is not None:
-                        self._blocks.setdefault(parsed[0], parsed[1])
+                        self._blocks.setdefault(parsed[0], tuple(parsed[1]))
             _forget_oldest(self._blocks, KEPT)
 
 

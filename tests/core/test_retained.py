@@ -1,0 +1,49 @@
+"""What a model call leaves behind for the garbage collector to walk (issue 15): the binding records (up
+to 200,000) and the scrubber's queue of recent captures (up to 4,096) are kept for long, so they hold
+plain tuples, which the collector stops tracking; a kept dataclass per call made every full collection
+of a long-running process walk hundreds of thousands more objects."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from loom_otel.core import FileReasoningStore, ReasoningConfig, execution
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.testing import find_leaks, instrumented, reasoning_events
+from loom_otel.testing.simulator import Simulator
+from tests.anthropic.modes import MODES, request
+
+CANARY = "CANARY-retained-71c3"
+
+
+def _tracked() -> int:
+    gc.collect()
+    gc.collect()  # a tuple is untracked by the collection after the one that freed what it held
+    return len(gc.get_objects())
+
+
+@pytest.mark.parametrize("mode", ["sync", "stream"])
+def test_calls_keep_no_object_the_garbage_collector_tracks(mode, tmp_path):
+    sim = Simulator(reasoning_text=f"Weigh both routes. {CANARY}")
+    store = FileReasoningStore(tmp_path / "store")
+    config = ReasoningConfig(store=store, journal=tmp_path / "journal")
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry, execution("one-conversation"):
+        for n in range(20):  # warm: memos, open packs, the journal
+            MODES[mode](sim, request(messages=[{"role": "user", "content": f"warm {n}"}]))
+        telemetry.exporter.clear()
+        sim.reset()  # the simulator keeps every request it answered
+        assert store._pool is not None and store._pool.wait_filled(10)  # its ready directories are made
+        before = _tracked()
+        for n in range(200):  # each keeps a binding record and queues its capture for the scrubber
+            MODES[mode](sim, request(messages=[{"role": "user", "content": f"question {n}"}]))
+        spans = telemetry.spans
+        captured = len(reasoning_events(spans))
+        leaks = find_leaks([CANARY], spans=spans, directories=[tmp_path / "journal"])
+        del spans
+        telemetry.exporter.clear()  # the exporter's list holds every finished span
+        sim.reset()
+        grown = _tracked() - before
+    assert captured == 200 and leaks == []
+    assert grown < 40, f"{grown} more tracked objects after 200 calls"
