@@ -206,3 +206,35 @@ def test_new_conversations_through_the_sdk_make_no_directory_leak_nothing_and_er
     for execution_id in executions:
         (step,) = read_reasoning(tmp_path / "journal", store, execution_id=execution_id).steps
         assert [p.status for p in step.received.parts] == ["erased"]
+
+
+def test_erasing_while_another_writer_appends_to_the_same_shard_pack(tmp_path: Path) -> None:
+    """An eraser overwrites records in a pack another writer keeps appending to: the appends stay whole,
+    the neighbours' records stay readable, and an erasure after the last append leaves no text."""
+    root = tmp_path / "s"
+    writer, eraser = FileReasoningStore(root), FileReasoningStore(root)
+    victim = "victim"
+    shard = _file_store.shard_of(_file_store.scope_of(None, victim))
+    neighbour = next(f"n{n}" for n in range(1000) if _file_store.shard_of(_file_store.scope_of(None, f"n{n}")) == shard)
+    kept: list[tuple[str, bytes]] = []
+    stop = threading.Event()
+
+    def erase() -> None:
+        while not stop.is_set():
+            eraser.erase_execution(None, victim)
+
+    thread = threading.Thread(target=erase)
+    thread.start()
+    try:
+        for n in range(300):
+            writer.put(_shared(f"{CANARY} {n}", victim))
+            text = f"neighbour {n}".encode()
+            kept.append((writer.put(_shared(text.decode(), neighbour)), text))
+    finally:
+        stop.set()
+        thread.join()
+    eraser.erase_execution(None, victim)
+    assert find_leaks([CANARY], directories=[root]) == []
+    reader = FileReasoningStore(root)
+    assert all(reader.get(ref, tenant=None, execution_id=neighbour) == text for ref, text in kept)
+    assert all(writer.get(ref, tenant=None, execution_id=neighbour) == text for ref, text in kept)

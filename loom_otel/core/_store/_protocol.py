@@ -92,8 +92,9 @@ class Envelope:
     named: bool = field(default=True, compare=False)
     """Whether the application named the execution (``execution()``): a rerun may capture the same text
     into it again, so a store keeps its blobs where a rerun finds them (``put`` stores nothing new).
-    ``False`` for an execution loom-otel named itself (a new trace id): a store may keep those blobs
-    in places shared by many executions."""
+    ``False`` for an execution loom-otel named itself (a new trace id, which no rerun captures into): a
+    store may keep those blobs in places shared by many executions and skip looking for an earlier copy
+    written by another process (only a copy it wrote itself is not stored again)."""
 
     @classmethod
     def seal(
