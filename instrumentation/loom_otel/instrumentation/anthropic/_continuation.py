@@ -305,13 +305,11 @@ class AnthropicContinuation:
         return self.rule.bindings.block(key) is not None
 
     def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None, call: ModelCall) -> None:
-        """Record the bindings of the response's reasoning blocks. The blocks after the last reasoning
-        block bind nothing and are read only when the turn calls tools (its round record needs them)."""
+        """Record the bindings of the response's reasoning blocks (those ``_recorded_blocks`` keeps)."""
         kinds = [_get(block, "type") for block in blocks]
-        reasoning = [i for i, kind in enumerate(kinds) if kind in _REASONING]
-        if not reasoning:
+        end = _recorded_blocks(kinds)
+        if not end:
             return
-        end = len(blocks) if any(kind in _CALLS for kind in kinds) else reasoning[-1] + 1
         parts = iter(capture.parts if capture is not None else ())
         items: list[bytes | Produced] = []
         calls: list[str] = []
@@ -330,6 +328,16 @@ class AnthropicContinuation:
                 calls.append(call_id)
             items.append(_plain(block))
         self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity.scope)
+
+
+def _recorded_blocks(kinds: Sequence[object]) -> int:
+    """How many leading blocks of a response (by their types) a binding record reads: none without a
+    reasoning block; up to the last one, since the blocks after it bind nothing; all of them when the
+    turn calls tools (its round record needs them)."""
+    last = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] in _REASONING), -1)
+    if last < 0:
+        return 0
+    return len(kinds) if any(kind in _CALLS for kind in kinds) else last + 1
 
 
 def _vendor_drops(kwargs: Mapping[str, Any]) -> bool:
@@ -430,15 +438,16 @@ class _Accumulator(AccumulatorLayer):
             vendor_dropped(self._call, _get(self._inner.message, "input_transformations"))
         return self._inner.result()
 
-    def blocks(self) -> list[dict[str, Any]]:
-        """Every streamed block in order, normalized like a complete response's blocks."""
+    def blocks(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The streamed blocks in order (the first ``limit`` of them), normalized like a complete
+        response's blocks."""
         assert isinstance(self._inner, MessageStreamAccumulator)
         out = []
-        for _, block in sorted(self._inner.blocks.items()):
+        for _, block in sorted(self._inner.blocks.items())[:limit]:
             normalized = _norm(block.start)
             kind = normalized.get("type")
             if kind == "thinking":
-                normalized["thinking"] = "".join(block.thinking)
+                normalized["thinking"] = block.thinking_text()
                 normalized["signature"] = block.signature
             elif kind == "text":
                 normalized["text"] = "".join(block.texts)
@@ -454,4 +463,9 @@ class _Accumulator(AccumulatorLayer):
         return out
 
     def _record(self, capture: Capture | None) -> None:
-        self._outgoing.adapter.record(self._outgoing.plan, self.blocks(), capture, self._call)
+        """Only the blocks the record reads are normalized (the answer after the thinking is not)."""
+        assert isinstance(self._inner, MessageStreamAccumulator)
+        kinds = [_get(block.start, "type") for _, block in sorted(self._inner.blocks.items())]
+        end = _recorded_blocks(kinds)
+        if end:
+            self._outgoing.adapter.record(self._outgoing.plan, self.blocks(end), capture, self._call)

@@ -259,6 +259,12 @@ class _Block:
         self.citations: list[Any] = []
         self.signature: str = field(start, "signature") or ""
 
+    def thinking_text(self) -> str:
+        """The thinking deltas joined, once (capture and the binding record both read it)."""
+        if len(self.thinking) != 1:
+            self.thinking = ["".join(self.thinking)]
+        return self.thinking[0]
+
 
 class MessageStreamAccumulator:
     """Rebuilds a ``Messages`` stream (``create(stream=True)`` and the ``messages.stream()`` helper
@@ -329,7 +335,7 @@ class MessageStreamAccumulator:
             block_type = getattr(block.start, "type", None)
             if block_type == "thinking":
                 reasonings.append(
-                    Reasoning(kind, provider, text="".join(block.thinking), signature=block.signature or None)
+                    Reasoning(kind, provider, text=block.thinking_text(), signature=block.signature or None)
                 )
             elif block_type == "redacted_thinking":
                 reasonings.append(Reasoning(ReasoningKind.REDACTED, provider, text=None, signature=block.start.data))
