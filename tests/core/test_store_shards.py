@@ -238,3 +238,38 @@ def test_erasing_while_another_writer_appends_to_the_same_shard_pack(tmp_path: P
     reader = FileReasoningStore(root)
     assert all(reader.get(ref, tenant=None, execution_id=neighbour) == text for ref, text in kept)
     assert all(writer.get(ref, tenant=None, execution_id=neighbour) == text for ref, text in kept)
+
+
+def test_a_scope_dropped_from_the_index_is_read_again_from_its_first_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-running writer's pack in a shard holds every conversation since it started: a conversation
+    dropped from the in-memory index and read again is indexed from its own first record on, not from
+    the start of the pack."""
+    monkeypatch.setattr(_file_store, "_KNOWN_SCOPES", 4)
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    shard = _file_store.shard_of(_file_store.scope_of(None, "resumed"))
+    others = [f"o{n}" for n in range(20000) if _file_store.shard_of(_file_store.scope_of(None, f"o{n}")) == shard]
+    for execution_id in others[:200]:  # earlier conversations in the same pack
+        store.put(_shared("earlier", execution_id))
+    first = store.put(_shared("first turn", "resumed"))
+    for execution_id in others[200:210]:  # enough later ones to drop "resumed" from the index
+        store.put(_shared("later", execution_id))
+    assert _file_store.scope_of(None, "resumed") not in store._scopes
+    frames = 0
+    real = _file_store._records
+
+    def counted(fd: int, offset: int, size: int) -> Any:
+        nonlocal frames
+        for record in real(fd, offset, size):
+            frames += 1
+            yield record
+
+    monkeypatch.setattr(_file_store, "_records", counted)
+    assert store.get(first, tenant=None, execution_id="resumed") == b"first turn"
+    assert frames <= 11, f"{frames} frames read"  # its own record and the ten after it
+    second = store.put(_shared("second turn", "resumed"))
+    assert FileReasoningStore(root).get(second, tenant=None, execution_id="resumed") == b"second turn"
+    store.erase_execution(None, "resumed")
+    assert store.get(first, tenant=None, execution_id="resumed") is None

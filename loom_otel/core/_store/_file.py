@@ -12,7 +12,8 @@ Where a blob goes depends on who named its execution (``Envelope.named``):
   reruns into such an execution, so nothing is looked up before writing.
 
 Reads index the scope's directory and the scope's records in its shard (frames only, from where the
-last look stopped). Erasure removes the scope's directory and overwrites the scope's records in its
+last look stopped; a scope dropped from the in-memory index keeps a bookmark of where its records
+start, so a conversation resumed later is not looked for in the records written before it). Erasure removes the scope's directory and overwrites the scope's records in its
 shard in place (frame marked erased, ref and blob zeroed, then synced): no text is left in any file.
 
 Each process appends to its own packs, so a capture costs one ``writev`` on an open file. A new named
@@ -85,6 +86,8 @@ _PENDING_PACKS: Final = 4096
 """Packs written and not synced yet past which the writer syncs them itself (when no journal does)."""
 _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
+_BOOKMARKS: Final = 16384
+"""Executions dropped from the index whose bookmark is kept: where indexing them again may start."""
 _Writing = Literal["named", "shared"]
 _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
@@ -143,6 +146,17 @@ class _Scope:
             finally:
                 os.close(fd)
             self.scanned[path] = end
+
+    def bookmark(self) -> tuple[tuple[str, int], ...]:
+        """Where indexing this scope again may start in each pack, with nothing of it missed: before its
+        first record there, else where the last look stopped. Without one, a scope dropped from the
+        index and read again would read every frame of its shard from the start (a resumed
+        conversation of a long-running process, whose own pack holds every conversation since)."""
+        starts = dict(self.scanned)
+        for path, offset, _ in self.entries.values():
+            if offset < starts.get(path, offset + 1):
+                starts[path] = offset
+        return tuple(starts.items())
 
     def _forget(self, prefix: str) -> None:
         """The directory is gone (erased): nothing indexed in it is there any more."""
@@ -269,6 +283,8 @@ class FileReasoningStore:
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         """This writer's open packs, by the directory they are in (a named scope's, or a shard's)."""
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._bookmarks: OrderedDict[str, tuple[tuple[str, int], ...]] = OrderedDict()
+        """``_Scope.bookmark`` of the scopes dropped from ``_scopes``, the newest ``_BOOKMARKS``."""
         renew_after_fork(self)
         self._dirty: set[str] = set()
         """Packs written since the last sync (by path: a pack closed meanwhile needs no descriptor)."""
@@ -502,12 +518,19 @@ class FileReasoningStore:
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
+            bookmark = self._bookmarks.pop(scope, None)
+            if bookmark is not None:
+                known.scanned.update(bookmark)
             if writing is None:
                 known.refresh(self._blobs_dir, self._packs_dir, scope)
             elif writing == "named" and not self._new_scope_dir(f"{self._blobs_dir}/{scope}"):
                 known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             if len(self._scopes) > _KNOWN_SCOPES:
-                self._scopes.popitem(last=False)  # the least recently used: read again from disk if needed
+                # the least recently used: indexed again from disk if needed, from its bookmark
+                dropped, old = self._scopes.popitem(last=False)
+                self._bookmarks[dropped] = old.bookmark()
+                if len(self._bookmarks) > _BOOKMARKS:
+                    self._bookmarks.popitem(last=False)
         else:
             self._scopes.move_to_end(scope)
         return known
@@ -564,6 +587,7 @@ class FileReasoningStore:
         scope = ref[:32]
         with self._lock:
             self._scopes.pop(scope, None)
+            self._bookmarks.pop(scope, None)
             _erase_records(f"{self._blobs_dir}/{scope}", ref.__eq__)
             _erase_records(f"{self._packs_dir}/{shard_of(scope)}", ref.__eq__)
 
@@ -575,6 +599,7 @@ class FileReasoningStore:
         with self._lock:
             self._drop_pack(directory)
             self._scopes.pop(scope, None)
+            self._bookmarks.pop(scope, None)
             known = _Scope()
             known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             shutil.rmtree(directory, ignore_errors=True)
