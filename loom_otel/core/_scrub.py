@@ -104,12 +104,12 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
-Kept = tuple[str | None, str | None, int]
+_Kept = tuple[str | None, str | None, int]
 """What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
 where nothing readable was kept. Plain values only: entries of the registry (up to ``_MAX_ENTRIES``,
 held for long) are tuples the garbage collector stops tracking."""
 _Capture = tuple[int, tuple[tuple[str | None, str | bytes | None, str | None, str | None, int], ...]]
-"""One call's capture as ``remember`` queues it: (trace id, ((text, signature, *``Kept``), ...))."""
+"""One call's capture as ``remember`` queues it: (trace id, ((text, signature, *``_Kept``), ...))."""
 
 
 class _Registry:
@@ -125,7 +125,7 @@ class _Registry:
         self._traces_limit = traces
         self._lock = threading.Lock()
         self._exact: OrderedDict[str, tuple[str, str | None, str | None, int]] = OrderedDict()
-        """Secret -> (replacement, *``Kept``)."""
+        """Secret -> (replacement, *``_Kept``)."""
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=limit)
         """Captures not entered yet: ``remember`` only appends here (a model call pays for no more); the
@@ -148,7 +148,7 @@ class _Registry:
                     for form in _signature_forms(signature):
                         self.add(form, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
-    def add(self, secret: str, replacement: str, kept: Kept, trace_id: int) -> None:
+    def add(self, secret: str, replacement: str, kept: _Kept, trace_id: int) -> None:
         with self._lock:
             self._exact[secret] = (replacement, *kept)
             self._exact.move_to_end(secret)
@@ -228,7 +228,7 @@ def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:
     ``remember`` gives their references). For the wrappers to call where another instrumentation wrapped
     inside loom-otel could record the response first (it returns to that wrapper before loom-otel's)."""
     for reasoning in reasonings:
-        kept: Kept = (None, None, len((reasoning.text or "").encode()))
+        kept: _Kept = (None, None, len((reasoning.text or "").encode()))
         if reasoning.text and _registry.get(reasoning.text) is None:
             _registry.add(reasoning.text, REMOVED, kept, trace_id)
         for form in _signature_forms(reasoning.signature) if reasoning.signature else ():

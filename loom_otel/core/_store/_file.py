@@ -13,8 +13,9 @@ Where a blob goes depends on who named its execution (``Envelope.named``):
 
 Reads index the scope's directory and the scope's records in its shard (frames only, from where the
 last look stopped; a scope dropped from the in-memory index keeps a bookmark of where its records
-start, so a conversation resumed later is not looked for in the records written before it). Erasure removes the scope's directory and overwrites the scope's records in its
-shard in place (frame marked erased, ref and blob zeroed, then synced): no text is left in any file.
+start, so a conversation resumed later is not looked for in the records written before it).
+Erasure removes the scope's directory and overwrites the scope's records in its shard in place (frame
+marked erased, ref and blob zeroed, then synced): no text is left in any file.
 
 Each process appends to its own packs, so a capture costs one ``writev`` on an open file. A new named
 execution's directory and pack come ready-made: a writer keeps a pool of them in a private dot-directory
