@@ -273,3 +273,35 @@ def test_a_scope_dropped_from_the_index_is_read_again_from_its_first_record(
     assert FileReasoningStore(root).get(second, tenant=None, execution_id="resumed") == b"second turn"
     store.erase_execution(None, "resumed")
     assert store.get(first, tenant=None, execution_id="resumed") is None
+
+
+def test_a_forked_child_appends_to_packs_of_its_own_and_each_process_reads_and_erases_the_others(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    parent_ref = store.put(_shared("parent's", "shared-conversation"))  # the parent's shard pack is open
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            os.close(read)
+            child_ref = store.put(_shared(f"child's {CANARY}", "shared-conversation"))
+            assert store.get(parent_ref, tenant=None, execution_id="shared-conversation") == b"parent's"
+            os.write(write, child_ref.encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        child_ref = fh.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    packs = _packs(root)
+    assert len(packs) == 2 and {p.name.split("-")[0] for p in packs} == {str(os.getpid()), str(pid)}
+    assert store.get(child_ref, tenant=None, execution_id="shared-conversation") == f"child's {CANARY}".encode()
+    assert store.erase_execution(None, "shared-conversation") == 2
+    assert find_leaks([CANARY], directories=[root]) == []
+    again = store.put(_shared("parent's again", "shared-conversation"))  # the parent's descriptors still work
+    assert FileReasoningStore(root).get(again, tenant=None, execution_id="shared-conversation") == b"parent's again"
