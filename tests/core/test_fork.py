@@ -8,11 +8,8 @@ record span). A child that hangs is killed after ``HANG`` seconds and the case f
 from __future__ import annotations
 
 import os
-import signal
 import threading
-import time
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,11 +28,10 @@ from loom_otel.live import _channel as _live
 from loom_otel.live._channel import CallStarted, LiveCall
 from loom_otel.live._handoff import Handoff
 from loom_otel.live._hub import LiveReasoningHub
+from tests.support.forking import HANG, fork_runs
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
-HANG = 10.0
-"""Seconds a child gets for one locked operation (each takes milliseconds): past it, it hung."""
 HOLD = 5.0
 """At most this long the parent thread keeps the lock, so a parent that waits for it at fork (as the
 journal once did) is slowed down, never deadlocked."""
@@ -59,37 +55,6 @@ def held(lock: Any) -> Iterator[None]:
     finally:
         done.set()
         thread.join()
-
-
-def fork_runs(operation: Callable[[], object]) -> None:
-    """Fork; the child runs ``operation`` and must exit 0 within ``HANG`` seconds."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 1
-        try:
-            os.close(read)
-            operation()
-            code = 0
-        except BaseException:
-            os.write(write, traceback.format_exc().encode()[-2000:])
-        finally:
-            os._exit(code)
-    os.close(write)
-    deadline = time.monotonic() + HANG
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            os.close(read)
-            pytest.fail(f"the forked child hung for {HANG:.0f} s (a lock copied in its held state)")
-        time.sleep(0.02)
-    with os.fdopen(read, "rb") as fh:
-        error = fh.read().decode(errors="replace")
-    assert os.waitstatus_to_exitcode(status) == 0, error
 
 
 def _record(n: int) -> tuple[bytes, BlockRecord]:

@@ -21,6 +21,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.support.forking import fork_runs
 
 CANARY = "CANARY-pool-9b41"
 
@@ -220,33 +221,21 @@ def test_a_forked_child_makes_its_own_pool_and_leaves_its_parents_alone(tmp_path
     store = FileReasoningStore(root)
     pool_dir = Path(_warm(store))
     before = sorted(p.name for p in pool_dir.iterdir())
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        code = 1
-        try:
-            os.close(read)
-            assert store._pool is None  # the parent's was forgotten at the fork
-            refs = [store.put(Envelope.seal(f"child {n}", execution_id=f"c{n}")) for n in range(5)]
-            child_pool = store._pool
-            assert child_pool is not None and child_pool.wait_filled(10)
-            assert Path(child_pool.directory) != pool_dir
-            refs += [store.put(Envelope.seal(f"child {n}", execution_id=f"c{n}")) for n in range(5, 10)]
-            assert all(
-                store.get(r, tenant=None, execution_id=f"c{n}") == f"child {n}".encode() for n, r in enumerate(refs)
-            )
-            os.write(write, child_pool.directory.encode())
-            store.close()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as fh:
-        child_pool_dir = Path(fh.read().decode())
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child() -> None:
+        assert store._pool is None  # the parent's was forgotten at the fork
+        refs = [store.put(Envelope.seal(f"child {n}", execution_id=f"c{n}")) for n in range(5)]
+        child_pool = store._pool
+        assert child_pool is not None and child_pool.wait_filled(10)
+        assert Path(child_pool.directory) != pool_dir
+        assert Path(child_pool.directory) in _pools(root)
+        refs += [store.put(Envelope.seal(f"child {n}", execution_id=f"c{n}")) for n in range(5, 10)]
+        assert all(store.get(r, tenant=None, execution_id=f"c{n}") == f"child {n}".encode() for n, r in enumerate(refs))
+        store.close()
+
+    fork_runs(child)
     assert sorted(p.name for p in pool_dir.iterdir()) == before  # untouched by the child
-    assert not child_pool_dir.exists()  # the child's own, removed at its close
+    assert _pools(root) == [pool_dir]  # the child's own was removed at its close
     reader = FileReasoningStore(root)
     assert all(
         reader.get(Envelope.seal(f"child {n}", execution_id=f"c{n}").ref, tenant=None, execution_id=f"c{n}")

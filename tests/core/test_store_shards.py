@@ -20,6 +20,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.support.forking import fork_runs
 
 CANARY = "CANARY-shard-5d07"
 
@@ -281,25 +282,15 @@ def test_a_forked_child_appends_to_packs_of_its_own_and_each_process_reads_and_e
     root = tmp_path / "s"
     store = FileReasoningStore(root)
     parent_ref = store.put(_shared("parent's", "shared-conversation"))  # the parent's shard pack is open
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        code = 1
-        try:
-            os.close(read)
-            child_ref = store.put(_shared(f"child's {CANARY}", "shared-conversation"))
-            assert store.get(parent_ref, tenant=None, execution_id="shared-conversation") == b"parent's"
-            os.write(write, child_ref.encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as fh:
-        child_ref = fh.read().decode()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    packs = _packs(root)
-    assert len(packs) == 2 and {p.name.split("-")[0] for p in packs} == {str(os.getpid()), str(pid)}
+    child_ref = _shared(f"child's {CANARY}", "shared-conversation").ref  # content-addressed: known here too
+
+    def child() -> None:
+        assert store.put(_shared(f"child's {CANARY}", "shared-conversation")) == child_ref
+        assert store.get(parent_ref, tenant=None, execution_id="shared-conversation") == b"parent's"
+
+    fork_runs(child)
+    writers = sorted(p.name.split("-")[0] for p in _packs(root))
+    assert len(writers) == 2 and writers.count(str(os.getpid())) == 1  # the child's pack is its own
     assert store.get(child_ref, tenant=None, execution_id="shared-conversation") == f"child's {CANARY}".encode()
     assert store.erase_execution(None, "shared-conversation") == 2
     assert find_leaks([CANARY], directories=[root]) == []
