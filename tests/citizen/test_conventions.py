@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anthropic
+import httpx2
 import pytest
 from google.genai import types
 
@@ -123,6 +125,31 @@ def test_a_new_execution_is_the_conversation(config):
     span = _one(telemetry, f"chat {CLAUDE}")
     assert span.attributes["loom.execution.id"] == format(span.context.trace_id, "032x")
     assert span.attributes["gen_ai.conversation.id"] == span.attributes["loom.execution.id"]
+
+
+def test_a_failed_or_abandoned_call_carries_its_execution(config):
+    """The execution goes on the span with its last attributes: with the error type of a failed call,
+    with the outcome of a stream closed early, with the response of a complete one."""
+    sim = Simulator()
+
+    def overloaded(request: httpx2.Request) -> httpx2.Response:
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "try later"}}
+        return httpx2.Response(529, json=error, request=request)
+
+    failing = sim.anthropic_client(http_client=httpx2.Client(transport=httpx2.MockTransport(overloaded)))
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        with pytest.raises(anthropic.APIStatusError):
+            failing.messages.create(**_thinking())
+        stream = sim.anthropic_client().messages.create(**_thinking(), stream=True)
+        next(iter(stream))
+        stream.close()
+        sim.anthropic_client().messages.create(**_thinking())
+    spans = [s for s in telemetry.spans if s.name == f"chat {CLAUDE}"]
+    assert [s.attributes.get("error.type") for s in spans] == ["OverloadedError", None, None]
+    assert [s.attributes.get("loom.stream.outcome") for s in spans] == [None, "closed_early", None]
+    for span in spans:
+        assert span.attributes["loom.execution.id"] == format(span.context.trace_id, "032x")
+        assert span.attributes["gen_ai.conversation.id"] == span.attributes["loom.execution.id"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._calls._events import add_event
 from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
@@ -85,17 +86,6 @@ def capture(
         identity = decide(context, current_execution(), None, current_step())
     parts = tuple([_part(runtime, identity, r) for r in reasonings])
     attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
-    kinds: list[str] = []
-    refs: list[str] = []
-    digests: list[str] = []
-    sizes: list[int] = []
-    omitted: list[bool] = []
-    for p in parts:
-        kinds.append(p.kind.value)
-        refs.append(p.text_ref or "")
-        digests.append(p.digest or "")
-        sizes.append(p.size)
-        omitted.append(p.omitted)
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,
@@ -103,11 +93,11 @@ def capture(
         attr.GEN_AI_PROVIDER_NAME: provider,
         attr.GEN_AI_REQUEST_MODEL: request_model,
         attr.GEN_AI_RESPONSE_MODEL: response_model or request_model,
-        attr.PART_KIND: kinds,
-        attr.PART_REF: refs,
-        attr.PART_DIGEST: digests,
-        attr.PART_SIZE: sizes,
-        attr.PART_OMITTED: omitted,
+        attr.PART_KIND: tuple([p.kind.value for p in parts]),
+        attr.PART_REF: tuple([p.text_ref or "" for p in parts]),
+        attr.PART_DIGEST: tuple([p.digest or "" for p in parts]),
+        attr.PART_SIZE: tuple([p.size for p in parts]),
+        attr.PART_OMITTED: tuple([p.omitted for p in parts]),
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
@@ -122,7 +112,8 @@ def capture(
             f"audit journal {str(runtime.journal_dir)!r} could not be written ({type(exc).__name__}); "
             "the model call fails closed"
         ) from exc
-    span.add_event(
+    add_event(
+        span,
         attr.EVENT_CAPTURED,
         {
             **attributes,
@@ -131,6 +122,6 @@ def capture(
             attr.AUDIT_PREV: entry.prev,
             attr.AUDIT_HASH: entry.hash,
         },
-        timestamp=entry.time,
+        entry.time,
     )
     return Capture(identity, attempt, parts, attributes)

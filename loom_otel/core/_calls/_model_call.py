@@ -241,14 +241,23 @@ class ModelCall:
 
     def join(self, lineage: ExecutionScope | None) -> CallIdentity:
         """Decide the call's identity now, joining ``lineage`` (the execution the request's own reasoning
-        blocks belong to) unless a scope is explicit; once decided, later calls change nothing."""
+        blocks belong to) unless a scope is explicit; once decided, later calls change nothing. The span
+        gets it with its last attributes (``_last_attributes``)."""
         if self._identity is None:
             self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step)
-            if not self._identified and self.span.is_recording():
-                existing = getattr(self.span, "attributes", None)
-                self.span.set_attributes(self._identity_attributes(self._identity.execution_id, existing))
-                self._identified = True
         return self._identity
+
+    def _last_attributes(self, attributes: dict[str, AttributeValue]) -> None:
+        """Set ``attributes`` as the call ends, with the call's execution when the span does not carry it
+        yet (one write, not two)."""
+        span = self.span
+        if not self._identified:
+            self._identified = True
+            if span.is_recording():
+                existing = getattr(span, "attributes", None)
+                attributes.update(self._identity_attributes(self.identity.execution_id, existing))
+        if attributes:
+            span.set_attributes(attributes)
 
     def _identity_attributes(
         self, execution_id: str, existing: Mapping[str, object] | None
@@ -312,11 +321,11 @@ class ModelCall:
         span = self.span
         try:
             if not self._genai:
-                pass  # the other instrumentation records the response on its span
+                self._last_attributes({})  # the other instrumentation records the response on its span
             elif response.model:
-                span.set_attributes({**response.attributes, attr.GEN_AI_RESPONSE_MODEL: response.model})
-            elif response.attributes:
-                span.set_attributes(dict(response.attributes))
+                self._last_attributes({**response.attributes, attr.GEN_AI_RESPONSE_MODEL: response.model})
+            else:
+                self._last_attributes(dict(response.attributes))
             result = capture(
                 self.handler.runtime,
                 span,
@@ -357,7 +366,7 @@ class ModelCall:
             return
         self._ended = True
         self.after_capture = None
-        self.span.set_attribute(attr.STREAM_OUTCOME, reason)
+        self._last_attributes({attr.STREAM_OUTCOME: reason})
         self._end()
         self._record_end(None, {}, reason)
         self._live_end(reason, None)
@@ -369,9 +378,11 @@ class ModelCall:
     def _end_with_error(self, exc: BaseException) -> None:
         """The error type only, never the message (it may quote a request); the live view is told."""
         if self._owns_span:
-            self.span.set_attribute(attr.ERROR_TYPE, type(exc).__qualname__)
+            self._last_attributes({attr.ERROR_TYPE: type(exc).__qualname__})
             self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
             self.span.end()
+        else:
+            self._last_attributes({})
         self._live_end("failed", None)
 
     def _live_end(self, outcome: str, result: Capture | None) -> None:

@@ -322,11 +322,13 @@ class FileReasoningStore:
                     return ref  # content-addressed: already kept
                 del known.entries[ref]  # erased by someone else since we looked
             home = f"{self._blobs_dir}/{scope}" if envelope.named else f"{self._packs_dir}/{shard_of(scope)}"
-            self._append(known, home, ref, (_MAGIC, envelope.header(), envelope.body))
+            self._append(known, home, ref, (_MAGIC, envelope.header(), envelope.body), named=envelope.named)
         return ref
 
-    def _append(self, known: _Scope, home: str, ref: str, blob: tuple[bytes, ...]) -> None:
-        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard)."""
+    def _append(self, known: _Scope, home: str, ref: str, blob: tuple[bytes, ...], *, named: bool) -> None:
+        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard).
+        An erasure removes a named scope's packs, so one may be gone by the time the record is in it; a
+        shard's packs are never removed (erasure overwrites records in place)."""
         ref_bytes = ref.encode("ascii")
         blob_len = sum(map(len, blob))
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
@@ -343,7 +345,7 @@ class FileReasoningStore:
                 self._drop_pack(home)  # the next record goes to a new pack: a torn tail stays a tail
                 raise
             offset, pack.end = pack.end, pack.end + written
-            if os.fstat(pack.fd).st_nlink > 0:
+            if not named or os.fstat(pack.fd).st_nlink > 0:
                 known.entries[ref] = (pack.path, offset, blob_len)
                 if known.scanned.get(pack.path, 0) == offset:  # nothing unindexed before it
                     known.scanned[pack.path] = pack.end
@@ -577,7 +579,7 @@ class FileReasoningStore:
             raise ValueError("not a reasoning ref")
         scope = ref[:32]
         with self._lock:
-            self._append(self._scope(scope, writing="named"), f"{self._blobs_dir}/{scope}", ref, (blob,))
+            self._append(self._scope(scope, writing="named"), f"{self._blobs_dir}/{scope}", ref, (blob,), named=True)
 
     # -- removing ------------------------------------------------------------------------------------
 
