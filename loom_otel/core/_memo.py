@@ -3,10 +3,11 @@ strings every turn): it forgets everything when it grows past its limit, so memo
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["BoundedMemo"]
+__all__ = ["BoundedMemo", "DigestMemo"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -28,3 +29,20 @@ class BoundedMemo(Generic[K, V]):
                 self._found.clear()
             found = self._found[key] = compute(key)
         return found
+
+
+class DigestMemo:
+    """SHA-256 of ``prefix`` followed by a value (a string as UTF-8), memoized by the value alone: no key
+    tuple is kept per value, which the garbage collector would count on every call that adds one."""
+
+    __slots__ = ("_memo", "_prefix")
+
+    def __init__(self, prefix: bytes, limit: int) -> None:
+        self._prefix = prefix
+        self._memo: BoundedMemo[str | bytes, bytes] = BoundedMemo(limit)
+
+    def __call__(self, value: str | bytes) -> bytes:
+        return self._memo.get(value, self._compute)
+
+    def _compute(self, value: str | bytes) -> bytes:
+        return hashlib.sha256(self._prefix + (value.encode() if isinstance(value, str) else value)).digest()

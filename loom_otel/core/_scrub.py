@@ -108,8 +108,10 @@ _Kept = tuple[str | None, str | None, int]
 """What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
 where nothing readable was kept. Plain values only: entries of the registry (up to ``_MAX_ENTRIES``,
 held for long) are tuples the garbage collector stops tracking."""
-_Capture = tuple[int, tuple[tuple[str | None, str | bytes | None, str | None, str | None, int], ...]]
-"""One call's capture as ``remember`` queues it: (trace id, ((text, signature, *``_Kept``), ...))."""
+_Capture = tuple[Any, ...]
+"""One call's capture as ``remember`` queues it, flat: the trace id, then text, signature, ref, digest and
+size of each part (one tuple however many parts: the queue holds up to ``_MAX_ENTRIES`` for long)."""
+_PIECE: Final = 5
 
 
 class _Registry:
@@ -138,10 +140,12 @@ class _Registry:
         captured = self._captured
         while captured:
             try:
-                trace_id, pieces = captured.popleft()
+                capture = captured.popleft()
             except IndexError:  # another thread entered the last one
                 return
-            for text, signature, ref, digest, size in pieces:
+            trace_id: int = capture[0]
+            for i in range(1, len(capture), _PIECE):
+                text, signature, ref, digest, size = capture[i : i + _PIECE]
                 if text:
                     self.add(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id)
                 if signature:
@@ -219,8 +223,10 @@ def _signature_forms(signature: str | bytes) -> Iterable[str]:
 def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
     """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
     reference that replaces it (entered when the registry is next asked, not on the model call's path)."""
-    pieces = tuple((r.text, r.signature, p.text_ref, p.digest, p.size) for r, p in zip(reasonings, parts, strict=False))
-    _registry.captured((trace_id, pieces))
+    capture: list[object] = [trace_id]
+    for r, p in zip(reasonings, parts, strict=False):
+        capture += (r.text, r.signature, p.text_ref, p.digest, p.size)
+    _registry.captured(tuple(capture))
 
 
 def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:

@@ -174,6 +174,7 @@ def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkey
     log = _Log(monkeypatch, syncfs=True, root=tmp_path)
     monkeypatch.setattr(_file_store, "_OPEN_PACKS", 1)
     monkeypatch.setattr(_file_store, "_PENDING_PACKS", 2)
+    monkeypatch.setattr(_durability, "register", lambda store: None)  # no journal (another test's) syncs it
     store = FileReasoningStore(tmp_path / "store")
     for n in range(3):
         store.put(Envelope.seal("x", execution_id=f"e{n}"))

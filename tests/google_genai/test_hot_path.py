@@ -4,6 +4,7 @@ memos never answer for an input that changed since."""
 from __future__ import annotations
 
 import base64
+import hashlib
 
 from google.genai import types
 
@@ -66,7 +67,11 @@ def test_signature_keys_depend_on_kind_rank_and_bytes() -> None:
         tr._key(tr.THOUGHT, signature + b"!"),
     }
     assert len(keys) == 4
-    assert tr.thought_key(signature) == tr._key(tr.THOUGHT, signature) == tr._signature_key((tr.THOUGHT, signature, 0))
+    expected = hashlib.sha256(b"gemini/thought\x000\x00" + signature).digest()
+    assert tr.thought_key(signature) == tr._key(tr.THOUGHT, signature) == expected  # memoized: the same again
+    assert tr.thought_key(signature) == expected
+    far = hashlib.sha256(b"gemini/signature\x0020\x00" + signature).digest()
+    assert tr._key(tr.SIGNATURE, signature, 20) == tr._key(tr.SIGNATURE, signature, 20) == far  # not memoized
 
 
 def _fields(part: tr.Part) -> tuple[object, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from opentelemetry.trace import Span
 
@@ -15,11 +16,22 @@ from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, Envelope
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "capture"]
+
+_T = TypeVar("_T")
+_KINDS: BoundedMemo[tuple[str, ...], tuple[str, ...]] = BoundedMemo(256)
+_OMITTED: BoundedMemo[tuple[bool, ...], tuple[bool, ...]] = BoundedMemo(256)
+"""The parts' kinds and omitted flags, one shared tuple per shape (a few shapes recur): the event holds
+them until it is exported, and tuples of its own would be objects the garbage collector counts."""
+
+
+def _itself(value: _T) -> _T:
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +105,11 @@ def capture(
         attr.GEN_AI_PROVIDER_NAME: provider,
         attr.GEN_AI_REQUEST_MODEL: request_model,
         attr.GEN_AI_RESPONSE_MODEL: response_model or request_model,
-        attr.PART_KIND: tuple([p.kind.value for p in parts]),
+        attr.PART_KIND: _KINDS.get(tuple([p.kind.value for p in parts]), _itself),
         attr.PART_REF: tuple([p.text_ref or "" for p in parts]),
         attr.PART_DIGEST: tuple([p.digest or "" for p in parts]),
         attr.PART_SIZE: tuple([p.size for p in parts]),
-        attr.PART_OMITTED: tuple([p.omitted for p in parts]),
+        attr.PART_OMITTED: _OMITTED.get(tuple([p.omitted for p in parts]), _itself),
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant

@@ -27,7 +27,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from loom_otel.core._canonical import canonical_json, text_bytes
 from loom_otel.core._fork import renew_after_fork
@@ -64,13 +64,30 @@ def digest_matches(body: bytes, digest: str, key: Callable[[], bytes | None]) ->
     return secret is not None and keyed_digest(body, secret) == digest
 
 
-@functools.lru_cache(maxsize=4096)
+_T = TypeVar("_T")
+
+
+def _per_execution(compute: Callable[[str | None, str], _T]) -> Callable[[str | None, str], _T]:
+    """``compute(tenant, execution_id)``, cached for the newest 4096 executions; without a tenant by the
+    id alone (a key tuple kept for each new execution would be one more object for the garbage collector
+    to count on the call that adds it)."""
+    tenanted = functools.lru_cache(maxsize=4096)(compute)
+    untenanted = functools.lru_cache(maxsize=4096)(functools.partial(compute, None))
+
+    @functools.wraps(compute)
+    def cached(tenant: str | None, execution_id: str) -> _T:
+        return untenanted(execution_id) if tenant is None else tenanted(tenant, execution_id)
+
+    return cached
+
+
+@_per_execution
 def scope_of(tenant: str | None, execution_id: str) -> str:
     """The directory-safe name of one (tenant, execution) scope; erasure removes exactly this scope."""
     return hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
 
 
-@functools.lru_cache(maxsize=4096)
+@_per_execution
 def _header_tail(tenant: str | None, execution_id: str) -> bytes:
     """The part of a blob's seal after its digest (the same for every blob of an execution)."""
     return canonical_json({"execution_id": execution_id, "tenant": tenant})[1:] + b"\n"

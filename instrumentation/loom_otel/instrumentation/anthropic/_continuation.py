@@ -24,7 +24,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
 from loom_otel.core._continuation._rule import Block, Continuation, Header, MessageView, Plan, Produced, record_digest
-from loom_otel.core._memo import BoundedMemo
+from loom_otel.core._memo import BoundedMemo, DigestMemo
 from loom_otel.core._model import Reasoning
 from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
@@ -101,18 +101,14 @@ def _plain(block: Any) -> bytes:
     return _json(_plain_value(block))
 
 
-_KEYS: BoundedMemo[tuple[str, str], bytes] = BoundedMemo(65536)
+_KEYS: Final = {kind: DigestMemo(kind.encode() + b"\x00", 65536) for kind in _REASONING}
+"""The record keys of each kind's signatures (a loop resends the same strings every turn)."""
 _TEXTS: BoundedMemo[str, bytes] = BoundedMemo(16384)
 
 
 def _key(kind: str, token: str) -> bytes:
-    """The record key of a signature (memoized: a loop resends the same strings every turn)."""
-    return _KEYS.get((kind, token), _signature_key)
-
-
-def _signature_key(memo: tuple[str, str]) -> bytes:
-    kind, token = memo
-    return hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
+    """The record key of a signature: SHA-256 of its kind and the signature."""
+    return _KEYS[kind](token)
 
 
 def _canon(kind: str, key: bytes) -> bytes:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any, Final
 
 from loom_otel.core._canonical import canonical_json, text_of
 from loom_otel.core._continuation._rule import Block, MessageView
-from loom_otel.core._memo import BoundedMemo
+from loom_otel.core._memo import BoundedMemo, DigestMemo
 
 __all__ = [
     "MODEL_HEAD",
@@ -292,18 +291,20 @@ class StepItem:
     signature: bytes | None = None
 
 
-_KEYS: BoundedMemo[tuple[str, bytes, int], bytes] = BoundedMemo(4096)
-"""Sized for the signatures of a few long conversations (a signature may be kilobytes)."""
+_KEYS: dict[tuple[str, int], DigestMemo] = {}
+"""Per kind and rank, sized for the signatures of a few long conversations (a signature may be kilobytes)."""
+_MEMO_RANKS: Final = 8
+"""Ranks memoized (a signature is followed by this many thought runs at most, in practice)."""
 
 
 def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
     """The record key of a signature (memoized: a conversation resends the same signatures every turn)."""
-    return _KEYS.get((kind, signature, rank), _signature_key)
-
-
-def _signature_key(memo: tuple[str, bytes, int]) -> bytes:
-    kind, signature, rank = memo
-    return hashlib.sha256(f"gemini/{kind}\x00{rank}\x00".encode() + signature).digest()
+    keys = _KEYS.get((kind, rank))
+    if keys is None:
+        keys = DigestMemo(f"gemini/{kind}\x00{rank}\x00".encode(), 2048)
+        if rank < _MEMO_RANKS:
+            _KEYS[(kind, rank)] = keys
+    return keys(signature)
 
 
 def thought_key(signature: bytes) -> bytes:
