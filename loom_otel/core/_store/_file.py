@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import shutil
 import struct
@@ -148,16 +149,25 @@ class _Scope:
                 os.close(fd)
             self.scanned[path] = end
 
-    def bookmark(self) -> tuple[tuple[str, int], ...]:
+    def bookmark(self) -> tuple[str | int, ...]:
         """Where indexing this scope again may start in each pack, with nothing of it missed: before its
         first record there, else where the last look stopped. Without one, a scope dropped from the
         index and read again would read every frame of its shard from the start (a resumed
-        conversation of a long-running process, whose own pack holds every conversation since)."""
+        conversation of a long-running process, whose own pack holds every conversation since).
+
+        Flat (path, start, path, start, ...): one tuple, kept for long, per scope dropped."""
         starts = dict(self.scanned)
         for path, offset, _ in self.entries.values():
             if offset < starts.get(path, offset + 1):
                 starts[path] = offset
-        return tuple(starts.items())
+        return tuple(itertools.chain.from_iterable(starts.items()))
+
+    def resume(self, bookmark: tuple[str | int, ...]) -> None:
+        """Index from a ``bookmark`` on (the scope was dropped from the index)."""
+        for i in range(0, len(bookmark), 2):
+            path, start = bookmark[i], bookmark[i + 1]
+            assert isinstance(path, str) and isinstance(start, int)
+            self.scanned[path] = start
 
     def _forget(self, prefix: str) -> None:
         """The directory is gone (erased): nothing indexed in it is there any more."""
@@ -284,7 +294,7 @@ class FileReasoningStore:
         self._packs: OrderedDict[str, _Pack] = OrderedDict()
         """This writer's open packs, by the directory they are in (a named scope's, or a shard's)."""
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
-        self._bookmarks: OrderedDict[str, tuple[tuple[str, int], ...]] = OrderedDict()
+        self._bookmarks: OrderedDict[str, tuple[str | int, ...]] = OrderedDict()
         """``_Scope.bookmark`` of the scopes dropped from ``_scopes``, the newest ``_BOOKMARKS``."""
         renew_after_fork(self)
         self._dirty: set[str] = set()
@@ -523,7 +533,7 @@ class FileReasoningStore:
             known = self._scopes[scope] = _Scope()
             bookmark = self._bookmarks.pop(scope, None)
             if bookmark is not None:
-                known.scanned.update(bookmark)
+                known.resume(bookmark)
             if writing is None:
                 known.refresh(self._blobs_dir, self._packs_dir, scope)
             elif writing == "named" and not self._new_scope_dir(f"{self._blobs_dir}/{scope}"):
