@@ -210,8 +210,9 @@ class ModelCall:
         """The request after the continuation pass (the vendor's; ``None`` without continuation)."""
         self.live: object = None
         """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
-        self.after_capture: Callable[[Capture | None], None] | None = None
-        """Run once the response's reasoning is captured (the continuation layer records bindings);
+        self.after_capture: Callable[[Capture | None, Sequence[Reasoning]], None] | None = None
+        """Run once the response's reasoning is captured, with what was captured (``Capture.parts`` are
+        in the order of the ``Reasoning`` items): the continuation layer records bindings;
         dropped when the call ends, since it holds the call (a reference cycle would keep the call, its
         span and the whole response alive until the garbage collector ran)."""
 
@@ -347,7 +348,7 @@ class ModelCall:
         self._end()
         self._record_end(response.model, response.attributes, None)
         if after_capture is not None:
-            shielded("recording reasoning bindings", after_capture, result)
+            shielded("recording reasoning bindings", after_capture, result, reasonings)
         self._live_end("completed", result)
         return result
 

@@ -5,6 +5,7 @@ they were produced (so a wrong rehydration, or a wrong split over streamed parts
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -71,3 +72,32 @@ def test_five_step_turn_app_never_sees_thoughts(mode: str, tmp_path: Path, caplo
     assert find_leaks([CANARY], texts=visible) == []
     assert find_leaks([CANARY, *signatures(seen)], spans=telemetry.spans, directories=[tmp_path]) == []
     assert any(p.thought for c in history if c.role == "model" for p in c.parts)  # blanked, not removed
+
+
+@pytest.mark.parametrize("mode", ["sync", "stream", "chat_stream"])
+def test_keyed_digests_put_every_thought_back(mode: str, tmp_path: Path) -> None:
+    """``LOOM_OTEL_DIGEST=hmac-sha256``: the binding records keep the captured (keyed) digest of each
+    thought, so the thoughts are put back exactly, and no plain digest of a text is written anywhere."""
+    sim = _simulator()
+    settings = ReasoningConfig(
+        store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript="redact", digest="hmac-sha256"
+    )
+    with instrumented(GoogleGenAiInstrumentor(), config=settings) as telemetry, execution("run-keyed"):
+        _, seen = _turn(mode, sim)
+    bare = _simulator()
+    _turn(mode, bare)
+    assert [r.body for r in sim.requests] == [r.body for r in bare.requests]
+    assert reasoning_events(telemetry.spans, "loom.reasoning.dropped") == []
+    thoughts = {
+        p["text"]
+        for r in bare.requests
+        for c in r.body["contents"]
+        if c["role"] == "model"
+        for p in c["parts"]
+        if p.get("thought")
+    }
+    plain = [hashlib.sha256(t.encode()).hexdigest() for t in thoughts]
+    assert (
+        thoughts
+        and find_leaks([CANARY, *plain, *signatures(seen)], spans=telemetry.spans, directories=[tmp_path]) == []
+    )

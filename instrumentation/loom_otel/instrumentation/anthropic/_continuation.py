@@ -236,7 +236,7 @@ class Outgoing:
         """Before capture of a complete response: record its bindings once captured; vendor drops."""
         vendor_dropped(call, _get(message, "input_transformations"))
         blocks = list(_get(message, "content") or ())
-        call.after_capture = lambda capture: self.adapter.record(self.plan, blocks, capture, call)
+        call.after_capture = lambda capture, _: self.adapter.record(self.plan, blocks, capture, call)
 
     def accumulator(self, call: ModelCall, inner: StreamAccumulator) -> StreamAccumulator:
         return _Accumulator(self, call, inner)
@@ -458,7 +458,7 @@ class _Accumulator(AccumulatorLayer):
             out.append(normalized)
         return out
 
-    def _record(self, capture: Capture | None) -> None:
+    def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """Only the blocks the record reads are normalized (the answer after the thinking is not)."""
         assert isinstance(self._inner, MessageStreamAccumulator)
         kinds = [_get(block.start, "type") for _, block in sorted(self._inner.blocks.items())]

@@ -27,13 +27,13 @@ from typing import Any, Final
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._model_call import CallRef, ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
-from loom_otel.core._canonical import text_digest
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
 from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
 from loom_otel.core._memo import BoundedMemo
+from loom_otel.core._model import Reasoning
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 
@@ -197,9 +197,18 @@ class GeminiContinuation:
                     self._signatures[key] = part.signature
             rank += 1
 
-    def record(self, plan: Plan, parts: Sequence[tr.Part], capture: Capture | None, call: ModelCall) -> None:
-        """Remember the binding of every block of one response to the request ``plan`` saw."""
+    def record(
+        self,
+        plan: Plan,
+        parts: Sequence[tr.Part],
+        capture: Capture | None,
+        reasonings: Sequence[Reasoning],
+        call: ModelCall,
+    ) -> None:
+        """Remember the binding of every block of one response to the request ``plan`` saw (``capture``
+        of the call's ``reasonings``, in their order)."""
         captured = capture.parts if capture is not None else ()
+        texts = [r.text for r in reasonings] if capture is not None else []
         items: list[bytes | Produced] = []
         for step in tr.step_items(parts):
             item = step.item
@@ -212,12 +221,12 @@ class GeminiContinuation:
             ref: str | None = None
             split: tuple[int, ...] = ()
             if step.kind == tr.THOUGHT and item.text:
-                plain = None if self._keyed else text_digest(item.text)
-                same = [p for p in captured if p.text_ref and p.digest == plain]
+                same = [p for p, text in zip(captured, texts, strict=False) if p.text_ref and text == item.text]
                 signed = [p for p in captured if p.text_ref and p.signature == step.signature]
                 part = next(iter((*same, *signed)), None)
                 ref = part.text_ref if part is not None else None
-                digest = plain or record_digest(item.text, part, keyed=self._keyed)
+                # the digest of this text: the captured one where the text is the same (no second SHA-256)
+                digest = record_digest(item.text, part if self._keyed else next(iter(same), None), keyed=self._keyed)
                 if len(step.parts) > 1:
                     split = tuple(len(p.text or "") for p in step.parts)
             items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))
@@ -318,9 +327,9 @@ class GeminiSession:
         _blank([c.content for c in getattr(response, "candidates", None) or () if c.content is not None])
         _blank(getattr(response, "automatic_function_calling_history", None) or ())
 
-    def _record(self, capture: Capture | None) -> None:
+    def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         for hop in self.hops:
-            self.adapter.record(hop.plan, hop.parts(), capture, self.call())
+            self.adapter.record(hop.plan, hop.parts(), capture, reasonings, self.call())
 
 
 class _Scrubbing(AccumulatorLayer):

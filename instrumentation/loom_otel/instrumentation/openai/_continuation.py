@@ -222,12 +222,12 @@ class Outgoing:
         if self.chat:
             messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
             if self.adapter.redact:
-                self.call().after_capture = lambda capture: self._record_chat(messages, capture)
+                self.call().after_capture = lambda capture, _: self._record_chat(messages, capture)
             return
         self._vendor_dropped(_get(response, "input_transformations"))
         if self.adapter.redact:
             snapshot = [_item_snapshot(i) for i in _get(response, "output") or () if _get(i, "type") == "reasoning"]
-            self.call().after_capture = lambda capture: self._record_items(snapshot, capture)
+            self.call().after_capture = lambda capture, _: self._record_items(snapshot, capture)
 
     def _record_chat(self, messages: Sequence[Any], capture: Capture | None) -> None:
         parts = iter(capture.parts if capture is not None else ())
@@ -368,7 +368,7 @@ class _RedactingLayer(AccumulatorLayer):
         result = self._inner.result()
         if self._outgoing.chat and self._outgoing.adapter.redact:
             messages = [self._message(m) for _, m in sorted(self._messages.items())]
-            self._outgoing.call().after_capture = lambda capture: self._outgoing._record_chat(messages, capture)
+            self._outgoing.call().after_capture = lambda capture, _: self._outgoing._record_chat(messages, capture)
         return result
 
     @staticmethod
