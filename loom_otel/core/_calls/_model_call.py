@@ -321,12 +321,12 @@ class ModelCall:
         after_capture, self.after_capture = self.after_capture, None  # it holds this call: no cycle left
         span = self.span
         try:
-            if not self._genai:
-                self._last_attributes({})  # the other instrumentation records the response on its span
-            elif response.model:
-                self._last_attributes({**response.attributes, attr.GEN_AI_RESPONSE_MODEL: response.model})
-            else:
-                self._last_attributes(dict(response.attributes))
+            last: dict[str, AttributeValue] = {}
+            if self._genai:  # else the other instrumentation records the response on its span
+                last.update(response.attributes)
+                if response.model:
+                    last[attr.GEN_AI_RESPONSE_MODEL] = response.model
+            self._last_attributes(last)
             result = capture(
                 self.handler.runtime,
                 span,
@@ -378,12 +378,11 @@ class ModelCall:
 
     def _end_with_error(self, exc: BaseException) -> None:
         """The error type only, never the message (it may quote a request); the live view is told."""
+        error = type(exc).__qualname__
+        self._last_attributes({attr.ERROR_TYPE: error} if self._owns_span else {})
         if self._owns_span:
-            self._last_attributes({attr.ERROR_TYPE: type(exc).__qualname__})
-            self.span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+            self.span.set_status(Status(StatusCode.ERROR, error))
             self.span.end()
-        else:
-            self._last_attributes({})
         self._live_end("failed", None)
 
     def _live_end(self, outcome: str, result: Capture | None) -> None:

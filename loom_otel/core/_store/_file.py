@@ -331,7 +331,7 @@ class FileReasoningStore:
                 if _record(entry, ref, body=False) is not None:
                     return ref  # content-addressed: already kept
                 del known.entries[ref]  # erased by someone else since we looked
-            home = f"{self._blobs_dir}/{scope}" if envelope.named else f"{self._packs_dir}/{shard_of(scope)}"
+            home = f"{self._blobs_dir}/{scope}" if envelope.named else self._shard_dir(scope)
             self._append(known, home, ref, (_MAGIC, envelope.header(), envelope.body), named=envelope.named)
         return ref
 
@@ -344,7 +344,7 @@ class FileReasoningStore:
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
         size = _FRAME.size + len(ref_bytes) + blob_len
         for _ in range(2):
-            pack = self._pack(home, known)
+            pack = self._pack(home, known, named=named)
             try:
                 written = os.writev(pack.fd, chunks)
                 if self.fsync:
@@ -363,7 +363,7 @@ class FileReasoningStore:
             self._drop_pack(home)  # erased while we wrote: write it again into a fresh pack
         raise OSError("reasoning pack was removed twice while being written")
 
-    def _pack(self, home: str, known: _Scope) -> _Pack:
+    def _pack(self, home: str, known: _Scope, *, named: bool) -> _Pack:
         """This writer's open pack in ``home`` (new after a fork or an erasure).
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
@@ -375,7 +375,7 @@ class FileReasoningStore:
             return pack
         path = f"{home}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        if not known.exists and home.startswith(self._blobs_dir + "/"):  # a new named execution: its directory now
+        if named and not known.exists:  # a new named execution: its directory now
             known.exists = True
             if self._new_scope_dir(home) and (pack := self._packs.get(home)) is not None:
                 return pack  # a ready one, with its pack
@@ -387,6 +387,9 @@ class FileReasoningStore:
         if self.fsync:
             self._dirty_dirs.add(home)
         return self._keep_pack(home, _Pack(fd, path))
+
+    def _shard_dir(self, scope: str) -> str:
+        return f"{self._packs_dir}/{shard_of(scope)}"
 
     def _keep_pack(self, home: str, pack: _Pack) -> _Pack:
         self._packs[home] = pack
@@ -602,7 +605,7 @@ class FileReasoningStore:
             self._scopes.pop(scope, None)
             self._bookmarks.pop(scope, None)
             _erase_records(f"{self._blobs_dir}/{scope}", ref.__eq__)
-            _erase_records(f"{self._packs_dir}/{shard_of(scope)}", ref.__eq__)
+            _erase_records(self._shard_dir(scope), ref.__eq__)
 
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
         """Remove the named scope's directory (its packs and digest key) and erase the scope's records
@@ -616,7 +619,7 @@ class FileReasoningStore:
             known = _Scope()
             known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             shutil.rmtree(directory, ignore_errors=True)
-            shared = _erase_records(f"{self._packs_dir}/{shard_of(scope)}", lambda ref: ref.startswith(scope + "/"))
+            shared = _erase_records(self._shard_dir(scope), lambda ref: ref.startswith(scope + "/"))
         return len(known.entries.keys() | shared)
 
     # -- digest keys ---------------------------------------------------------------------------------
@@ -650,8 +653,8 @@ class FileReasoningStore:
         """Sync what is pending (``fsync``), close this writer's packs and remove its ready scope
         directories (a later ``put`` reopens and starts another pool)."""
         with self._lock:
-            for scope in list(self._packs):
-                self._drop_pack(scope)
+            for home in list(self._packs):
+                self._drop_pack(home)
             self._after_fork()
             self._close_pool()
         if self.fsync:

@@ -434,12 +434,12 @@ class _Accumulator(AccumulatorLayer):
             vendor_dropped(self._call, _get(self._inner.message, "input_transformations"))
         return self._inner.result()
 
-    def blocks(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The streamed blocks in order (the first ``limit`` of them), normalized like a complete
+    @staticmethod
+    def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+        """Streamed blocks (``MessageStreamAccumulator`` blocks, in order), normalized like a complete
         response's blocks."""
-        assert isinstance(self._inner, MessageStreamAccumulator)
         out = []
-        for _, block in sorted(self._inner.blocks.items())[:limit]:
+        for block in blocks:
             normalized = _norm(block.start)
             kind = normalized.get("type")
             if kind == "thinking":
@@ -461,7 +461,7 @@ class _Accumulator(AccumulatorLayer):
     def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """Only the blocks the record reads are normalized (the answer after the thinking is not)."""
         assert isinstance(self._inner, MessageStreamAccumulator)
-        kinds = [_get(block.start, "type") for _, block in sorted(self._inner.blocks.items())]
-        end = _recorded_blocks(kinds)
+        ordered = [block for _, block in sorted(self._inner.blocks.items())]
+        end = _recorded_blocks([_get(block.start, "type") for block in ordered])
         if end:
-            self._outgoing.adapter.record(self._outgoing.plan, self.blocks(end), capture, self._call)
+            self._outgoing.adapter.record(self._outgoing.plan, self._normalized(ordered[:end]), capture, self._call)

@@ -208,7 +208,7 @@ class GeminiContinuation:
         """Remember the binding of every block of one response to the request ``plan`` saw (``capture``
         of the call's ``reasonings``, in their order)."""
         captured = capture.parts if capture is not None else ()
-        texts = [r.text for r in reasonings] if capture is not None else []
+        texts = [r.text for r in reasonings]
         items: list[bytes | Produced] = []
         for step in tr.step_items(parts):
             item = step.item
