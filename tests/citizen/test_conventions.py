@@ -16,7 +16,7 @@ from loom_otel.core._semconv import SCHEMA_URL
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
-from loom_otel.testing import instrumented
+from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 
 CLAUDE = "claude-sonnet-4-6"
@@ -130,7 +130,8 @@ def test_a_new_execution_is_the_conversation(config):
 def test_a_failed_or_abandoned_call_carries_its_execution(config):
     """The execution goes on the span with its last attributes: with the error type of a failed call,
     with the outcome of a stream closed early, with the response of a complete one."""
-    sim = Simulator()
+    canary = "CANARY-last-attributes-5d21"
+    sim = Simulator(reasoning_text=f"Check the forecast first. {canary}")
 
     def overloaded(request: httpx2.Request) -> httpx2.Response:
         error = {"type": "error", "error": {"type": "overloaded_error", "message": "try later"}}
@@ -150,6 +151,7 @@ def test_a_failed_or_abandoned_call_carries_its_execution(config):
     for span in spans:
         assert span.attributes["loom.execution.id"] == format(span.context.trace_id, "032x")
         assert span.attributes["gen_ai.conversation.id"] == span.attributes["loom.execution.id"]
+    assert find_leaks([canary], spans=telemetry.spans) == []
 
 
 @pytest.mark.parametrize("stream", [False, True])
