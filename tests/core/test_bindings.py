@@ -59,3 +59,55 @@ def test_a_record_line_is_the_json_it_reads_back(model: str | None, split: tuple
     assert raw["m"] == model and raw["d"] is None and raw.get("x", []) == list(split)
     assert line.isascii() and "\n" not in line
     assert BlockRecord.from_json(line) == (b"\x09" * 32, record)
+
+
+def _lines(directory) -> list[str]:
+    return [line for path in sorted(directory.glob("*.jsonl")) for line in path.read_text().splitlines()]
+
+
+def test_a_record_is_known_at_once_and_written_with_the_journal(tmp_path):
+    from loom_otel.core import _durability
+
+    bindings = Bindings(tmp_path / "b")
+    bindings.add([_record(1)], [])
+    assert bindings.block(_record(1)[0]) is not None  # the next request of this process finds it
+    assert _lines(tmp_path / "b") == []  # not written on the model call's path
+    _durability.sync_dependents()  # what the journal's group commit and force_flush run
+    assert [BlockRecord.from_json(line) for line in _lines(tmp_path / "b")] == [_record(1)]
+    _durability.sync_dependents()
+    assert len(_lines(tmp_path / "b")) == 1  # nothing written twice
+    bindings.close()
+
+
+def test_under_always_a_record_is_written_before_add_returns(tmp_path):
+    bindings = Bindings(tmp_path / "b", fsync=True)
+    bindings.add([_record(1)], [])
+    assert len(_lines(tmp_path / "b")) == 1
+    bindings.close()
+
+
+def test_pending_lines_are_bounded_when_nothing_syncs(tmp_path, monkeypatch):
+    monkeypatch.setattr(_bindings, "_PENDING_LINES", 3)
+    bindings = Bindings(tmp_path / "b")
+    for n in range(2):
+        bindings.add([_record(n)], [])
+    assert _lines(tmp_path / "b") == []
+    bindings.add([_record(2)], [])
+    assert len(_lines(tmp_path / "b")) == 3
+    bindings.close()
+
+
+def test_close_writes_what_is_pending_and_a_restart_loads_it(tmp_path):
+    writer = Bindings(tmp_path / "b")
+    writer.add([_record(5)], [])
+    writer.close()
+    assert Bindings(tmp_path / "b").block(_record(5)[0]) is not None
+
+
+def test_an_unwritable_directory_never_raises_from_a_sync(tmp_path, caplog):
+    (tmp_path / "b").write_text("a file, not a directory")
+    bindings = Bindings(tmp_path / "b")
+    bindings.add([_record(1)], [])
+    bindings.sync_pending()
+    assert bindings.block(_record(1)[0]) is not None
+    assert "binding records not written" in caplog.text

@@ -98,6 +98,22 @@ def test_binding_records_in_a_child(tmp_path: Path) -> None:
         fork_runs(lambda: _bindings.bindings_for(tmp_path / "other-journal"))
 
 
+def test_a_child_writes_its_own_binding_lines_and_never_the_parents(tmp_path: Path) -> None:
+    directory = tmp_path / "journal.bindings"
+    bindings = Bindings(directory)
+    bindings.add([_record(1)], [])  # pending in the parent when it forks
+
+    def child() -> None:
+        bindings.add([_record(2)], [])
+        bindings.close()
+
+    fork_runs(child)
+    bindings.close()
+    files = sorted(directory.glob("*.jsonl"))
+    keys = sorted(BlockRecord.from_json(line)[0] for f in files for line in f.read_text().splitlines())  # type: ignore[index]
+    assert len(files) == 2 and keys == sorted([_record(1)[0], _record(2)[0]])
+
+
 def test_attempt_counter_in_a_child() -> None:
     def child() -> None:
         with _context.step("s"):

@@ -322,3 +322,66 @@ def test_new_named_conversations_through_the_sdk_leak_nothing_and_pool_entries_h
     assert all(p.stat().st_size == 0 for p in pool_dir.rglob("*.pack"))
     assert find_leaks([CANARY], directories=[root]) != []  # the text is kept, in the conversations' packs
     store.close()
+
+
+def _shared(text: str, execution_id: str) -> Envelope:
+    return Envelope.seal(text, execution_id=execution_id, named=False)
+
+
+def _ready_packs(root: Path) -> list[Path]:
+    return sorted(p for pool in _pools(root) for p in pool.glob("*.pack"))
+
+
+def test_a_fresh_writer_of_new_conversations_renames_ready_packs_into_the_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    store.put(_shared("first", "first"))  # its shard's pack is opened here; the pool is asked for the rest
+    pool = store._pool
+    assert pool is not None and pool.wait_filled(30)
+    assert len(_ready_packs(root)) == 63 and pool._ready == []  # a pack per shard still without one, no directory
+    creates = _calling_thread_creates(monkeypatch)
+    refs = {f"e{n}": store.put(_shared(f"text {n}", f"e{n}")) for n in range(2000)}  # every shard gets one
+    assert creates == []  # no open(O_CREAT), no mkdir: one rename per new shard
+    packs = sorted((root / "packs").rglob("*.pack"))
+    assert len(packs) == 64 and {p.parent.name for p in packs} == {f"{n:02x}" for n in range(64)}
+    assert all(oct(p.stat().st_mode & 0o777) == oct(0o600) and p.stat().st_size > 0 for p in packs)
+    assert _ready_packs(root) == []
+    reader = FileReasoningStore(root)  # another process's view
+    for n, (execution_id, ref) in enumerate(refs.items()):
+        assert reader.get(ref, tenant=None, execution_id=execution_id) == f"text {n}".encode()
+
+
+def test_ready_packs_nobody_took_are_removed_at_close(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    for n in range(3):
+        store.put(_shared(f"text {n}", f"e{n}"))
+    pool = store._pool
+    assert pool is not None and pool.wait_filled(30) and _ready_packs(root) != []
+    store.close()
+    assert _pools(root) == [] and all(p.stat().st_size > 0 for p in (root / "packs").rglob("*.pack"))
+    store.put(_shared("after close", "e9"))  # a later put starts another pool, asked again
+    assert store._pool is not None and store._pool is not pool and store._pool.wait_filled(30)
+    store.close()
+
+
+def test_a_forked_child_never_takes_its_parents_ready_packs(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    store.put(_shared("parent", "parent"))
+    pool = store._pool
+    assert pool is not None and pool.wait_filled(30)
+    ready = set(Path(pool.directory).glob("*.pack"))
+    assert len(ready) == 63
+
+    def child() -> None:
+        for n in range(200):
+            store.put(_shared(f"child {n}", f"c{n}"))
+        mine = [p for p in (root / "packs").rglob("*.pack") if p.name.startswith(f"{os.getpid()}-")]
+        assert len(mine) > 1 and all(p.stat().st_size > 0 for p in mine)
+
+    fork_runs(child)
+    assert set(Path(pool.directory).glob("*.pack")) == ready  # the parent's stay in its pool, for the parent
+    store.close()

@@ -46,7 +46,7 @@ def test_executions_loom_otel_named_make_no_directory_and_read_from_another_proc
     packs = _packs(root)
     assert 0 < len(packs) <= 64 and {p.parent.name for p in packs} <= {f"{n:02x}" for n in range(64)}
     assert all(oct(p.stat().st_mode & 0o777) == oct(0o600) for p in packs)
-    assert store._pool is None  # nothing to make ahead of time
+    assert store._pool is not None and store._pool._ready == []  # no scope directory made ahead, packs only
     reader = FileReasoningStore(root)  # another process's view: indexes the shards from disk
     for n, (execution_id, ref) in enumerate(refs.items()):
         assert reader.get(ref, tenant=None, execution_id=execution_id) == f"text {n}".encode()
@@ -194,7 +194,7 @@ def test_new_conversations_through_the_sdk_make_no_directory_leak_nothing_and_er
     captured = reasoning_events(telemetry.spans)
     executions = sorted({e["loom.execution.id"] for e in captured})
     assert len(captured) == 4 and len(executions) == 4
-    assert _scope_dirs(root) == [] and store._pool is None
+    assert _scope_dirs(root) == [] and store._pool is not None and store._pool._ready == []
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[tmp_path / "journal"], texts=[caplog.text]) == []
     assert find_leaks([CANARY], directories=[root]) != []  # kept, in the shared packs
     reader = FileReasoningStore(root)

@@ -12,7 +12,7 @@ the continuation pass (which blobs a request may read back) and the live view al
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
 
@@ -21,9 +21,9 @@ from loom_otel.core._context import ExecutionScope
 __all__ = ["CallIdentity", "decide"]
 
 
-@dataclass(frozen=True, slots=True)
-class CallIdentity:
-    """The execution, step and people a call's captures belong to."""
+class CallIdentity(NamedTuple):
+    """The execution, step and people a call's captures belong to (a tuple of plain values: built on
+    every call, and untracked by the garbage collector once it has seen it)."""
 
     execution_id: str
     step_id: str

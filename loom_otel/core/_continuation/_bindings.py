@@ -5,6 +5,12 @@ Records live in process memory and, durably, in append-only JSON lines beside th
 (``<journal>.bindings/<writer>.jsonl``) so that a restarted process continues the same execution.
 A file holds digests, refs and model names only: no readable text, no signature. The signatures
 needed to put back a stripped tool round are kept in memory only (this process's own rounds).
+
+A record is in memory at once (the next request of this process finds it); its line reaches the file
+with the journal's records (``_durability``: in the group commit under ``batch``, at ``force_flush``
+and ``close`` under ``os``, and every ``_PENDING_LINES`` records), not on the model call's path.
+Under ``always`` each line is written and synced before the call returns. A line lost in a crash only
+makes its block unknown to a restarted process, which then sends it as the application holds it.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
+from loom_otel.core import _durability
 from loom_otel.core._callbacks import logger
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 
@@ -28,6 +35,9 @@ _VERSION: Final = 1
 KEPT: Final = 200_000
 """Records kept in memory (about 80 MB at most): a block older than the newest ``KEPT`` is unknown to
 this process, and an unknown block is sent as the application holds it (never dropped)."""
+_PENDING_LINES: Final = 256
+"""Lines kept unwritten at most: past them the call that adds one writes them all (``os`` durability,
+where no group commit writes them)."""
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -131,7 +141,11 @@ class Bindings:
         self._lock = threading.Lock()
         self._loaded = directory is None
         self._fd = -1
-        renew_after_fork(self)
+        self._pending: list[str] = []
+        """Lines not written yet (``sync_pending`` writes them)."""
+        renew_after_fork(self, Bindings._after_fork_in_child)
+        if directory is not None:
+            _durability.register(self)
 
     def block(self, key: bytes) -> BlockRecord | None:
         if not self._loaded:
@@ -156,10 +170,26 @@ class Bindings:
                 self._rounds[call_id] = round_
             _forget_oldest(self._blocks, KEPT)
             _forget_oldest(self._rounds, KEPT)
-            if fresh and self.directory is not None:
-                self._append("".join(r.to_json(k) + "\n" for k, r in fresh).encode())
+            if not fresh or self.directory is None:
+                return
+            self._pending += [r.to_json(k) + "\n" for k, r in fresh]
+            if self.fsync or len(self._pending) >= _PENDING_LINES:
+                self._write_pending()
 
-    def _append(self, data: bytes) -> None:
+    def sync_pending(self) -> None:
+        """Write the lines not written yet (``_durability``: the journal's group commit, ``force_flush``,
+        ``close``). Never raises: a line that cannot be written is logged and dropped (its block is then
+        unknown to a restarted process, which sends it as the application holds it)."""
+        with self._lock:
+            if self._pending:
+                try:
+                    self._write_pending()
+                except OSError as exc:
+                    logger.warning("loom-otel: binding records not written (%s)", type(exc).__name__)
+
+    def _write_pending(self) -> None:
+        """Under the lock: append the pending lines (and sync them under ``always``)."""
+        data, self._pending = "".join(self._pending).encode(), []
         directory = self.directory
         assert directory is not None
         if self._fd < 0:
@@ -173,10 +203,18 @@ class Bindings:
             os.fsync(self._fd)
 
     def close(self) -> None:
+        self.sync_pending()
         with self._lock:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
+
+    def _after_fork_in_child(self) -> None:
+        """The parent writes the lines it had pending; the child writes its own to a file of its own."""
+        self._pending = []
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def _load(self) -> None:
         with self._lock:

@@ -196,6 +196,8 @@ class Plan:
         return out
 
     def emit(self, call: ModelCall, path: Callable[[int, int], str]) -> None:
+        if not (self.drops or self.kept or self.restored):  # most requests: nothing to tell
+            return
         for name, attributes in self.events(path):
             call.add_event(name, attributes)
 
@@ -400,7 +402,8 @@ class Continuation:
                     ),
                 )
             )
-            blocks.append(RoundBlock(position, item.kind, item.key, item.canon, item.signature))
+            if round_keys:  # a turn that called tools: its round record puts the block back
+                blocks.append(RoundBlock(position, item.kind, item.key, item.canon, item.signature))
             h.update(item.canon + _SEP)
         rounds: list[tuple[str, RoundRecord]] = []
         if blocks and round_keys:

@@ -44,9 +44,8 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core import _durability
@@ -89,9 +88,9 @@ class _FromEnvironment:
 FROM_ENVIRONMENT: Final = _FromEnvironment()
 
 
-@dataclass(frozen=True, slots=True)
-class JournalEntry:
-    """Where a record landed in the chain: the fields a span event carries as ``loom.audit.*``."""
+class JournalEntry(NamedTuple):
+    """Where a record landed in the chain: the fields a span event carries as ``loom.audit.*`` (a tuple
+    of plain values: one per capture)."""
 
     origin: str
     seq: int

@@ -24,7 +24,10 @@ execution's directory and pack come ready-made: a writer keeps a pool of them in
 calling thread instead of a ``mkdir`` and an ``open(O_CREAT)``. The rename fails when the execution
 already has a directory (another writer's, an earlier run's): that one is indexed and used. Everything
 that lists ``blobs/`` skips dot-entries; ``close`` removes the writer's pool, and a writer that died
-leaves one that the next store on the root removes (its ``flock`` is free).
+leaves one that the next store on the root removes (its ``flock`` is free). The pool also holds empty
+packs for the shards: from a writer's first shared record on, it makes one per shard the writer has no
+pack in yet, and the writer's first record in a shard renames one there, instead of an ``open(O_CREAT)``
+in nearly every shard over a fresh writer's first few hundred new conversations.
 
 A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
 (``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
@@ -62,7 +65,7 @@ from typing import Final, Literal
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store._pool import Ready, ScopePool, discard, sweep
+from loom_otel.core._store._pool import Ready, ReadyPack, ScopePool, discard, sweep
 from loom_otel.core._store._protocol import (
     _MAGIC,
     _REF,
@@ -91,6 +94,8 @@ _KNOWN_SCOPES: Final = 1024
 _BOOKMARKS: Final = 16384
 """Executions dropped from the index whose bookmark is kept: where indexing them again may start."""
 _Writing = Literal["named", "shared"]
+_SHARDS: Final = 64
+"""Shards of the shared packs (``shard_of``)."""
 _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
@@ -304,6 +309,8 @@ class FileReasoningStore:
         self._pool: ScopePool | None = None
         """Ready scope directories (``_pool``), started at the first new execution this writer writes."""
         self._pool_finalizer: weakref.finalize[[ScopePool], FileReasoningStore] | None = None
+        self._shard_packs_asked = False
+        """Whether the pool was asked for a ready pack per shard this writer has none in."""
         try:
             self._blobs.mkdir(parents=True, exist_ok=True)
             probe = self._blobs / f".probe-{uuid.uuid4().hex}"
@@ -379,6 +386,8 @@ class FileReasoningStore:
             known.exists = True
             if self._new_scope_dir(home) and (pack := self._packs.get(home)) is not None:
                 return pack  # a ready one, with its pack
+        elif not named and (ready := self._ready_shard_pack(home)) is not None:
+            return ready
         try:
             fd = os.open(path, flags, 0o600)
         except FileNotFoundError:  # not made yet (a shard), or removed since we looked (an erasure)
@@ -387,6 +396,40 @@ class FileReasoningStore:
         if self.fsync:
             self._dirty_dirs.add(home)
         return self._keep_pack(home, _Pack(fd, path))
+
+    def _ready_shard_pack(self, home: str) -> _Pack | None:
+        """A ready pack from the pool, renamed into shard ``home`` (where this writer has none); ``None``:
+        none ready (the first time, the pool is asked for one per shard still without a pack)."""
+        pool = self._running_pool()
+        if pool is None:
+            return None
+        if not self._shard_packs_asked:
+            self._shard_packs_asked = True
+            missing = [f"{self._packs_dir}/{n:02x}" for n in range(_SHARDS)]
+            missing = [shard for shard in missing if shard != home and shard not in self._packs]
+            pool.want_packs(len(missing), missing)  # this one is opened here: none is ready yet
+            return None
+        ready = pool.take_pack()
+        return None if ready is None else self._adopt(home, ready)
+
+    def _adopt(self, home: str, ready: ReadyPack) -> _Pack | None:
+        """Rename a ready pack into ``home``; ``None`` (the pack closed and removed) when it cannot be."""
+        path = f"{home}/{os.path.basename(ready.path)}"
+        try:
+            try:
+                os.rename(ready.path, path)
+            except FileNotFoundError:  # the shard is not made yet
+                self._make_dir(home)
+                os.rename(ready.path, path)
+        except OSError:
+            os.close(ready.fd)
+            with contextlib.suppress(OSError):
+                os.unlink(ready.path)
+            return None
+        if self.fsync:  # the pack's entry in the shard, and the shard's (the pool may have made it)
+            self._dirty_dirs.add(home)
+            self._dirty_dirs.add(self._packs_dir)
+        return self._keep_pack(home, _Pack(ready.fd, path))
 
     def _shard_dir(self, scope: str) -> str:
         return f"{self._packs_dir}/{shard_of(scope)}"
@@ -424,23 +467,26 @@ class FileReasoningStore:
 
     def _take_ready(self) -> Ready | None:
         """A ready scope directory, or ``None`` (none ready yet, or the pool failed: retried later)."""
+        pool = self._running_pool()
+        return None if pool is None else pool.take()
+
+    def _running_pool(self) -> ScopePool | None:
+        """This writer's pool; started when there is none, restarted ``_POOL_RETRY_SECONDS`` after it
+        failed (``None`` meanwhile). A new pool fills in the background: its first asker makes its own."""
         pool = self._pool
         if pool is not None and pool.failed_at is None:
-            return pool.take()
+            return pool
         if pool is not None and pool.failed_at is not None:
             if time.monotonic() - pool.failed_at < _POOL_RETRY_SECONDS:
                 return None
             self._close_pool()
-        self._start_pool()
-        return None  # it fills in the background: this execution makes its own
-
-    def _start_pool(self) -> ScopePool:
         pool = self._pool = ScopePool(self._blobs_dir)
         self._pool_finalizer = weakref.finalize(self, ScopePool.close, pool)  # a store dropped unclosed
         return pool
 
     def _close_pool(self) -> None:
         """Remove this writer's pool (its entries hold no data); a later new execution starts another."""
+        self._shard_packs_asked = False
         finalizer, self._pool_finalizer, self._pool = self._pool_finalizer, None, None
         if finalizer is not None:
             finalizer()
@@ -478,7 +524,7 @@ class FileReasoningStore:
                 self._pool_finalizer.detach()
             if self._pool is not None:
                 self._pool.forget()
-            self._pool, self._pool_finalizer = None, None
+            self._pool, self._pool_finalizer, self._shard_packs_asked = None, None, False
 
     def _drop_pack(self, home: str) -> None:
         pack = self._packs.pop(home, None)

@@ -1,13 +1,18 @@
-"""Ready scope directories for ``FileReasoningStore``: made in the background, renamed into place on first use.
+"""Ready scope directories and packs for ``FileReasoningStore``: made in the background, renamed into place
+on first use.
 
 A new execution's first blob needs its scope directory and a pack in it: a ``mkdir`` and an
-``open(O_CREAT)``, 40 to 400 us of file-system metadata work that a new conversation per call would
-pay on the calling thread every time. A writer instead keeps a pool of them in a private directory of
-``blobs/.pools/`` (``blobs/.pools/.ready-<pid>-<random>/``; everything that lists ``blobs/`` skips
-dot-entries, and finding dead writers' pools lists ``.pools`` alone, never the scopes). Each entry is a
-directory holding one empty pack already open for appending; a background thread keeps the pool filled,
-and the store takes an entry by renaming it to ``blobs/<scope>`` (one ``rename``, ~17 us, and the rename
-tells a new execution from an existing one).
+``open(O_CREAT)``, 40 to 800 us of file-system metadata work each (a ``rename`` is ~10 us) that a new
+conversation per call would pay on the calling thread every time. A writer instead keeps a pool of them
+in a private directory of ``blobs/.pools/`` (``blobs/.pools/.ready-<pid>-<random>/``; everything that
+lists ``blobs/`` skips dot-entries, and finding dead writers' pools lists ``.pools`` alone, never the
+scopes). A background thread keeps the pool filled with two kinds of entries:
+
+- a directory holding one empty pack already open for appending: the store takes it by renaming it to
+  ``blobs/<scope>`` (one ``rename``, and the rename tells a new execution from an existing one);
+- once asked (``want_packs``), a given number of empty packs already open for appending: the store takes
+  one by renaming it into a shard of the shared packs where it has none yet. A fresh writer of many new
+  conversations needs one in nearly every one of the 64 shards over its first few hundred captures.
 
 While it is alive the writer holds an exclusive ``flock`` on its pool directory (as the journal does on
 its origin directory), so a pool whose lock can be taken belongs to a dead writer: ``sweep`` removes it.
@@ -24,10 +29,11 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["POOLS", "POOL_PREFIX", "Ready", "ScopePool", "discard", "sweep"]
+__all__ = ["POOLS", "POOL_PREFIX", "Ready", "ReadyPack", "ScopePool", "discard", "sweep"]
 
 _logger = logging.getLogger(__name__)
 
@@ -53,12 +59,20 @@ class Ready:
     fd: int
 
 
-class ScopePool:
-    """One writer's ready scope directories under ``blobs_dir``, filled by a daemon thread.
+@dataclass(frozen=True, slots=True)
+class ReadyPack:
+    """One ready empty pack: its path in the pool and its open descriptor."""
 
-    ``take`` never waits: it answers ``None`` when the pool is empty (a burst emptied it, or it is not
-    filled yet, or it failed), and the caller makes the directory itself. Per process: a forked child
-    ``forget``s its parent's pool (without touching it) and starts its own."""
+    path: str
+    fd: int
+
+
+class ScopePool:
+    """One writer's ready scope directories (and packs) under ``blobs_dir``, filled by a daemon thread.
+
+    ``take`` and ``take_pack`` never wait: they answer ``None`` when none is ready (a burst emptied the
+    pool, or it is not filled yet, or it failed), and the caller makes its own. Per process: a forked
+    child ``forget``s its parent's pool (without touching it) and starts its own."""
 
     def __init__(self, blobs_dir: str) -> None:
         self.blobs_dir = blobs_dir
@@ -70,6 +84,13 @@ class ScopePool:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._ready: list[Ready] = []
+        self._packs: list[ReadyPack] = []
+        self._packs_to_make = 0
+        """Packs still to make (``want_packs``); a taken pack is not replaced."""
+        self._homes: list[str] = []
+        """Directories the packs will be renamed into, made here if they are missing (``want_packs``)."""
+        self._directories = False
+        """Whether directories are wanted (from the first ``take`` or ``want_directories`` on)."""
         self._size = _SIZE
         self._full = False
         """Whether the pool was full since it last ran dry (a burst that empties it then grows it once)."""
@@ -88,6 +109,7 @@ class ScopePool:
         with self._lock:
             if self._closed:
                 return None
+            self._directories = True
             if not self._ready:
                 if self._full:  # a burst outran it: keep more from now on
                     self._size, self._full = min(2 * self._size, _MAX_SIZE), False
@@ -98,6 +120,25 @@ class ScopePool:
                 self._wake.set()
             return ready
 
+    def want_directories(self) -> None:
+        """Keep ready directories from now on (a writer of named executions)."""
+        with self._lock:
+            self._directories = True
+        self._wake.set()
+
+    def want_packs(self, count: int, homes: Sequence[str] = ()) -> None:
+        """Make ``count`` more ready packs, and each of ``homes`` (where they will be renamed) that is
+        missing; the filling thread makes them after the directories."""
+        with self._lock:
+            self._packs_to_make += count
+            self._homes += homes
+        self._wake.set()
+
+    def take_pack(self) -> ReadyPack | None:
+        """A ready empty pack, or ``None`` when there is none."""
+        with self._lock:
+            return None if self._closed or not self._packs else self._packs.pop()
+
     def give_back(self, ready: Ready) -> None:
         """Return an entry ``take`` gave that was not used (its scope existed already)."""
         with self._lock:
@@ -107,11 +148,12 @@ class ScopePool:
         discard(ready)
 
     def wait_filled(self, timeout: float) -> bool:
-        """Top the pool up and wait until it holds as many entries as it aims for (tests and benchmarks)."""
+        """Top the pool up and wait until it holds as many directories as it aims for (if it keeps any)
+        and every pack asked for is made (tests and benchmarks)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                if len(self._ready) >= self._size:
+                if (not self._directories or len(self._ready) >= self._size) and self._packs_to_make <= 0:
                     return True
                 if self._closed:
                     return False
@@ -138,7 +180,9 @@ class ScopePool:
         self._closed = True
         for ready in self._ready:
             _close(ready.fd)
-        self._ready = []
+        for pack in self._packs:
+            _close(pack.fd)
+        self._ready, self._packs = [], []
         if self._dir_fd >= 0:
             _close(self._dir_fd)
             self._dir_fd = -1
@@ -194,20 +238,36 @@ class ScopePool:
         raise OSError("a pool directory was removed each time it was made")
 
     def _fill(self) -> bool:
-        """Make entries until the pool holds as many as it aims for; ``False`` once it is closed."""
+        """Make entries until the pool holds as many directories as it aims for and every pack asked for;
+        ``False`` once it is closed."""
         while True:
             with self._lock:
                 if self._closed:
                     return False
-                if len(self._ready) >= self._size:
-                    self._full = True
-                    return True
-            ready = self._make()
+                directories = self._directories and len(self._ready) < self._size
+                if not directories:
+                    self._full = self._full or self._directories
+                    if self._packs_to_make <= 0:
+                        return True
+            if directories:
+                ready = self._make()
+                with self._lock:
+                    if not self._closed:
+                        self._ready.append(ready)
+                        continue
+                discard(ready)
+                return False
+            with self._lock:
+                home = self._homes.pop() if self._homes else None
+            if home is not None:
+                os.makedirs(home, 0o700, exist_ok=True)
+            pack = self._make_pack()
             with self._lock:
                 if not self._closed:
-                    self._ready.append(ready)
+                    self._packs.append(pack)
+                    self._packs_to_make -= 1
                     continue
-            discard(ready)
+            _close(pack.fd)  # in the pool directory, which ``close`` removes
             return False
 
     def _make(self) -> Ready:
@@ -221,12 +281,19 @@ class ScopePool:
             raise
         return Ready(directory, pack, fd)
 
+    def _make_pack(self) -> ReadyPack:
+        path = f"{self.directory}/{self._pid}-{os.urandom(6).hex()}.pack"
+        return ReadyPack(path, os.open(path, _PACK_FLAGS, 0o600))
+
     def _remove(self) -> None:
         with self._lock:
             ready, self._ready = self._ready, []
+            packs, self._packs = self._packs, []
             directory, dir_fd, self._dir_fd = self.directory, self._dir_fd, -1
         for entry in ready:
             _close(entry.fd)
+        for pack in packs:
+            _close(pack.fd)
         if directory:
             shutil.rmtree(directory, ignore_errors=True)
         if dir_fd >= 0:

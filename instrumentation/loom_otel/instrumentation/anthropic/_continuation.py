@@ -277,12 +277,12 @@ class AnthropicContinuation:
         Raises ``ReasoningContinuationError`` when the store fails while text is being put back.
         """
         thread = kwargs.get("thread")
-        if isinstance(thread, Mapping) and thread.get("type") == "continue":
+        if thread is not None and isinstance(thread, Mapping) and thread.get("type") == "continue":
             return None
         messages = kwargs.get("messages")
-        if not isinstance(messages, Iterable) or isinstance(messages, str | bytes | Mapping):
-            return None
-        if not isinstance(messages, list):
+        if not isinstance(messages, list):  # a list (the usual case) skips the ABC checks
+            if not isinstance(messages, Iterable) or isinstance(messages, str | bytes | Mapping):
+                return None
             messages = list(messages)
             kwargs = {**kwargs, "messages": messages}
         views = [message_view(m, self._known) for m in messages]
@@ -330,10 +330,13 @@ def _recorded_blocks(kinds: Sequence[object]) -> int:
     """How many leading blocks of a response (by their types) a binding record reads: none without a
     reasoning block; up to the last one, since the blocks after it bind nothing; all of them when the
     turn calls tools (its round record needs them)."""
-    last = next((i for i in range(len(kinds) - 1, -1, -1) if kinds[i] in _REASONING), -1)
-    if last < 0:
-        return 0
-    return len(kinds) if any(kind in _CALLS for kind in kinds) else last + 1
+    end = 0
+    for i, kind in enumerate(kinds):  # plain loops: a response has a few blocks
+        if kind in _CALLS:
+            return len(kinds) if end or _REASONING.intersection(kinds[i:]) else 0
+        if kind in _REASONING:
+            end = i + 1
+    return end
 
 
 def _vendor_drops(kwargs: Mapping[str, Any]) -> bool:
