@@ -10,13 +10,18 @@ it in the same round; the order of the variants rotates from round to round):
 
 - ``default``: loom-otel as configured by default: file store (blob fsync on), journal durability
   ``batch``, no ``execution()``, so every call is its own trace and so a new conversation (the worst
-  case: a new execution directory and pack per call);
+  case: a new execution per call);
+- ``default, a new writer each round``: the same, with a store made afresh for each round's batch (a
+  process's first few hundred captures: its packs are made as it goes);
 - ``default, one execution()``: the same calls joined in one ``execution()`` (one agent loop);
 - ``tuned: no fsync, journal os``: ``LOOM_OTEL_STORE_FSYNC=false`` and ``LOOM_OTEL_JOURNAL_DURABILITY=os``,
   a new conversation per call (what the library costs without the disk);
 - ``tuned: no fsync, journal os, one execution()``;
 - ``official OTel (no content)``: the official OpenTelemetry instrumentation of the same SDK, which keeps
   no content (extra ``bench``), when it is installed.
+
+Each variant's configuration is made once and kept across rounds (as an application keeps its store and
+journal), except the new-writer variant's, which shows what a writer's start costs.
 
 Figures per call: the median wall time on the calling thread, its ratio to ``bare`` and the
 microseconds added; the calling thread's median CPU time (``time.thread_time``: what the machine's
@@ -47,7 +52,7 @@ from _replay import MARK, Recording
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from loom_otel.core import LoomOtelWarning, ReasoningConfig, execution
+from loom_otel.core import FileReasoningStore, LoomOtelWarning, ReasoningConfig, execution
 from loom_otel.core._config import reset_runtime
 
 try:
@@ -125,14 +130,20 @@ class Variant:
 
 
 def loom_variants(instrumentor: Callable[[], Any], root: Path) -> list[Variant]:
-    """The loom-otel configurations, the defaults first (each in its own store and journal)."""
+    """The loom-otel configurations, the defaults first (each in its own store; one journal)."""
+    reset_runtime()  # the run's stores are made here, once per configuration
 
     def using(config_of: Callable[[], ReasoningConfig]) -> Callable[[TracerProvider], Callable[[], None]]:
         def instrument(provider: TracerProvider) -> Callable[[], None]:
-            reset_runtime()
             instance = instrumentor()
-            instance.instrument(tracer_provider=provider, config=config_of())
-            undo: Callable[[], None] = instance.uninstrument
+            config = config_of()
+            instance.instrument(tracer_provider=provider, config=config)
+
+            def undo() -> None:
+                instance.uninstrument()
+                if isinstance(config.store, FileReasoningStore):
+                    config.store.close()  # a new writer's: the next round makes another
+
             return undo
 
         return instrument
@@ -140,11 +151,15 @@ def loom_variants(instrumentor: Callable[[], Any], root: Path) -> list[Variant]:
     def default() -> ReasoningConfig:
         return ReasoningConfig(store=f"file://{root}/default")
 
+    def new_writer() -> ReasoningConfig:
+        return ReasoningConfig(store=FileReasoningStore(root / "new-writer"))
+
     def tuned() -> ReasoningConfig:
         return ReasoningConfig(store=f"file://{root}/tuned", store_fsync=False, journal_durability="os")
 
     return [
         Variant("default", using(default)),
+        Variant("default, a new writer each round", using(new_writer)),
         Variant("default, one execution()", using(default), one_execution=True),
         Variant("tuned: no fsync, journal os", using(tuned)),
         Variant("tuned: no fsync, journal os, one execution()", using(tuned), one_execution=True),

@@ -69,8 +69,9 @@ def test_new_executions_take_ready_directories_and_make_nothing_on_the_calling_t
     root = tmp_path / "s"
     store = FileReasoningStore(root)
     pool_dir = _warm(store)
+    assert store._pool is not None
     made = _calling_thread_creates(monkeypatch)
-    refs = [store.put(Envelope.seal(f"thought {n}", execution_id=f"e{n}")) for n in range(10)]
+    refs = [store.put(Envelope.seal(f"thought {n}", execution_id=f"e{n}")) for n in range(store._pool._size)]
     assert made == []
     monkeypatch.undo()
     reader = FileReasoningStore(root)  # another process's view

@@ -41,8 +41,10 @@ POOLS: Final = ".pools"
 """The directory of ``blobs/`` that holds every writer's pool (a dot-entry: no scope's name starts with a dot)."""
 POOL_PREFIX: Final = ".ready-"
 """How a pool directory's name starts."""
-_SIZE: Final = 32
-"""Ready entries a pool aims to hold at first (each holds one open descriptor)."""
+_SIZE: Final = 8
+"""Ready directories a pool aims to hold at first (each holds one open descriptor). Few: making them
+slows the calling thread's own writes while it runs (file creation is file-system metadata work), and a
+writer of one named execution now and then needs one; a writer of many grows it (``_MAX_SIZE``)."""
 _MAX_SIZE: Final = 128
 """The most a pool grows to: each time a burst empties it, it aims for twice as many."""
 _PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
