@@ -92,7 +92,7 @@ class ScopePool:
         self._homes: list[str] = []
         """Directories the packs will be renamed into, made here if they are missing (``want_packs``)."""
         self._directories = False
-        """Whether directories are wanted (from the first ``take`` or ``want_directories`` on)."""
+        """Whether directories are wanted (from the first ``take`` on: a writer of named executions)."""
         self._size = _SIZE
         self._full = False
         """Whether the pool was full since it last ran dry (a burst that empties it then grows it once)."""
@@ -121,12 +121,6 @@ class ScopePool:
             if len(self._ready) < self._size // 2:
                 self._wake.set()
             return ready
-
-    def want_directories(self) -> None:
-        """Keep ready directories from now on (a writer of named executions)."""
-        with self._lock:
-            self._directories = True
-        self._wake.set()
 
     def want_packs(self, count: int, homes: Sequence[str] = ()) -> None:
         """Make ``count`` more ready packs, and each of ``homes`` (where they will be renamed) that is
