@@ -68,7 +68,7 @@ def _lines(directory) -> list[str]:
 def test_a_record_is_known_at_once_and_written_with_the_journal(tmp_path):
     from loom_otel.core import _durability
 
-    bindings = Bindings(tmp_path / "b")
+    bindings = Bindings(tmp_path / "b", deferred=True)  # journal durability ``batch``
     bindings.add([_record(1)], [])
     assert bindings.block(_record(1)[0]) is not None  # the next request of this process finds it
     assert _lines(tmp_path / "b") == []  # not written on the model call's path
@@ -79,16 +79,18 @@ def test_a_record_is_known_at_once_and_written_with_the_journal(tmp_path):
     bindings.close()
 
 
-def test_under_always_a_record_is_written_before_add_returns(tmp_path):
-    bindings = Bindings(tmp_path / "b", fsync=True)
+@pytest.mark.parametrize("durability", ["os", "always"])
+def test_under_os_and_always_a_record_is_written_before_add_returns(tmp_path, durability):
+    bindings = _bindings.bindings_for(tmp_path / "journal", durability=durability)
+    assert bindings.fsync == (durability == "always") and not bindings.deferred
     bindings.add([_record(1)], [])
-    assert len(_lines(tmp_path / "b")) == 1
-    bindings.close()
+    assert len(_lines(tmp_path / "journal.bindings")) == 1
+    _bindings.forget_bindings()
 
 
 def test_pending_lines_are_bounded_when_nothing_syncs(tmp_path, monkeypatch):
     monkeypatch.setattr(_bindings, "_PENDING_LINES", 3)
-    bindings = Bindings(tmp_path / "b")
+    bindings = Bindings(tmp_path / "b", deferred=True)
     for n in range(2):
         bindings.add([_record(n)], [])
     assert _lines(tmp_path / "b") == []
@@ -98,7 +100,7 @@ def test_pending_lines_are_bounded_when_nothing_syncs(tmp_path, monkeypatch):
 
 
 def test_close_writes_what_is_pending_and_a_restart_loads_it(tmp_path):
-    writer = Bindings(tmp_path / "b")
+    writer = Bindings(tmp_path / "b", deferred=True)
     writer.add([_record(5)], [])
     writer.close()
     assert Bindings(tmp_path / "b").block(_record(5)[0]) is not None
@@ -106,7 +108,7 @@ def test_close_writes_what_is_pending_and_a_restart_loads_it(tmp_path):
 
 def test_an_unwritable_directory_never_raises_from_a_sync(tmp_path, caplog):
     (tmp_path / "b").write_text("a file, not a directory")
-    bindings = Bindings(tmp_path / "b")
+    bindings = Bindings(tmp_path / "b", deferred=True)
     bindings.add([_record(1)], [])
     bindings.sync_pending()
     assert bindings.block(_record(1)[0]) is not None

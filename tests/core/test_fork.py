@@ -100,7 +100,7 @@ def test_binding_records_in_a_child(tmp_path: Path) -> None:
 
 def test_a_child_writes_its_own_binding_lines_and_never_the_parents(tmp_path: Path) -> None:
     directory = tmp_path / "journal.bindings"
-    bindings = Bindings(directory)
+    bindings = Bindings(directory, deferred=True)
     bindings.add([_record(1)], [])  # pending in the parent when it forks
 
     def child() -> None:

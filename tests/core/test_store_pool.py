@@ -386,3 +386,27 @@ def test_a_forked_child_never_takes_its_parents_ready_packs(tmp_path: Path) -> N
     fork_runs(child)
     assert set(Path(pool.directory).glob("*.pack")) == ready  # the parent's stay in its pool, for the parent
     store.close()
+
+
+def test_a_record_in_a_renamed_pack_is_synced_with_its_directory_and_erased_in_place(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)  # fsync on: what is not synced yet is remembered by path
+    first = store.put(_shared("first", "first"))
+    pool = store._pool
+    assert pool is not None and pool.wait_filled(30)
+    store.sync_pending()
+    ref = store.put(_shared(f"{CANARY} renamed", "second"))
+    assert _shard(ref) != _shard(first)  # its shard had no pack of this writer: a ready one was renamed there
+    (pack,) = [p for p in (root / "packs").rglob("*.pack") if p.parent.name == _shard(ref)]
+    assert str(pack) in store._dirty and {str(pack.parent), str(root / "packs")} <= store._dirty_dirs
+    store.sync_pending()
+    assert not store._dirty and not store._dirty_dirs
+    assert FileReasoningStore(root).get(ref, tenant=None, execution_id="second") == f"{CANARY} renamed".encode()
+    assert FileReasoningStore(root).erase_execution(None, "second") == 1
+    assert find_leaks([CANARY], directories=[root]) == []
+    assert store.get(ref, tenant=None, execution_id="second") is None
+    store.close()
+
+
+def _shard(ref: str) -> str:
+    return _file_store.shard_of(ref.split("/")[0])

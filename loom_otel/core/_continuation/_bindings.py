@@ -6,11 +6,11 @@ Records live in process memory and, durably, in append-only JSON lines beside th
 A file holds digests, refs and model names only: no readable text, no signature. The signatures
 needed to put back a stripped tool round are kept in memory only (this process's own rounds).
 
-A record is in memory at once (the next request of this process finds it); its line reaches the file
-with the journal's records (``_durability``: in the group commit under ``batch``, at ``force_flush``
-and ``close`` under ``os``, and every ``_PENDING_LINES`` records), not on the model call's path.
-Under ``always`` each line is written and synced before the call returns. A line lost in a crash only
-makes its block unknown to a restarted process, which then sends it as the application holds it.
+A record is in memory at once (the next request of this process finds it). Its line is written to the
+file as the journal writes its records: under ``batch`` (``deferred``), by the journal's group commit
+(``_durability``), not on the model call's path; under ``os``, before the call returns; under ``always``,
+written and synced before the call returns. A line lost in a crash only makes its block unknown to a
+restarted process, which then sends it as the application holds it.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ KEPT: Final = 200_000
 """Records kept in memory (about 80 MB at most): a block older than the newest ``KEPT`` is unknown to
 this process, and an unknown block is sent as the application holds it (never dropped)."""
 _PENDING_LINES: Final = 256
-"""Lines kept unwritten at most: past them the call that adds one writes them all (``os`` durability,
-where no group commit writes them)."""
+"""Deferred lines kept unwritten at most: past them the call that adds one writes them all (a group
+commit that fell behind)."""
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -132,9 +132,12 @@ class RoundRecord:
 class Bindings:
     """The records of one journal directory, shared by every instrumentor of the process."""
 
-    def __init__(self, directory: Path | None, *, fsync: bool = False) -> None:
+    def __init__(self, directory: Path | None, *, fsync: bool = False, deferred: bool = False) -> None:
         self.directory = directory
         self.fsync = fsync
+        """Sync each line before ``add`` returns (journal durability ``always``)."""
+        self.deferred = deferred and not fsync
+        """Leave the lines to ``sync_pending`` (the journal's group commit, durability ``batch``)."""
         self._blocks: dict[bytes, tuple[object, ...]] = {}
         """Each record as an exact tuple of its fields (untracked by the garbage collector)."""
         self._rounds: dict[str, RoundRecord] = {}
@@ -173,7 +176,7 @@ class Bindings:
             if not fresh or self.directory is None:
                 return
             self._pending += [r.to_json(k) + "\n" for k, r in fresh]
-            if self.fsync or len(self._pending) >= _PENDING_LINES:
+            if not self.deferred or len(self._pending) >= _PENDING_LINES:
                 self._write_pending()
 
     def sync_pending(self) -> None:
@@ -257,13 +260,16 @@ _registry_lock = threading.Lock()
 renew_module_after_fork(__name__)
 
 
-def bindings_for(journal_dir: Path, *, fsync: bool = False) -> Bindings:
-    """The process's records for one journal directory (kept in ``<journal>.bindings``)."""
+def bindings_for(journal_dir: Path, *, durability: str = "os") -> Bindings:
+    """The process's records for one journal directory (kept in ``<journal>.bindings``), written as
+    the journal's ``durability`` writes its records (the first caller's, for the process)."""
     directory = journal_dir.with_name(journal_dir.name + ".bindings")
     with _registry_lock:
         found = _registry.get(directory)
         if found is None:
-            found = _registry[directory] = Bindings(directory, fsync=fsync)
+            found = _registry[directory] = Bindings(
+                directory, fsync=durability == "always", deferred=durability == "batch"
+            )
         return found
 
 

@@ -266,7 +266,7 @@ class AnthropicContinuation:
     """The continuation layer for one Anthropic instrumentor."""
 
     def __init__(self, runtime: Runtime) -> None:
-        bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
+        bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
         self.rule = Continuation(bindings, runtime.store)
         self.redact = runtime.transcript == "redact"
         self._keyed = runtime.digest != "sha256"

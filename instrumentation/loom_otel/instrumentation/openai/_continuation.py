@@ -97,7 +97,7 @@ class OpenAiContinuation:
     """The continuation layer for one OpenAI instrumentor."""
 
     def __init__(self, runtime: Runtime) -> None:
-        self.bindings = bindings_for(runtime.journal_dir, fsync=runtime.journal_durability == "always")
+        self.bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
         self.store = runtime.store
         self.redact = runtime.transcript == "redact"
         self.keyed = runtime.digest != "sha256"
