@@ -307,7 +307,8 @@ class FileReasoningStore:
         self._dirty_dirs: set[str] = set()
         """Directories whose entries changed since the last sync (a new pack, a new scope)."""
         self._pool: ScopePool | None = None
-        """Ready scope directories (``_pool``), started at the first new execution this writer writes."""
+        """Ready scope directories and shard packs (``_pool``), started at the first new execution or the
+        first shared record this writer writes."""
         self._pool_finalizer: weakref.finalize[[ScopePool], FileReasoningStore] | None = None
         self._shard_packs_asked = False
         """Whether the pool was asked for a ready pack per shard this writer has none in."""
