@@ -410,3 +410,25 @@ def test_a_record_in_a_renamed_pack_is_synced_with_its_directory_and_erased_in_p
 
 def _shard(ref: str) -> str:
     return _file_store.shard_of(ref.split("/")[0])
+
+
+def test_a_ready_pack_that_cannot_be_renamed_is_removed_and_the_record_still_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "s"
+    store = FileReasoningStore(root)
+    first = store.put(_shared("first", "first"))
+    pool = store._pool
+    assert pool is not None and pool.wait_filled(30)
+    ready = len(_ready_packs(root))
+
+    def cross_device(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+        raise OSError(18, "Invalid cross-device link")  # packs/ on another file system than blobs/.pools
+
+    monkeypatch.setattr(os, "rename", cross_device)
+    ref = store.put(_shared("second", "second"))  # a shard without this writer's pack: opened here instead
+    monkeypatch.undo()
+    assert _shard(ref) != _shard(first)
+    assert len(_ready_packs(root)) == ready - 1  # the one taken is gone, not left in the pool
+    assert FileReasoningStore(root).get(ref, tenant=None, execution_id="second") == b"second"
+    store.close()
