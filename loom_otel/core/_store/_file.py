@@ -94,8 +94,8 @@ _KNOWN_SCOPES: Final = 1024
 _BOOKMARKS: Final = 16384
 """Executions dropped from the index whose bookmark is kept: where indexing them again may start."""
 _Writing = Literal["named", "shared"]
-_SHARDS: Final = 64
-"""Shards of the shared packs (``shard_of``)."""
+_SHARDS: Final = tuple(f"{n:02x}" for n in range(64))
+"""The shards of the shared packs, by name (``shard_of``)."""
 _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
@@ -185,7 +185,7 @@ class _Scope:
 def shard_of(scope: str) -> str:
     """The shard of the shared packs that holds a scope's blobs: the top six bits of its first byte
     (64 shards, so reading or erasing one execution reads the frames of 1/64 of them)."""
-    return f"{int(scope[:2], 16) >> 2:02x}"
+    return _SHARDS[int(scope[:2], 16) >> 2]
 
 
 _HEAD_READ: Final = _FRAME.size + 128
@@ -406,8 +406,8 @@ class FileReasoningStore:
             return None
         if not self._shard_packs_asked:
             self._shard_packs_asked = True
-            missing = [f"{self._packs_dir}/{n:02x}" for n in range(_SHARDS)]
-            missing = [shard for shard in missing if shard != home and shard not in self._packs]
+            shards = (f"{self._packs_dir}/{shard}" for shard in _SHARDS)
+            missing = [shard for shard in shards if shard != home and shard not in self._packs]
             pool.want_packs(len(missing), missing)  # this one is opened here: none is ready yet
             return None
         ready = pool.take_pack()

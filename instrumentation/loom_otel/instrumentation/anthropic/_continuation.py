@@ -304,12 +304,17 @@ class AnthropicContinuation:
         """Record the bindings of the response's reasoning blocks (those ``_recorded_blocks`` keeps)."""
         kinds = [_get(block, "type") for block in blocks]
         end = _recorded_blocks(kinds)
-        if not end:
-            return
+        if end:
+            self.record_leading(plan, blocks[:end], kinds, capture, call)
+
+    def record_leading(
+        self, plan: Plan, blocks: Sequence[Any], kinds: Sequence[object], capture: Capture | None, call: ModelCall
+    ) -> None:
+        """``record`` of the leading blocks ``_recorded_blocks`` kept, whose types are ``kinds``."""
         parts = iter(capture.parts if capture is not None else ())
         items: list[bytes | Produced] = []
         calls: list[str] = []
-        for block, kind in zip(blocks[:end], kinds, strict=False):
+        for block, kind in zip(blocks, kinds, strict=False):
             if kind in _REASONING:
                 part = next(parts, None)
                 found = _reasoning_block(block, kind)
@@ -465,6 +470,8 @@ class _Accumulator(AccumulatorLayer):
         """Only the blocks the record reads are normalized (the answer after the thinking is not)."""
         assert isinstance(self._inner, MessageStreamAccumulator)
         ordered = [block for _, block in sorted(self._inner.blocks.items())]
-        end = _recorded_blocks([_get(block.start, "type") for block in ordered])
+        kinds = [_get(block.start, "type") for block in ordered]
+        end = _recorded_blocks(kinds)
         if end:
-            self._outgoing.adapter.record(self._outgoing.plan, self._normalized(ordered[:end]), capture, self._call)
+            outgoing = self._outgoing
+            outgoing.adapter.record_leading(outgoing.plan, self._normalized(ordered[:end]), kinds, capture, self._call)
