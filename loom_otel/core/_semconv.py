@@ -77,9 +77,20 @@ def finish_reasons(reasons: list[str], table: Mapping[str, str]) -> list[str]:
 
 def server_attributes(base_url: object, into: dict[str, AttributeValue]) -> None:
     """``server.address`` and ``server.port`` from an SDK client's base URL (an ``httpx2.URL`` or a string);
-    the port defaults by scheme. A client's base URL is parsed once."""
-    if base_url is not None:
-        into.update(_server(str(base_url)))
+    the port defaults by scheme. A client's base URL is parsed once, and not formatted again while the
+    calls go through one client."""
+    global _last
+    if base_url is None:
+        return
+    last = _last
+    if last[0] is not base_url:
+        last = _last = (base_url, _server(str(base_url)))
+    into.update(last[1])
+
+
+_last: tuple[object, tuple[tuple[str, AttributeValue], ...]] = (None, ())
+"""The last base URL ``server_attributes`` read, and its attributes (one URL object kept, not one per
+client: an application may make a client per call)."""
 
 
 @functools.lru_cache(maxsize=256)

@@ -55,6 +55,43 @@ def test_executions_loom_otel_named_make_no_directory_and_read_from_another_proc
     assert sum(p.stat().st_size for p in _packs(root)) == sum(p.stat().st_size for p in packs)
 
 
+def test_a_new_conversation_per_put_is_known_by_ref_alone_and_read_back_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer indexes no scope for the shared records it writes (one entry per record, bounded): its
+    own records read back from where it wrote them, without looking through the shard."""
+    monkeypatch.setattr(_file_store, "_WRITTEN", 50)
+    store = FileReasoningStore(tmp_path / "s")
+    refs = [store.put(_shared(f"text {n}", f"e{n}")) for n in range(120)]
+    assert store._scopes == {} and len(store._written) == 50
+    listed = []
+    real = os.listdir
+
+    def listing(path: Any) -> list[str]:
+        listed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(_file_store.os, "listdir", listing)
+    assert all(store.get(refs[n], tenant=None, execution_id=f"e{n}") == f"text {n}".encode() for n in range(70, 120))
+    assert listed == [] and store._scopes == {}
+    assert store.get(refs[0], tenant=None, execution_id="e0") == b"text 0"  # dropped: indexed from disk
+    assert listed != []
+
+
+def test_a_shared_record_erased_by_another_process_is_written_again_by_its_writer(tmp_path: Path) -> None:
+    writer, eraser = FileReasoningStore(tmp_path / "s"), FileReasoningStore(tmp_path / "s")
+    ref = writer.put(_shared(CANARY, "erased-twice"))
+    assert eraser.erase_execution(None, "erased-twice") == 1
+    assert writer.put(_shared(CANARY, "erased-twice")) == ref  # not taken for kept: its record was erased
+    assert eraser.get(ref, tenant=None, execution_id="erased-twice") == CANARY.encode()
+    assert eraser.erase_execution(None, "erased-twice") == 1
+    assert writer.get(ref, tenant=None, execution_id="erased-twice") is None
+    assert writer.put(_shared(CANARY, "erased-twice")) == ref
+    writer.erase_execution(None, "erased-twice")
+    assert writer._written == {} and writer.get(ref, tenant=None, execution_id="erased-twice") is None
+    assert find_leaks([CANARY], directories=[tmp_path]) == []
+
+
 def test_a_new_execution_per_put_makes_nothing_on_the_calling_thread_once_the_shards_exist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,6 +285,7 @@ def test_a_scope_dropped_from_the_index_is_read_again_from_its_first_record(
     dropped from the in-memory index and read again is indexed from its own first record on, not from
     the start of the pack."""
     monkeypatch.setattr(_file_store, "_KNOWN_SCOPES", 4)
+    monkeypatch.setattr(_file_store, "_WRITTEN", 4)
     root = tmp_path / "s"
     store = FileReasoningStore(root)
     shard = _file_store.shard_of(_file_store.scope_of(None, "resumed"))
@@ -257,7 +295,7 @@ def test_a_scope_dropped_from_the_index_is_read_again_from_its_first_record(
     first = store.put(_shared("first turn", "resumed"))
     for execution_id in others[200:210]:  # enough later ones to drop "resumed" from the index
         store.put(_shared("later", execution_id))
-    assert _file_store.scope_of(None, "resumed") not in store._scopes
+    assert first not in store._written and _file_store.scope_of(None, "resumed") in store._bookmarks
     frames = 0
     real = _file_store._records
 

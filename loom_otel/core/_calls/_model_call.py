@@ -53,6 +53,12 @@ class RequestInfo:
     hints: Mapping[str, object] = field(default_factory=dict)
     """Vendor-private facts the vendor mapping needs again for the response (never exported)."""
 
+    @property
+    def records_content(self) -> bool:
+        """The request was recorded with its content (``content_mode``, read once per call at its start):
+        so is the answer."""
+        return "content_mode" in self.hints
+
     def span_attributes(self) -> dict[str, AttributeValue]:
         return {
             attr.GEN_AI_OPERATION_NAME: self.operation,

@@ -57,13 +57,30 @@ def _is_ours(wrapper: object) -> bool:
     return str(getattr(wrapper, "__module__", "")).startswith("loom_otel.")
 
 
+_OUTSIDE: dict[tuple[type, str], tuple[object, bool]] = {}
+"""``peer_outside`` per (class, method name): the outermost attribute it was read off, and the answer (a
+chain of wrappers below a given outermost one never changes; instrumenting again replaces it)."""
+
+
 def peer_outside(wrapped: object, instance: object) -> bool:
     """Whether another GenAI instrumentation wrapped this method outside loom-otel's wrapper (it was
     instrumented after loom-otel): read off the wrappers on the instance's class, outermost first."""
     name = getattr(wrapped, "__name__", None)
     if not isinstance(name, str) or instance is None:
         return False
-    found: Any = next((k.__dict__[name] for k in type(instance).__mro__ if name in k.__dict__), None)
+    kind = type(instance)
+    found: Any = next((k.__dict__[name] for k in kind.__mro__ if name in k.__dict__), None)
+    seen = _OUTSIDE.get((kind, name))
+    if seen is not None and seen[0] is found:
+        return seen[1]
+    if len(_OUTSIDE) > 256:
+        _OUTSIDE.clear()
+    answer = _outside_in(found)
+    _OUTSIDE[(kind, name)] = (found, answer)
+    return answer
+
+
+def _outside_in(found: Any) -> bool:
     while (wrapper := getattr(found, "_self_wrapper", None)) is not None:
         if _is_ours(wrapper):
             return False

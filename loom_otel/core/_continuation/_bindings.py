@@ -144,8 +144,9 @@ class Bindings:
         self._lock = threading.Lock()
         self._loaded = directory is None
         self._fd = -1
-        self._pending: list[str] = []
-        """Lines not written yet (``sync_pending`` writes them)."""
+        self._pending: list[tuple[bytes, tuple[object, ...]]] = []
+        """Records whose lines are not written yet, as kept in ``_blocks`` (``sync_pending`` formats and
+        writes them)."""
         renew_after_fork(self, Bindings._after_fork_in_child)
         if directory is not None:
             _durability.register(self)
@@ -165,9 +166,10 @@ class Bindings:
             self._load()
         with self._lock:
             fresh = [(k, r) for k, r in records if self._blocks.get(k) != r]
-            for key, record in fresh:
+            kept = [(key, tuple(record)) for key, record in fresh]
+            for key, fields in kept:
                 self._blocks.pop(key, None)  # re-inserted: the dict's order is the order of recording
-                self._blocks[key] = tuple(record)
+                self._blocks[key] = fields
             for call_id, round_ in rounds:
                 self._rounds.pop(call_id, None)
                 self._rounds[call_id] = round_
@@ -175,7 +177,7 @@ class Bindings:
             _forget_oldest(self._rounds, KEPT)
             if not fresh or self.directory is None:
                 return
-            self._pending += [r.to_json(k) + "\n" for k, r in fresh]
+            self._pending += kept
             if not self.deferred or len(self._pending) >= _PENDING_LINES:
                 self._write_pending()
 
@@ -192,7 +194,8 @@ class Bindings:
 
     def _write_pending(self) -> None:
         """Under the lock: append the pending lines (and sync them under ``always``)."""
-        data, self._pending = "".join(self._pending).encode(), []
+        pending, self._pending = self._pending, []
+        data = "".join([BlockRecord._make(fields).to_json(key) + "\n" for key, fields in pending]).encode()
         directory = self.directory
         assert directory is not None
         if self._fd < 0:

@@ -13,7 +13,9 @@ Where a blob goes depends on who named its execution (``Envelope.named``):
 
 Reads index the scope's directory and the scope's records in its shard (frames only, from where the
 last look stopped; a scope dropped from the in-memory index keeps a bookmark of where its records
-start, so a conversation resumed later is not looked for in the records written before it).
+start, so a conversation resumed later is not looked for in the records written before it). The shared
+records a writer wrote into a scope it never read are kept by ref alone (``_written``, the newest
+``_WRITTEN``), not in a per-scope index: a new conversation per call adds one entry, not an index.
 Erasure removes the scope's directory and overwrites the scope's records in its shard in place (frame
 marked erased, ref and blob zeroed, then synced): no text is left in any file.
 
@@ -61,7 +63,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
@@ -93,20 +95,25 @@ _KNOWN_SCOPES: Final = 1024
 """Executions whose blob index is kept in memory (a long-running process captures for many)."""
 _BOOKMARKS: Final = 16384
 """Executions dropped from the index whose bookmark is kept: where indexing them again may start."""
-_Writing = Literal["named", "shared"]
+_WRITTEN: Final = 4096
+"""Shared records this writer wrote into scopes it has not indexed, kept by ref (the newest ones)."""
 _SHARDS: Final = tuple(f"{n:02x}" for n in range(64))
 """The shards of the shared packs, by name (``shard_of``)."""
 _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
 
+_Entry = tuple[str, int, int]
+"""Where a record is: (pack path, record offset, blob length)."""
+
+
 class _Scope:
-    """What this process knows of one scope's blobs: ref -> (pack path, record offset, blob length)."""
+    """What this process knows of one scope's blobs: ref -> where (``_Entry``)."""
 
     __slots__ = ("entries", "exists", "scanned")
 
     def __init__(self) -> None:
-        self.entries: dict[str, tuple[str, int, int]] = {}
+        self.entries: dict[str, _Entry] = {}
         self.scanned: dict[str, int] = {}
         self.exists = True
         """Whether the scope's directory was there at the last look (a new execution's is not)."""
@@ -130,6 +137,13 @@ class _Scope:
             except FileNotFoundError:
                 return
             self._index(shard, names, scope + "/")
+
+    def add(self, ref: str, entry: _Entry, end: int) -> None:
+        """A record this writer appended (its pack now ends at ``end``)."""
+        self.entries[ref] = entry
+        path, offset, _ = entry
+        if self.scanned.get(path, 0) == offset:  # nothing unindexed before it
+            self.scanned[path] = end
 
     def _index(self, directory: str, names: list[str], prefix: str | None) -> None:
         for name in names:
@@ -214,7 +228,7 @@ def _records(fd: int, offset: int, size: int) -> Iterator[tuple[int, str | None,
         offset = end
 
 
-def _record(entry: tuple[str, int, int], ref: str, *, body: bool = True) -> bytes | None:
+def _record(entry: _Entry, ref: str, *, body: bool = True) -> bytes | None:
     """The blob of ``ref`` at ``entry`` if a whole, unerased record of it is still there (``b""`` with
     ``body=False``: only its frame is read); ``None`` otherwise (erased, removed, rewritten)."""
     path, offset, blob_len = entry
@@ -301,6 +315,8 @@ class FileReasoningStore:
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         self._bookmarks: OrderedDict[str, tuple[str | int, ...]] = OrderedDict()
         """``_Scope.bookmark`` of the scopes dropped from ``_scopes``, the newest ``_BOOKMARKS``."""
+        self._written: OrderedDict[str, _Entry] = OrderedDict()
+        """Shared records this writer wrote into scopes not in ``_scopes``: ref -> where (``_remember``)."""
         renew_after_fork(self)
         self._dirty: set[str] = set()
         """Packs written since the last sync (by path: a pack closed meanwhile needs no descriptor)."""
@@ -332,21 +348,34 @@ class FileReasoningStore:
     def put(self, envelope: Envelope) -> str:
         ref = envelope.ref
         scope = ref[:32]
+        blob = (_MAGIC, envelope.header(), envelope.body)
         with self._lock:
-            known = self._scope(scope, writing="named" if envelope.named else "shared")
-            entry = known.entries.get(ref)
+            if envelope.named:
+                known: _Scope | None = self._scope(scope, writing=True)
+                home = f"{self._blobs_dir}/{scope}"
+            else:  # a scope this writer read is indexed; else only what it wrote there is known
+                known = self._scopes.get(scope)
+                home = self._shard_dir(scope)
+            entries = self._written if known is None else known.entries
+            entry = entries.get(ref)
             if entry is not None:
                 if _record(entry, ref, body=False) is not None:
                     return ref  # content-addressed: already kept
-                del known.entries[ref]  # erased by someone else since we looked
-            home = f"{self._blobs_dir}/{scope}" if envelope.named else self._shard_dir(scope)
-            self._append(known, home, ref, (_MAGIC, envelope.header(), envelope.body), named=envelope.named)
+                del entries[ref]  # erased by someone else since we looked
+            entry, end = self._append(known, home, ref, blob, named=envelope.named)
+            if known is None:
+                self._remember(ref, entry)
+            else:
+                known.add(ref, entry, end)
         return ref
 
-    def _append(self, known: _Scope, home: str, ref: str, blob: tuple[bytes, ...], *, named: bool) -> None:
-        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard).
-        An erasure removes a named scope's packs, so one may be gone by the time the record is in it; a
-        shard's packs are never removed (erasure overwrites records in place)."""
+    def _append(
+        self, known: _Scope | None, home: str, ref: str, blob: tuple[bytes, ...], *, named: bool
+    ) -> tuple[_Entry, int]:
+        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard):
+        where it is and where the pack now ends. An erasure removes a named scope's packs, so one may be
+        gone by the time the record is in it; a shard's packs are never removed (erasure overwrites
+        records in place)."""
         ref_bytes = ref.encode("ascii")
         blob_len = sum(map(len, blob))
         chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
@@ -364,14 +393,25 @@ class FileReasoningStore:
                 raise
             offset, pack.end = pack.end, pack.end + written
             if not named or os.fstat(pack.fd).st_nlink > 0:
-                known.entries[ref] = (pack.path, offset, blob_len)
-                if known.scanned.get(pack.path, 0) == offset:  # nothing unindexed before it
-                    known.scanned[pack.path] = pack.end
-                return
+                return (pack.path, offset, blob_len), pack.end
             self._drop_pack(home)  # erased while we wrote: write it again into a fresh pack
         raise OSError("reasoning pack was removed twice while being written")
 
-    def _pack(self, home: str, known: _Scope, *, named: bool) -> _Pack:
+    def _remember(self, ref: str, entry: _Entry) -> None:
+        """Keep where a shared record of an unindexed scope is; the oldest one dropped leaves its scope
+        a bookmark at that record (its first in this writer's pack: they are dropped in the order
+        written), unless the scope has a better one (indexed, or dropped with a bookmark already)."""
+        written = self._written
+        written[ref] = entry
+        if len(written) > _WRITTEN:
+            dropped, (path, offset, _) = written.popitem(last=False)
+            scope = dropped[:32]
+            if scope not in self._scopes and scope not in self._bookmarks:
+                self._bookmarks[scope] = (path, offset)
+                if len(self._bookmarks) > _BOOKMARKS:
+                    self._bookmarks.popitem(last=False)
+
+    def _pack(self, home: str, known: _Scope | None, *, named: bool) -> _Pack:
         """This writer's open pack in ``home`` (new after a fork or an erasure).
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
@@ -383,7 +423,7 @@ class FileReasoningStore:
             return pack
         path = f"{home}/{self._pid}-{os.urandom(6).hex()}.pack"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-        if named and not known.exists:  # a new named execution: its directory now
+        if named and known is not None and not known.exists:  # a new named execution: its directory now
             known.exists = True
             if self._new_scope_dir(home) and (pack := self._packs.get(home)) is not None:
                 return pack  # a ready one, with its pack
@@ -569,24 +609,20 @@ class FileReasoningStore:
                 with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
                     _fsync_path(path)
 
-    def _scope(self, scope: str, *, writing: _Writing | None = None) -> _Scope:
-        """What this writer knows of ``scope``, indexed from disk when it is new to it, except:
-
-        - ``writing="named"``: a named scope's directory is made at once (one ``rename`` of a ready
-          directory, or one ``mkdir``, tells a new execution, which has nothing to index, from one to
-          read from disk);
-        - ``writing="shared"``: nothing is read (an execution loom-otel named is new; a rerun never
-          captures into it again). A read that misses indexes it from disk then.
-        """
+    def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
+        """What this writer knows of ``scope``, indexed from disk when it is new to it, except with
+        ``writing`` (a named scope about to be written): its directory is made at once (one ``rename`` of
+        a ready directory, or one ``mkdir``, tells a new execution, which has nothing to index, from one
+        to read from disk). A shared scope is never indexed for writing (``put``, ``_written``)."""
         known = self._scopes.get(scope)
         if known is None:
             known = self._scopes[scope] = _Scope()
             bookmark = self._bookmarks.pop(scope, None)
             if bookmark is not None:
                 known.resume(bookmark)
-            if writing is None:
+            if not writing:
                 known.refresh(self._blobs_dir, self._packs_dir, scope)
-            elif writing == "named" and not self._new_scope_dir(f"{self._blobs_dir}/{scope}"):
+            elif not self._new_scope_dir(f"{self._blobs_dir}/{scope}"):
                 known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             if len(self._scopes) > _KNOWN_SCOPES:
                 # the least recently used: indexed again from disk if needed, from its bookmark
@@ -601,18 +637,22 @@ class FileReasoningStore:
     # -- reading -------------------------------------------------------------------------------------
 
     def _read(self, ref: str) -> bytes | None:
-        """The sealed blob at ``ref``: from where this writer last saw it, else (erased, moved, never
-        seen) from what the disk holds now."""
+        """The sealed blob at ``ref``: from where this writer last saw it (or wrote it), else (erased,
+        moved, never seen) from what the disk holds now."""
         if _REF.match(ref) is None:
             return None
         scope = ref[:32]
         with self._lock:
-            entry = self._scope(scope).entries.get(ref)
+            entry = self._written.get(ref) if scope not in self._scopes else None
+            if entry is None:
+                entry = self._scope(scope).entries.get(ref)
         if entry is not None:
             blob = _record(entry, ref)
             if blob is not None:
                 return blob
         with self._lock:
+            if self._written.get(ref) == entry:
+                self._written.pop(ref, None)
             known = self._scope(scope)
             if known.entries.get(ref) == entry:
                 known.entries.pop(ref, None)
@@ -639,7 +679,8 @@ class FileReasoningStore:
             raise ValueError("not a reasoning ref")
         scope = ref[:32]
         with self._lock:
-            self._append(self._scope(scope, writing="named"), f"{self._blobs_dir}/{scope}", ref, (blob,), named=True)
+            known = self._scope(scope, writing=True)
+            known.add(ref, *self._append(known, f"{self._blobs_dir}/{scope}", ref, (blob,), named=True))
 
     # -- removing ------------------------------------------------------------------------------------
 
@@ -651,6 +692,7 @@ class FileReasoningStore:
         with self._lock:
             self._scopes.pop(scope, None)
             self._bookmarks.pop(scope, None)
+            self._written.pop(ref, None)
             _erase_records(f"{self._blobs_dir}/{scope}", ref.__eq__)
             _erase_records(self._shard_dir(scope), ref.__eq__)
 
@@ -663,6 +705,8 @@ class FileReasoningStore:
             self._drop_pack(directory)
             self._scopes.pop(scope, None)
             self._bookmarks.pop(scope, None)
+            for ref in [ref for ref in self._written if ref.startswith(scope)]:
+                del self._written[ref]
             known = _Scope()
             known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
             shutil.rmtree(directory, ignore_errors=True)

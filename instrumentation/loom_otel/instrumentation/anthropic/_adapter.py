@@ -84,7 +84,7 @@ class AnthropicAdapter:
         outgoing = outgoing_of(call)
         if outgoing is not None:
             outgoing.finish(call, message)
-        call.complete(reasonings_of(message, call.request), response_info(message))
+        call.complete(reasonings_of(message, call.request), response_info(message, call.request))
         if outgoing is not None:
             outgoing.scrub(message)
 

@@ -231,7 +231,7 @@ def _usage_attributes(usages: Sequence[Any], into: dict[str, AttributeValue]) ->
             break
 
 
-def response_info(message: Any) -> ResponseInfo:
+def response_info(message: Any, request: RequestInfo) -> ResponseInfo:
     attributes: dict[str, AttributeValue] = {}
     if getattr(message, "id", None):
         attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
@@ -241,7 +241,7 @@ def response_info(message: Any) -> ResponseInfo:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
     _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
-    content = _output_messages(message, reasons) if content_mode() != "NO_CONTENT" else None
+    content = _output_messages(message, reasons) if request.records_content else None
     return ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
 
 
@@ -350,7 +350,7 @@ class MessageStreamAccumulator:
         if reasons:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
-        content = self._output_messages(reasons) if "content_mode" in self._request.hints else None
+        content = self._output_messages(reasons) if self._request.records_content else None
         info = ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
         return reasonings, info
 

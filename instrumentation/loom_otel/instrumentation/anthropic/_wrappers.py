@@ -105,7 +105,7 @@ class _Snapshot:
         outgoing = outgoing_of(self._call)
         if outgoing is not None:
             outgoing.finish(self._call, message)
-        return reasonings_of(message, self._call.request), response_info(message)
+        return reasonings_of(message, self._call.request), response_info(message, self._call.request)
 
 
 def _weakly(stream: Any) -> Callable[[], Any]:

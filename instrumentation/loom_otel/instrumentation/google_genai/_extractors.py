@@ -369,5 +369,5 @@ class ResponseAccumulator:
         output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
         if isinstance(thoughts, int):
             attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
-        content = self._output_messages() if "content_mode" in self._request.hints else None
+        content = self._output_messages() if self._request.records_content else None
         return ResponseInfo(model=self._model, attributes=attributes, output_messages=content)

@@ -89,6 +89,6 @@ def _complete(call: ModelCall, api: Api, response: Any, outgoing: Outgoing | Non
     """The complete response is known: vendor drops, capture (fail-closed), then (redact) scrub."""
     if outgoing is not None:
         outgoing.finish(response)
-    call.complete(api.reasonings_of(response, call.request), api.response_info(response))
+    call.complete(api.reasonings_of(response, call.request), api.response_info(response, call.request))
     if outgoing is not None:
         outgoing.scrub(response)

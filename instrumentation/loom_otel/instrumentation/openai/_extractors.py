@@ -74,7 +74,7 @@ class Api:
 
     request_info: Callable[[Any, Mapping[str, Any], bool], RequestInfo]
     reasonings_of: Callable[[Any, RequestInfo], list[Reasoning]]
-    response_info: Callable[[Any], ResponseInfo]
+    response_info: Callable[[Any, RequestInfo], ResponseInfo]
     accumulator: Callable[[RequestInfo], Accumulator]
 
 
@@ -281,14 +281,14 @@ def _chat_usage(usage: Any, into: dict[str, AttributeValue]) -> None:
     _set_int(into, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
 
 
-def chat_response_info(completion: Any) -> ResponseInfo:
+def chat_response_info(completion: Any, request: RequestInfo) -> ResponseInfo:
     attributes: dict[str, AttributeValue] = {}
     model = _head(completion, attributes)
     reasons = [str(c.finish_reason) for c in getattr(completion, "choices", None) or () if c.finish_reason]
     if reasons:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
     _chat_usage(getattr(completion, "usage", None), attributes)
-    content = _chat_output(completion) if content_mode() != "NO_CONTENT" else None
+    content = _chat_output(completion) if request.records_content else None
     return ResponseInfo(model=model, attributes=attributes, output_messages=content)
 
 
@@ -387,7 +387,7 @@ def _responses_finish_reason(response: Any) -> str | None:
     return None
 
 
-def responses_response_info(response: Any) -> ResponseInfo:
+def responses_response_info(response: Any, request: RequestInfo) -> ResponseInfo:
     attributes: dict[str, AttributeValue] = {}
     model = _head(response, attributes)
     reason = _responses_finish_reason(response)
@@ -402,7 +402,7 @@ def responses_response_info(response: Any) -> ResponseInfo:
         cached = getattr(usage, "input_tokens_details", None)
         _set_int(attributes, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
     content = None
-    if content_mode() != "NO_CONTENT":
+    if request.records_content:
         content = _responses_items(getattr(response, "output", None), answer=True) or [
             {"role": "assistant", "parts": []}
         ]
@@ -451,7 +451,7 @@ class ResponsesStreamAccumulator:
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         provider = self._request.provider
         if self._final is not None:
-            return responses_reasonings(self._final, self._request), responses_response_info(self._final)
+            return responses_reasonings(self._final, self._request), responses_response_info(self._final, self._request)
         reasonings: list[Reasoning] = []
         for index in sorted(self._done.keys() | self._partial.keys()):
             item = self._done.get(index)
@@ -461,7 +461,7 @@ class ResponsesStreamAccumulator:
                 texts = ["".join(t) for _, t in sorted(self._partial[index].items())]
                 kind = self._partial_kind[index]
                 reasonings.append(Reasoning(kind, provider, text=_SUMMARY_SEPARATOR.join(texts)))
-        info = responses_response_info(self._started) if self._started is not None else ResponseInfo()
+        info = responses_response_info(self._started, self._request) if self._started is not None else ResponseInfo()
         return reasonings, info
 
 
