@@ -6,6 +6,10 @@ its own records: ``always``, on the calling thread before the record is written;
 background group commit before the group's records; ``os``, only at ``force_flush`` or ``close``.
 ``force_flush`` waits for all of it (OpenTelemetry's convention: ``False`` when it did not finish in
 time or failed).
+
+A store syncs with ``syncfs`` (``sync_filesystem``), which writes everything on the file system: a
+journal on the same file system whose records were written before that ``syncfs`` started needs no
+``fdatasync`` of its own (``syncfs_mark`` / ``synced_since``), one device flush per group, not two.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ import weakref
 from collections.abc import Callable
 from typing import Final, Protocol
 
-__all__ = ["Dependent", "force_flush", "register", "sync_dependents", "sync_filesystem"]
+__all__ = [
+    "Dependent",
+    "force_flush",
+    "register",
+    "sync_dependents",
+    "sync_filesystem",
+    "synced_since",
+    "syncfs_mark",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -74,27 +86,51 @@ def _load_syncfs() -> Callable[[int], int] | None:
 _syncfs: Final = _load_syncfs()
 
 
+_started = 0
+"""How many ``syncfs`` calls have started (``syncfs_mark``)."""
+_done: dict[int, int] = {}
+"""Per file system (``st_dev``): the number of the latest ``syncfs`` that started and succeeded."""
+_count_lock = threading.Lock()
+
+
 def sync_filesystem(directory: str) -> bool:
     """``syncfs(2)`` the file system holding ``directory``: every file and directory on it reaches the disk
     in one call, however many were written. ``False`` where there is no ``syncfs`` (sync file by file)."""
+    global _started
     if _syncfs is None:
         return False
     fd = os.open(directory, os.O_RDONLY)
     try:
+        device = os.fstat(fd).st_dev
+        with _count_lock:
+            _started += 1
+            number = _started
         if _syncfs(fd) != 0:
             errno = ctypes.get_errno()
             raise OSError(errno, os.strerror(errno))
+        with _count_lock:
+            _done[device] = max(_done.get(device, 0), number)
     finally:
         os.close(fd)
     return True
 
 
+def syncfs_mark() -> int:
+    """A mark to take once some writes are made: ``synced_since(device, mark)`` then tells whether a
+    ``syncfs`` of their file system started after it and succeeded (so they are on the disk)."""
+    return _started
+
+
+def synced_since(device: int, mark: int) -> bool:
+    return _done.get(device, 0) > mark
+
+
 def _flush_all() -> None:
     from loom_otel.core._journal._writer import live_journals
 
-    sync_dependents()
-    for journal in live_journals():
+    for journal in live_journals():  # each syncs the stores' pending blobs, then its records
         journal.flush()
+    sync_dependents()  # a store no journal names
 
 
 def force_flush(timeout_millis: int = 30000) -> bool:

@@ -84,15 +84,16 @@ def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
     assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
     assert force_flush(5000)
     names = log.names()
-    assert names[0] != "journal" and names[-1] == "journal"  # each group: the blobs, then the records
-    if syncfs:
-        assert "blobs" in names
-    elif named:  # file by file: each new execution's pack, its directory and the blobs directory
+    if syncfs:  # the blobs' syncfs, after the records were written, is the records' sync too
+        assert names and set(names) == {"blobs"}
+    elif named:  # file by file: each new execution's pack, its directory and the blobs directory, then the records
+        assert names[0] != "journal" and names[-1] == "journal"
         assert names.count("blob-file") == 3
         assert "dir:blobs" in names  # once per group that made a new execution's directory
         scopes = {ref.split("/")[0] for ref in refs}
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == scopes | {"blobs"}
-    else:  # the shards' packs, the shards, the packs directory and the root that got it
+    else:  # the shards' packs, the shards, the packs directory and the root that got it, then the records
+        assert names[0] != "journal" and names[-1] == "journal"
         shards = {_file_store.shard_of(ref.split("/")[0]) for ref in refs}
         assert len(shards) <= names.count("blob-file") <= len(refs)  # a shared pack once per group
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == shards | {"packs", "store"}
@@ -101,6 +102,38 @@ def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
         assert store.exists(ref)
     journal.close()
     store.close()
+
+
+@pytest.mark.parametrize("same_file_system", [True, False])
+def test_a_group_whose_blobs_syncfs_covered_its_records_does_not_sync_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_file_system: bool
+) -> None:
+    """One device flush per group where the journal and the store share a file system; elsewhere the
+    journal syncs its own records after the blobs."""
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform: the store syncs file by file")
+    if not same_file_system:  # as if the journal were on another file system than the store's syncfs
+        monkeypatch.setattr(_durability, "synced_since", lambda device, mark: False)
+    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
+    _capture(store, journal, "one", named=False)
+    assert force_flush(5000)
+    assert log.names() == (["blobs"] if same_file_system else ["blobs", "journal"])
+    journal.close()
+    store.close()
+
+
+def test_synced_since_counts_only_a_syncfs_of_that_file_system_started_after_the_mark(tmp_path: Path) -> None:
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform")
+    device = os.stat(tmp_path).st_dev
+    assert _durability.sync_filesystem(str(tmp_path))
+    mark = _durability.syncfs_mark()
+    assert not _durability.synced_since(device, mark)  # the one before the mark does not count
+    assert _durability.sync_filesystem(str(tmp_path))
+    assert _durability.synced_since(device, mark)
+    assert not _durability.synced_since(device + 1, mark)
 
 
 def test_always_syncs_the_blob_on_the_calling_thread_before_the_record(
@@ -124,7 +157,7 @@ def test_os_durability_syncs_at_force_flush(tmp_path: Path, monkeypatch: pytest.
     _capture(store, journal, "x")
     assert log.events == []
     assert force_flush()
-    assert log.names() == ["blobs", "journal"]
+    assert log.names() == ["blobs"]  # the syncfs started after the record was written: it is on the disk too
     journal.close()
     store.close()
 

@@ -215,6 +215,8 @@ class Journal:
         self._segment_size = 0
         self._fd = -1
         self._dir_fd = -1
+        self._written_mark = 0
+        """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
         self._checkpoint_seq = 0
         self._checkpoint_at = time.monotonic()
         self._timer: threading.Thread | None = None
@@ -284,6 +286,7 @@ class Journal:
             written = os.write(self._fd, line)
             if written != len(line):
                 raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
+            self._written_mark = _durability.syncfs_mark()
         except OSError:
             # Never leave a torn line in a live segment: cut it off, or abandon the segment.
             try:
@@ -379,7 +382,7 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto = self._seq
+                upto, mark = self._seq, self._written_mark
                 fd = os.dup(self._fd) if self._fd >= 0 else -1
             try:
                 _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
@@ -389,7 +392,8 @@ class Journal:
                 raise
             if fd >= 0:
                 try:
-                    _sync(fd)
+                    if not _durability.synced_since(os.fstat(fd).st_dev, mark):  # else a store's syncfs did it
+                        _sync(fd)
                 finally:
                     os.close(fd)
             synced = True
