@@ -705,7 +705,7 @@ class FileReasoningStore:
             self._drop_pack(directory)
             self._scopes.pop(scope, None)
             self._bookmarks.pop(scope, None)
-            for ref in [ref for ref in self._written if ref.startswith(scope)]:
+            for ref in [ref for ref in self._written if ref.startswith(scope + "/")]:
                 del self._written[ref]
             known = _Scope()
             known.refresh(self._blobs_dir, self._packs_dir, scope, shared=False)
