@@ -95,6 +95,67 @@ def test_the_outbox_scan_stops_at_its_deadline(journal_dir: Path) -> None:
         list(outbox.owed(time.time_ns(), 0, everything=True, live=False, deadline=time.monotonic()))
 
 
+def test_a_sweep_passes_over_acknowledged_records_a_chunk_at_a_time(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records up to the cursor are not read line by line; what follows them is, from the first
+    record not yet acknowledged (a small chunk makes the chain many chunks long)."""
+    from loom_otel.exporters.chain import _outbox
+
+    monkeypatch.setattr(_outbox, "_SKIP_CHUNK", 4096)
+    chain = dead_chain(journal_dir, records=300)
+    outbox = Outbox(chain)
+    outbox.cursor = 250
+    lines = 0
+    real = _outbox.read_lines
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal lines
+        for line in real(*args, **kwargs):  # type: ignore[arg-type]
+            lines += 1
+            yield line
+
+    monkeypatch.setattr(_outbox, "read_lines", counted)
+    owed = [r["seq"] for r in outbox.owed(time.time_ns(), 0, everything=True, live=False)]
+    assert owed == list(range(251, 302))  # the 300 captures and the closing checkpoint
+    assert lines < 51 + 20, f"{lines} lines read one by one"
+    assert outbox.position > Position(1, 0)
+
+
+@pytest.mark.parametrize("where", ["malformed", "unacknowledged"])
+def test_a_sweep_reads_line_by_line_where_a_chunk_is_not_plain_acknowledged_records(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    from loom_otel.exporters.chain import _outbox
+
+    monkeypatch.setattr(_outbox, "_SKIP_CHUNK", 4096)
+    chain = dead_chain(journal_dir, records=200)
+    outbox = Outbox(chain)
+    outbox.cursor = 150
+    if where == "malformed":  # among the acknowledged records: still reported
+        insert_line(chain, 40, b"not a record\n")
+    else:  # acknowledged out of order around two records no span carried (checkpoints, say)
+        outbox.cursor, outbox.above = 19, set(range(21, 151)) - {120}
+    lines = 0
+    real = _outbox.read_lines
+
+    def counted(*args: object, **kwargs: object) -> object:
+        nonlocal lines
+        for line in real(*args, **kwargs):  # type: ignore[arg-type]
+            lines += 1
+            yield line
+
+    monkeypatch.setattr(_outbox, "read_lines", counted)
+    with caplog.at_level(logging.WARNING):
+        owed = [r["seq"] for r in outbox.owed(time.time_ns(), 0, everything=True, live=False)]
+    if where == "malformed":
+        assert "malformed line" in caplog.text
+        assert owed == list(range(151, 202))
+    else:  # each owed record is reached over the acknowledged ones before it, not line by line
+        assert owed == [20, 120, *range(151, 202)]
+        assert lines < 51 + 2 * (_outbox._RUN + 1) + 10, f"{lines} lines read one by one"
+
+
 def test_cli_forward_returns_at_its_timeout_with_records_still_owed(journal_dir: Path, monkeypatch, capsys) -> None:
     from loom_otel.exporters.chain import _inner
 

@@ -9,7 +9,8 @@ State kept per origin:
 - ``above``: acknowledged seqs beyond the cursor (the span pipeline delivers out of order);
 - ``failed``: seqs whose export failed: owed now, with no grace period;
 - ``position``: where in the journal the first record not yet acknowledged starts, so a sweep
-  re-reads only the unacknowledged part of the chain.
+  re-reads only the unacknowledged part of the chain; a sweep first moves it past the acknowledged
+  records a chunk at a time (``_skip_acknowledged``), without reading them line by line.
 
 A claim (``flock`` on ``<origin>/.forward``) makes sure one forwarder at a time works on a dead origin.
 """
@@ -22,11 +23,11 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core._journal._reader import MAX_LINE_BYTES, Position, read_lines
+from loom_otel.core._journal._reader import MAX_LINE_BYTES, Position, read_lines, segments
 
 __all__ = ["Outbox"]
 
@@ -81,48 +82,69 @@ class Outbox:
         not yet due unless failed exports are still owed. ``TimeoutError`` once ``time.monotonic()``
         passes ``deadline`` (checked between lines: a scan of a long chain does not outlive it)."""
         contiguous = True
-        for line in read_lines(self.dir, self.position):
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError("the deadline passed while reading the journal")
-            if line.torn:
-                if not live and not self._warned_torn:
-                    self._warned_torn = True
-                    _logger.warning(
-                        "audit journal %s ends with a torn line (%d bytes): its writer died mid-write; "
-                        "`loom-otel verify` reports it",
-                        self.origin,
-                        line.size,
-                    )
+        position = self.position = _skip_acknowledged(self.dir, self.position, self._first_owed)
+        run = 0  # acknowledged lines read one by one in a row: past _RUN, try passing over chunks again
+        while True:
+            for line in read_lines(self.dir, position):
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError("the deadline passed while reading the journal")
+                if line.torn:
+                    if not live and not self._warned_torn:
+                        self._warned_torn = True
+                        _logger.warning(
+                            "audit journal %s ends with a torn line (%d bytes): its writer died mid-write; "
+                            "`loom-otel verify` reports it",
+                            self.origin,
+                            line.size,
+                        )
+                    return
+                known = _seq_of(line.data)
+                if known is not None and self.is_delivered(known):
+                    if contiguous:
+                        self.position = line.end
+                    run += 1
+                    if run < _RUN:
+                        continue  # acknowledged: skipped without parsing the record
+                    run = 0
+                    ahead = _skip_acknowledged(self.dir, line.end, self._first_owed)
+                    if ahead == line.end:
+                        continue
+                    if contiguous:
+                        self.position = ahead
+                    position = ahead
+                    break  # read on from there
+                run = 0
+                record = _parse(line.data)
+                if record is None:
+                    if not self._warned_malformed:
+                        self._warned_malformed = True
+                        _logger.warning(
+                            "audit journal %s holds a malformed line%s; it is not forwarded",
+                            self.origin,
+                            f" (over {MAX_LINE_BYTES} bytes)" if line.too_long else "",
+                        )
+                    if contiguous:
+                        self.position = line.end
+                    continue
+                seq = record["seq"]
+                assert isinstance(seq, int)
+                if self.is_delivered(seq):
+                    if contiguous:
+                        self.position = line.end
+                    continue
+                contiguous = False
+                time_ns = record.get("time")
+                if everything or seq in self.failed or not isinstance(time_ns, int) or now_ns - time_ns >= grace_ns:
+                    yield record
+                elif not self.failed:
+                    return
+            else:
                 return
-            known = _seq_of(line.data)
-            if known is not None and self.is_delivered(known):
-                if contiguous:
-                    self.position = line.end
-                continue  # acknowledged: skipped without parsing the record
-            record = _parse(line.data)
-            if record is None:
-                if not self._warned_malformed:
-                    self._warned_malformed = True
-                    _logger.warning(
-                        "audit journal %s holds a malformed line%s; it is not forwarded",
-                        self.origin,
-                        f" (over {MAX_LINE_BYTES} bytes)" if line.too_long else "",
-                    )
-                if contiguous:
-                    self.position = line.end
-                continue
-            seq = record["seq"]
-            assert isinstance(seq, int)
-            if self.is_delivered(seq):
-                if contiguous:
-                    self.position = line.end
-                continue
-            contiguous = False
-            time_ns = record.get("time")
-            if everything or seq in self.failed or not isinstance(time_ns, int) or now_ns - time_ns >= grace_ns:
-                yield record
-            elif not self.failed:
-                return
+
+    def _first_owed(self, first: int, last: int) -> int | None:
+        """The first seq from ``first`` to ``last`` not acknowledged; ``None`` when all are."""
+        above = self.above
+        return next((seq for seq in range(max(first, self.cursor + 1), last + 1) if seq not in above), None)
 
     # -- persistence and claims ----------------------------------------------------------------
 
@@ -171,6 +193,45 @@ class Outbox:
 
 
 _SEQ: Final = b',"seq":'
+_SKIP_CHUNK: Final = 1 << 20
+_RUN: Final = 16
+"""Acknowledged lines read one by one in a row after which a sweep tries passing over chunks again."""
+
+
+def _skip_acknowledged(origin_dir: Path, start: Position, first_owed: Callable[[int, int], int | None]) -> Position:
+    """Where a run of acknowledged records starting at ``start`` (a line start) ends, read a chunk of
+    whole lines at a time. A chunk whose lines are records numbered one after the other (as many lines
+    as seqs from its first to its last) is passed over up to ``first_owed(first, last)`` (the first seq
+    in it not acknowledged, ``None``: none), without parsing its lines. Anything else (a malformed or
+    torn line, a line longer than a chunk) stops it where that chunk starts, for the line-by-line
+    reading to judge."""
+    position = start
+    for number, path in segments(origin_dir):
+        if number < position.segment:
+            continue
+        offset = position.offset if number == position.segment else 0
+        try:
+            fh = path.open("rb")
+        except OSError:
+            return position
+        with fh:
+            fh.seek(offset)
+            while chunk := fh.read(_SKIP_CHUNK):
+                end = chunk.rfind(b"\n") + 1
+                first = _seq_of(chunk[: chunk.find(b"\n") + 1]) if end else None
+                last = _seq_of(chunk[chunk.rfind(b"\n", 0, end - 1) + 1 : end]) if end else None
+                if first is None or last is None or chunk.count(b"\n", 0, end) != last - first + 1:
+                    return position  # a line that is not the next record: read line by line
+                owed = first_owed(first, last)
+                if owed is not None:  # up to its line
+                    cut = 0
+                    for _ in range(owed - first):
+                        cut = chunk.find(b"\n", cut) + 1
+                    return Position(number, offset + cut)
+                offset += end
+                position = Position(number, offset)
+                fh.seek(offset)
+    return position
 
 
 def _seq_of(data: bytes) -> int | None:
