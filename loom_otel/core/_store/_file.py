@@ -63,11 +63,11 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store._pool import Ready, ReadyPack, ScopePool, discard, sweep
+from loom_otel.core._store._pool import PACK_FLAGS, Ready, ReadyPack, ScopePool, discard, pack_name, sweep
 from loom_otel.core._store._protocol import (
     _MAGIC,
     _REF,
@@ -103,6 +103,7 @@ _POOL_RETRY_SECONDS: Final = 30.0
 """How long after its pool of ready scope directories failed a writer tries to make a new one."""
 
 
+_T = TypeVar("_T")
 _Entry = tuple[str, int, int]
 """Where a record is: (pack path, record offset, blob length)."""
 
@@ -421,19 +422,14 @@ class FileReasoningStore:
         if pack is not None:
             self._packs.move_to_end(home)
             return pack
-        path = f"{home}/{self._pid}-{os.urandom(6).hex()}.pack"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
         if named and known is not None and not known.exists:  # a new named execution: its directory now
             known.exists = True
             if self._new_scope_dir(home) and (pack := self._packs.get(home)) is not None:
                 return pack  # a ready one, with its pack
         elif not named and (ready := self._ready_shard_pack(home)) is not None:
             return ready
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:  # not made yet (a shard), or removed since we looked (an erasure)
-            self._make_dir(home)
-            fd = os.open(path, flags, 0o600)
+        path = f"{home}/{pack_name(self._pid)}"
+        fd = self._in_dir(home, lambda: os.open(path, PACK_FLAGS, 0o600))
         if self.fsync:
             self._dirty_dirs.add(home)
         return self._keep_pack(home, _Pack(fd, path))
@@ -457,11 +453,7 @@ class FileReasoningStore:
         """Rename a ready pack into ``home``; ``None`` (the pack closed and removed) when it cannot be."""
         path = f"{home}/{os.path.basename(ready.path)}"
         try:
-            try:
-                os.rename(ready.path, path)
-            except FileNotFoundError:  # the shard is not made yet
-                self._make_dir(home)
-                os.rename(ready.path, path)
+            self._in_dir(home, lambda: os.rename(ready.path, path))
         except OSError:
             os.close(ready.fd)
             with contextlib.suppress(OSError):
@@ -471,6 +463,15 @@ class FileReasoningStore:
             self._dirty_dirs.add(home)
             self._dirty_dirs.add(self._packs_dir)
         return self._keep_pack(home, _Pack(ready.fd, path))
+
+    def _in_dir(self, home: str, make: Callable[[], _T]) -> _T:
+        """``make()``, an entry made in ``home``, after making ``home`` when it is missing: a shard not
+        made yet, or a named scope's directory removed since we looked (an erasure)."""
+        try:
+            return make()
+        except FileNotFoundError:
+            self._make_dir(home)
+            return make()
 
     def _shard_dir(self, scope: str) -> str:
         return f"{self._packs_dir}/{shard_of(scope)}"

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["POOLS", "POOL_PREFIX", "Ready", "ReadyPack", "ScopePool", "discard", "sweep"]
+__all__ = ["PACK_FLAGS", "POOLS", "POOL_PREFIX", "Ready", "ReadyPack", "ScopePool", "discard", "pack_name", "sweep"]
 
 _logger = logging.getLogger(__name__)
 
@@ -47,7 +47,8 @@ slows the calling thread's own writes while it runs (file creation is file-syste
 writer of one named execution now and then needs one; a writer of many grows it (``_MAX_SIZE``)."""
 _MAX_SIZE: Final = 128
 """The most a pool grows to: each time a burst empties it, it aims for twice as many."""
-_PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
+"""How a new pack is opened: made here (never another's), appended to only."""
 _JOIN_SECONDS: Final = 10.0
 """How long ``close`` waits for the filling thread (it is at most one ``mkdir`` away from stopping)."""
 
@@ -67,6 +68,11 @@ class ReadyPack:
 
     path: str
     fd: int
+
+
+def pack_name(pid: int) -> str:
+    """A new pack's file name: its writer's pid (a forked child tells its own packs by it) and a random part."""
+    return f"{pid}-{os.urandom(6).hex()}.pack"
 
 
 class ScopePool:
@@ -269,17 +275,17 @@ class ScopePool:
     def _make(self) -> Ready:
         directory = f"{self.directory}/{os.urandom(8).hex()}"
         os.mkdir(directory, 0o700)
-        pack = f"{self._pid}-{os.urandom(6).hex()}.pack"
+        pack = pack_name(self._pid)
         try:
-            fd = os.open(f"{directory}/{pack}", _PACK_FLAGS, 0o600)
+            fd = os.open(f"{directory}/{pack}", PACK_FLAGS, 0o600)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         return Ready(directory, pack, fd)
 
     def _make_pack(self) -> ReadyPack:
-        path = f"{self.directory}/{self._pid}-{os.urandom(6).hex()}.pack"
-        return ReadyPack(path, os.open(path, _PACK_FLAGS, 0o600))
+        path = f"{self.directory}/{pack_name(self._pid)}"
+        return ReadyPack(path, os.open(path, PACK_FLAGS, 0o600))
 
     def _remove(self) -> None:
         with self._lock:
