@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -69,10 +69,11 @@ def request_parameters(
         into[key] = value
 
 
-def finish_reasons(reasons: list[str], table: Mapping[str, str]) -> list[str]:
+def finish_reasons(reasons: Sequence[str], table: Mapping[str, str]) -> tuple[str, ...]:
     """The vendor's reasons mapped onto the conventions' values (``stop``, ``length``, ``tool_call``,
-    ``content_filter``, ``error``); a reason the table does not know is kept, lower-cased."""
-    return [table.get(reason) or reason.lower() for reason in reasons]
+    ``content_filter``, ``error``); a reason the table does not know is kept, lower-cased. A tuple, as
+    every sequence a span attribute gets from loom-otel (``_as_built``)."""
+    return tuple([table.get(reason) or reason.lower() for reason in reasons])
 
 
 def server_attributes(base_url: object, into: dict[str, AttributeValue]) -> None:

@@ -150,6 +150,19 @@ def test_blob_address_is_the_canonical_formula():
     assert envelope.ref == f"{scope}/{address}"
 
 
+@pytest.mark.parametrize("tenant", [None, "t"])
+@pytest.mark.parametrize("execution_id", ["9255514d443a617773b03c800c97c00d", "ABCdef09", "a-b", "é", "x y", ""])
+def test_a_scope_name_is_the_canonical_formula(tenant, execution_id):
+    """A new conversation's hex id has its scope name built without the JSON encoder: the same name."""
+    import hashlib
+
+    from loom_otel.core._canonical import canonical_json
+    from loom_otel.core._store._protocol import scope_of
+
+    expected = hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
+    assert scope_of(tenant, execution_id) == expected
+
+
 def test_a_pack_erased_under_its_writer_gets_the_blob_again(tmp_path):
     writer, eraser = FileReasoningStore(tmp_path / "s"), FileReasoningStore(tmp_path / "s")
     first = writer.put(Envelope.seal("one", execution_id="e1"))

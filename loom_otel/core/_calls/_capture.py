@@ -10,7 +10,7 @@ from typing import TypeVar
 from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._calls._events import add_event
+from loom_otel.core._calls._as_built import add_event
 from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime

@@ -20,6 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
+from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, decide
@@ -264,7 +265,7 @@ class ModelCall:
                 existing = getattr(span, "attributes", None)
                 attributes.update(self._identity_attributes(self.identity.execution_id, existing))
         if attributes:
-            span.set_attributes(attributes)
+            set_attributes(span, attributes)
 
     def _identity_attributes(
         self, execution_id: str, existing: Mapping[str, object] | None

@@ -69,7 +69,9 @@ def peer_outside(wrapped: object, instance: object) -> bool:
     if not isinstance(name, str) or instance is None:
         return False
     kind = type(instance)
-    found: Any = next((k.__dict__[name] for k in kind.__mro__ if name in k.__dict__), None)
+    found: Any = kind.__dict__.get(name)  # where the SDK defines it, usually: no walk up the classes
+    if found is None:
+        found = next((k.__dict__[name] for k in kind.__mro__ if name in k.__dict__), None)
     seen = _OUTSIDE.get((kind, name))
     if seen is not None and seen[0] is found:
         return seen[1]

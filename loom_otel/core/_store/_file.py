@@ -413,11 +413,10 @@ class FileReasoningStore:
                     self._bookmarks.popitem(last=False)
 
     def _pack(self, home: str, known: _Scope | None, *, named: bool) -> _Pack:
-        """This writer's open pack in ``home`` (new after a fork or an erasure).
+        """This writer's open pack in ``home`` (new after a fork, ``_after_fork_in_child``, or an erasure).
 
         Only this writer appends to it, so its end is tracked here rather than asked of the OS; an
         erasure under it is noticed after the write (``_append``)."""
-        self._after_fork()
         pack = self._packs.get(home)
         if pack is not None:
             self._packs.move_to_end(home)

@@ -84,7 +84,11 @@ def _per_execution(compute: Callable[[str | None, str], _T]) -> Callable[[str | 
 @_per_execution
 def scope_of(tenant: str | None, execution_id: str) -> str:
     """The directory-safe name of one (tenant, execution) scope; erasure removes exactly this scope."""
-    return hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
+    if tenant is None and execution_id.isalnum() and execution_id.isascii():  # a new conversation's hex id
+        named = b'["loom-otel/scope/v1",null,"%s"]' % execution_id.encode()  # canonical_json, built directly
+    else:
+        named = canonical_json(["loom-otel/scope/v1", tenant, execution_id])
+    return hashlib.sha256(named).hexdigest()[:32]
 
 
 @_per_execution

@@ -168,14 +168,14 @@ def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     return found or None
 
 
-def _answer(parts: list[dict[str, Any]], reasons: list[str]) -> list[dict[str, Any]]:
+def _answer(parts: list[dict[str, Any]], reasons: Sequence[str]) -> list[dict[str, Any]]:
     message: dict[str, Any] = {"role": "assistant", "parts": parts}
     if reasons:
         message["finish_reason"] = reasons[0]
     return [message]
 
 
-def _output_messages(message: Any, reasons: list[str]) -> list[dict[str, Any]]:
+def _output_messages(message: Any, reasons: Sequence[str]) -> list[dict[str, Any]]:
     """The answer's blocks without its reasoning (``ModelCall`` adds that by reference)."""
     blocks = getattr(message, "content", None) or ()
     return _answer([_part(b) for b in blocks if getattr(b, "type", None) not in _REASONING_BLOCKS], reasons)
@@ -236,7 +236,7 @@ def response_info(message: Any, request: RequestInfo) -> ResponseInfo:
     if getattr(message, "id", None):
         attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
     stop_reason = getattr(message, "stop_reason", None)
-    reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else []
+    reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else ()
     if reasons:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
     _usage_attributes([getattr(message, "usage", None)], attributes)
@@ -346,7 +346,7 @@ class MessageStreamAccumulator:
                 attributes[attr.GEN_AI_RESPONSE_ID] = str(message.id)
             stop_reason = stop_reason or getattr(message, "stop_reason", None)
             model = getattr(message, "model", None)
-        reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else []
+        reasons = finish_reasons([str(stop_reason)], FINISH_REASONS) if stop_reason else ()
         if reasons:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
@@ -354,7 +354,7 @@ class MessageStreamAccumulator:
         info = ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
         return reasonings, info
 
-    def _output_messages(self, reasons: list[str]) -> list[dict[str, Any]]:
+    def _output_messages(self, reasons: Sequence[str]) -> list[dict[str, Any]]:
         parts = []
         for _, block in sorted(self.blocks.items()):
             kind = getattr(block.start, "type", None)

@@ -359,7 +359,7 @@ class ResponseAccumulator:
         if self._response_id:
             attributes[attr.GEN_AI_RESPONSE_ID] = self._response_id
         if self._finish_reasons:
-            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = list(self._finish_reasons)
+            attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = tuple(self._finish_reasons)
         for key, name in _USAGE:
             value = getattr(self._usage, name, None) if self._usage is not None else None
             total = self._banked.get(name, 0) + (value if isinstance(value, int) else 0)

@@ -392,7 +392,7 @@ def responses_response_info(response: Any, request: RequestInfo) -> ResponseInfo
     model = _head(response, attributes)
     reason = _responses_finish_reason(response)
     if reason is not None:
-        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
+        attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = (reason,)
     usage = getattr(response, "usage", None)
     if usage is not None:
         _set_int(attributes, attr.GEN_AI_USAGE_INPUT_TOKENS, getattr(usage, "input_tokens", None))
