@@ -445,15 +445,19 @@ class _Accumulator(AccumulatorLayer):
     @staticmethod
     def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
         """Streamed blocks (``MessageStreamAccumulator`` blocks, in order), normalized like a complete
-        response's blocks."""
-        out = []
+        response's blocks. A reasoning block is read for its text and signature only (``record_leading``),
+        so only they are taken."""
+        out: list[dict[str, Any]] = []
         for block in blocks:
-            normalized = _norm(block.start)
-            kind = normalized.get("type")
+            kind = _get(block.start, "type")
             if kind == "thinking":
-                normalized["thinking"] = block.thinking_text()
-                normalized["signature"] = block.signature
-            elif kind == "text":
+                out.append({"type": kind, "thinking": block.thinking_text(), "signature": block.signature})
+                continue
+            if kind == "redacted_thinking":
+                out.append({"type": kind, "data": _get(block.start, "data")})
+                continue
+            normalized = _norm(block.start)
+            if kind == "text":
                 normalized["text"] = "".join(block.texts)
                 if block.citations:
                     normalized["citations"] = [_norm(c) for c in block.citations]
