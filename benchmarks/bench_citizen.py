@@ -25,17 +25,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-from wrapt import wrap_function_wrapper
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.core import _scrub as scrub
-from loom_otel.core._calls._model_call import ReasoningHandler
-from loom_otel.core._config import reset_runtime, runtime_for
+from loom_otel.core._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing.simulator import Simulator
 
@@ -60,8 +57,12 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
         scrub._installed.add(provider)  # keep the scrubber off this provider (the baseline)
     meters = MeterProvider(metric_readers=[InMemoryMetricReader()]) if name == "+metrics" else None
     reset_runtime()
-    runtime = runtime_for(ReasoningConfig(store=MemoryReasoningStore(), journal=journal))
-    handler = ReasoningHandler(provider, runtime, AnthropicInstrumentor.__module__, "0", meters)
+    loom = AnthropicInstrumentor()
+    loom.instrument(
+        tracer_provider=provider,
+        meter_provider=meters,
+        config=ReasoningConfig(store=MemoryReasoningStore(), journal=journal),
+    )
     other: Any = None
     if name.startswith("openllmetry"):
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor as OpenLLMetry
@@ -71,8 +72,6 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
         from openinference.instrumentation.anthropic import AnthropicInstrumentor as OpenInference
 
         other = OpenInference()
-    for module, method, factory in AnthropicInstrumentor.wraps:
-        wrap_function_wrapper(module, method, factory(handler))
     if other is not None:
         other.instrument(tracer_provider=provider)
     client = Simulator(thinking_size=8192).anthropic_client()
@@ -81,9 +80,7 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
     finally:
         if other is not None:
             other.uninstrument()
-        for module, method, _ in AnthropicInstrumentor.wraps:
-            cls, attribute = method.split(".")
-            unwrap(f"{module}.{cls}", attribute)
+        loom.uninstrument()
         reset_runtime()
 
 

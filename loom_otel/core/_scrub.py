@@ -315,6 +315,14 @@ def _walk(node: Any) -> bool:
     return changed
 
 
+def _may_hold_reasoning(value: str) -> bool:
+    """Whether a JSON text can hold a reasoning shape: every name and type ``_walk`` reads contains
+    ``reasoning``, ``thinking`` or ``thought``, and a JSON text writes them as they are unless it escapes
+    letters (``\\u``), which is then read in full. Most JSON values (a request's messages, tool calls)
+    are not parsed at all."""
+    return "reasoning" in value or "thinking" in value or "thought" in value or "\\u" in value
+
+
 def _scrub_json(value: str) -> str:
     try:
         tree = json.loads(value)
@@ -333,8 +341,10 @@ def scrub_value(value: str, trace_id: int | None = None) -> str:
     exact = _registry.get(value)
     if exact is not None:
         return exact
-    head = value.lstrip()[:1]
-    if head in ("{", "["):
+    head = value[:1]
+    if head.isspace():  # a copy of the value only when it starts with white space
+        head = value.lstrip()[:1]
+    if head in ("{", "[") and _may_hold_reasoning(value):
         value = _scrub_json(value)
     if _registry.has_traces():
         for needle, replacement in _registry.needles(trace_id, len(value)):
@@ -346,6 +356,9 @@ def scrub_value(value: str, trace_id: int | None = None) -> str:
 def _scrub_any(value: Any, trace_id: int | None) -> Any:
     """A scrubbed copy of an attribute value or log body: strings, sequences, and the nested maps and
     lists log records may hold (their reasoning shapes included); ``value`` itself when nothing changes."""
+    kind = type(value)
+    if kind is int or kind is bool or kind is float:  # most of a span's values: nothing to look at
+        return value
     if isinstance(value, str):
         return scrub_value(value, trace_id)
     if isinstance(value, Mapping):
@@ -388,16 +401,19 @@ def _replace_attributes(holder: Any, trace_id: int | None, name: str = "_attribu
     attributes = getattr(holder, name, None)
     if not attributes:
         return
-    scrubbed = scrub_attributes(attributes, trace_id)
-    if scrubbed is None:
-        return
     inner = getattr(attributes, "_dict", None)
     lock = getattr(attributes, "_lock", None)
-    if isinstance(inner, dict) and lock is not None:
-        with lock:  # a BoundedAttributes: rewrite in place, so every copy sharing it sees the change
+    if not isinstance(inner, dict) or lock is None:
+        scrubbed = scrub_attributes(attributes, trace_id)
+        if scrubbed is not None:
+            setattr(holder, name, scrubbed)
+        return
+    with lock:  # a BoundedAttributes: its dict read at once (its item view is a Python call per item)
+        current = dict(inner)
+    scrubbed = scrub_attributes(current, trace_id)
+    if scrubbed is not None:
+        with lock:  # rewritten in place, so every copy sharing it sees the change
             inner.update(scrubbed)
-    else:
-        setattr(holder, name, scrubbed)
 
 
 def _scrub_span(span: Any) -> None:

@@ -209,6 +209,28 @@ def test_without_a_capture_reasoning_shapes_are_removed():
     assert scrubbed[1]["parts"][1]["text"] == "a"
 
 
+def test_reasoning_shapes_with_escaped_names_are_removed():
+    """A JSON text that writes the names a reasoning shape is read by with escaped letters is read too."""
+    messages = json.dumps([{"role": "assistant", "content": [{"type": "thinking", "thinking": CANARY}]}])
+    escaped = messages.replace('"thinking"', '"\\u0074hinking"')
+    assert '"thinking"' not in escaped and json.loads(escaped) == json.loads(messages)
+    scrubbed = json.loads(scrub_value(escaped))
+    assert scrubbed[0]["content"][0] == {"type": "thinking", "thinking": REMOVED}
+
+
+def test_json_without_reasoning_names_is_not_read(monkeypatch):
+    """A JSON value none of whose names could make it a reasoning shape comes back as it is, unparsed."""
+    value = json.dumps([{"role": "user", "content": [{"type": "text", "text": "Plan the trip, step by step."}]}])
+
+    def parse(text: str) -> object:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(json, "loads", parse)
+    assert scrub_value(value) is value
+    with pytest.raises(AssertionError):
+        scrub_value(value.replace("text", "thinking"))  # a name a reasoning shape has: read
+
+
 @pytest.mark.peers
 def test_pydantic_ai_instrument_all(config):
     """pydantic-ai's own instrumentation (``Agent.instrument_all``, content on) over an Anthropic model."""
