@@ -184,10 +184,15 @@ def official_variant(factory: Callable[[], Any] | None, label: str) -> list[Vari
 
 
 def remove(root: Path) -> None:
-    """Close the run's journals (their checkpoints would be written at exit) and remove its directory."""
+    """Close the run's journals (their checkpoints would be written at exit) and stores (their pools make
+    ready directories in the background), then remove its directory."""
     from loom_otel.core._journal import _writer as _journal
+    from loom_otel.core._store import _file
 
     _journal._close_all()
+    for store in list(_file._writers):
+        if store.root.is_relative_to(root):
+            store.close()
     shutil.rmtree(root, ignore_errors=True)
 
 

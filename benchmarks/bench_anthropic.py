@@ -32,14 +32,27 @@ REQUEST: dict[str, Any] = {
 def main() -> None:
     args = arguments()
     with replayed(args) as (url, transport):
-        client = anthropic.Anthropic(
-            api_key="bench",
-            base_url=url or "https://api.anthropic.bench",
-            max_retries=0,
-            open_telemetry=False,
-            http_client=httpx2.Client(transport=transport),
-        )
-        measure(client, args)
+        measure(client_of(url, transport), args)
+
+
+def client_of(url: str | None, transport: httpx2.BaseTransport | None) -> anthropic.Anthropic:
+    """The SDK client of the replayed vendor (``_overhead.replayed``)."""
+    return anthropic.Anthropic(
+        api_key="bench",
+        base_url=url or "https://api.anthropic.bench",
+        max_retries=0,
+        open_telemetry=False,
+        http_client=httpx2.Client(transport=transport),
+    )
+
+
+def official() -> Any:
+    """The official OTel instrumentor of the SDK (``None`` when the ``bench`` extra is not installed)."""
+    try:
+        from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
+    except ImportError:
+        return None
+    return Official
 
 
 def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
@@ -56,16 +69,12 @@ def measure(client: anthropic.Anthropic, args: argparse.Namespace) -> None:
             for _ in events:
                 pass
 
-    try:
-        from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
-    except ImportError:
-        Official = None
     root = store_root(args)
     try:
         run(
             f"anthropic {anthropic.__version__}, 8 KiB thinking, stores under {root}",
             [("create", create), ("stream", stream), ("helper", helper)],
-            loom_variants(AnthropicInstrumentor, root) + official_variant(Official, "official OTel (no content)"),
+            loom_variants(AnthropicInstrumentor, root) + official_variant(official(), "official OTel (no content)"),
             args,
         )
     finally:

@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.core import _scrub as scrub
 from loom_otel.core._config import reset_runtime
+from loom_otel.core._journal import _writer as _journal
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing.simulator import Simulator
 
@@ -82,6 +83,7 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
             other.uninstrument()
         loom.uninstrument()
         reset_runtime()
+        _journal._close_all()  # its group commit and checkpoints write no more into the directory
 
 
 def main() -> None:

@@ -31,10 +31,9 @@ from types import MappingProxyType
 from typing import Any
 
 import anthropic
-import httpx2
 import wrapt
 from _overhead import Variant, arguments, loom_variants, official_variant, remove, replayed, run, store_root
-from bench_anthropic import REQUEST
+from bench_anthropic import REQUEST, client_of, official
 from opentelemetry.instrumentation.utils import unwrap
 from opentelemetry.sdk.trace import Event, TracerProvider
 from opentelemetry.trace import SpanKind
@@ -157,17 +156,7 @@ def floor_variant(root: Path) -> Variant:
 def main() -> None:
     args = arguments()
     with replayed(args) as (url, transport):
-        client = anthropic.Anthropic(
-            api_key="bench",
-            base_url=url or "https://api.anthropic.bench",
-            max_retries=0,
-            open_telemetry=False,
-            http_client=httpx2.Client(transport=transport),
-        )
-        try:
-            from opentelemetry.instrumentation.genai.anthropic import AnthropicInstrumentor as Official
-        except ImportError:
-            Official = None
+        client = client_of(url, transport)
         root = store_root(args)
         try:
             run(
@@ -176,7 +165,7 @@ def main() -> None:
                 [
                     floor_variant(root),
                     *loom_variants(AnthropicInstrumentor, root)[:1],
-                    *official_variant(Official, "official OTel (no content)"),
+                    *official_variant(official(), "official OTel (no content)"),
                 ],
                 args,
             )

@@ -1,0 +1,71 @@
+"""Every benchmark script still runs: each is started as a user starts it (``python bench_x.py`` from
+``benchmarks/``), with tiny sizes, and must exit cleanly and print the rows its report promises. The
+figures themselves are not checked (they are measurements, not results); a script the product's changes
+broke is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+pytestmark = pytest.mark.slow
+
+
+def _run(tmp_path: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
+    environment = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "LOOM_OTEL_CHECKPOINT_KEY": ""}
+    done = subprocess.run(
+        [sys.executable, *args],
+        check=False,
+        cwd=BENCHMARKS,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode in codes, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    ("script", "rows"),
+    [
+        ("bench_anthropic.py", ["create    default ", "stream    default ", "helper    default "]),
+        ("bench_gemini.py", ["generate  default ", "stream    default "]),
+        ("bench_floor.py", ["create    floor: ", "create    default "]),
+    ],
+)
+def test_an_sdk_benchmark_reports_its_variants(tmp_path: Path, script: str, rows: list[str]) -> None:
+    out = _run(tmp_path, script, "--rounds", "1", "--calls", "3", "--root", str(tmp_path / "stores"))
+    for row in rows:
+        assert any(line.startswith(row) for line in out.splitlines()), (row, out)
+    assert not any((tmp_path / "stores").iterdir())  # the run's stores and journals are removed
+
+
+@pytest.mark.peers
+def test_the_citizenship_benchmark_reports_every_peer(tmp_path: Path) -> None:
+    out = _run(tmp_path, "bench_citizen.py", "--calls", "3", "--rounds", "1")
+    for name in ("loom", "+scrub", "+metrics", "openllmetry+scrub", "openinference+scrub"):
+        assert any(line.split()[:1] == [name] for line in out.splitlines()), (name, out)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["bench_continuation.py", "--calls", "8", "--rounds", "1"], "pass / bare strict"),
+        (["bench_chain.py", "--events", "300", "--threads", "2"], "ratio to plain OTLP"),
+        (["bench_read.py", "--records", "2000", "--queries", "5", "--dir", "{tmp}/read"], "bounded query"),
+        (["bench_store_scope.py", "--calls", "20", "--rounds", "1", "--dir", "{tmp}"], "us"),
+        (["bench_live.py", "--rounds", "2", "--calls", "2", "--transport", "inprocess"], "worst overhead"),
+    ],
+    ids=["continuation", "chain", "read", "store-scope", "live"],
+)
+def test_a_benchmark_runs(tmp_path: Path, args: list[str], expected: str) -> None:
+    codes = (0, 1) if args[0] == "bench_live.py" else (0,)  # it exits 1 when its target is missed
+    out = _run(tmp_path, *[arg.replace("{tmp}", str(tmp_path)) for arg in args], codes=codes)
+    assert expected in out, out
