@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -75,12 +76,20 @@ def _floor_files(root: Path) -> Iterator[tuple[list[int], int, Callable[[], None
             os.close(fd)
 
 
+@dataclass
+class _Chain:
+    """The floor's journal chain: the last record's number and hash."""
+
+    seq: int = 0
+    head: str = "0" * 64
+
+
 def floor_variant(root: Path) -> Variant:
     def instrument(provider: TracerProvider) -> Callable[[], None]:
         tracer = provider.get_tracer("floor")
-        files = _floor_files(root)
-        packs, journal, wake = files.__enter__()
-        chain = {"seq": 0, "head": "0" * 64}
+        opened = contextlib.ExitStack()
+        packs, journal, wake = opened.enter_context(_floor_files(root))
+        chain = _Chain()
         bindings: dict[bytes, tuple[str, str, str]] = {}
 
         def create(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
@@ -120,12 +129,12 @@ def floor_variant(root: Path) -> Variant:
                     "loom.call.trace_id": trace_id,
                     "loom.call.span_id": span_id,
                 }
-                chain["seq"] += 1
-                line = _ENCODE({"attributes": attributes, "prev": chain["head"], "seq": chain["seq"]}).encode()
-                chain["head"] = head = hashlib.sha256(bytes.fromhex(str(chain["head"])) + line).hexdigest()
+                chain.seq += 1
+                line = _ENCODE({"attributes": attributes, "prev": chain.head, "seq": chain.seq}).encode()
+                chain.head = head = hashlib.sha256(bytes.fromhex(chain.head) + line).hexdigest()
                 os.write(journal, line + b"\n")
                 wake()
-                event = {**attributes, "loom.audit.seq": chain["seq"], "loom.audit.hash": head}
+                event = {**attributes, "loom.audit.seq": chain.seq, "loom.audit.hash": head}
                 span._add_event(Event("loom.reasoning.captured", MappingProxyType(event)))
                 bindings[hashlib.sha256(block.signature.encode()).digest()] = (trace_id, ref, digest)
             span.set_attributes(
@@ -146,7 +155,7 @@ def floor_variant(root: Path) -> Variant:
             from anthropic.resources.messages import messages
 
             unwrap(messages.Messages, "create")
-            files.__exit__(None, None, None)
+            opened.close()
 
         return undo
 
