@@ -66,7 +66,17 @@ except ImportError:  # an older loom-otel measured with this harness: nothing to
         return True
 
 
-__all__ = ["Variant", "arguments", "loom_variants", "official_variant", "remove", "replayed", "run", "store_root"]
+__all__ = [
+    "Variant",
+    "arguments",
+    "loom_variants",
+    "official_variant",
+    "provider",
+    "remove",
+    "replayed",
+    "run",
+    "store_root",
+]
 
 
 class _Discard(SpanExporter):
@@ -203,10 +213,11 @@ class _Batch:
     amortized: float
 
 
-def _provider() -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(_Discard()))
-    return provider
+def provider() -> TracerProvider:
+    """A tracer provider whose spans are batched and discarded (one per variant)."""
+    made = TracerProvider()
+    made.add_span_processor(BatchSpanProcessor(_Discard()))
+    return made
 
 
 def _batch(fn: Callable[[], Any], calls: int, *, flush: bool) -> _Batch:
@@ -231,7 +242,7 @@ def run(
     warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning, once per variant
     # One tracer provider per variant: what an instrumentation adds to its provider (loom-otel's reasoning
     # scrubber, which rewrites every other instrumentation's spans) is not charged to another variant.
-    providers = {variant.name: _provider() for variant in variants}
+    providers = {variant.name: provider() for variant in variants}
     only = {name for name in args.only.split(",") if name}
     calls = [(name, fn) for name, fn in calls if not only or name in only]
     for _, fn in calls:  # warm up imports, pools and caches
@@ -254,8 +265,8 @@ def run(
                 finally:
                     undo()
                 results.setdefault((name, variant.name), []).append((bare, measured))
-    for provider in providers.values():
-        provider.shutdown()
+    for each in providers.values():
+        each.shutdown()
     _report(title, args, [name for name, _ in calls], variants, results)
 
 

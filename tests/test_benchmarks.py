@@ -47,6 +47,18 @@ def test_an_sdk_benchmark_reports_its_variants(tmp_path: Path, script: str, rows
     assert not any((tmp_path / "stores").iterdir())  # the run's stores and journals are removed
 
 
+def test_the_instruction_count_benchmark_runs_every_variant(tmp_path: Path) -> None:
+    """Without valgrind (``--counter none``): every variant, each part taken out included, instruments
+    and calls (a part's replacement names an attribute that must still exist, or the run fails)."""
+    out = _run(
+        tmp_path, "bench_instructions.py", "--counter", "none", "--calls", "2", "--warm", "1", "--root", str(tmp_path)
+    )
+    rows = ["bare ", "floor: ", "default ", "  the request guard ", "  the binding record ", "  the journal record "]
+    for row in rows:
+        assert any(line.startswith(row) for line in out.splitlines()), (row, out)
+    assert not any(tmp_path.glob("loom-bench-*"))  # the run's stores and journals are removed
+
+
 @pytest.mark.peers
 def test_the_citizenship_benchmark_reports_every_peer(tmp_path: Path) -> None:
     out = _run(tmp_path, "bench_citizen.py", "--calls", "3", "--rounds", "1")

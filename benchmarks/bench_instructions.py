@@ -1,0 +1,245 @@
+"""Instructions per Anthropic call, counted rather than timed: the bare SDK, the official instrumentation,
+the floor, loom-otel's default, and loom-otel's default with one part taken out at a time, so what each
+part costs is a difference of two counts.
+
+    python benchmarks/bench_instructions.py [--calls 300] [--warm 50] [--call create|stream] [--jobs N]
+                                            [--counter cachegrind|none] [--dilation 30]
+
+Timed figures on a shared 2-core machine move by +-0.03-0.05x from run to run, and taking a part out
+moves them by less than that (README, Benchmarks). Counted instructions repeat to about 0.1%: each
+variant runs in processes of its own under valgrind's ``cachegrind`` with the hash seed fixed, and a
+call's count is ``(count after warm + calls) - (count after warm)``, divided by ``calls``. The counts
+are user-space instructions of every thread (the SDK, loom-otel, the span processor, the group commit);
+the kernel's work (the pack ``writev``, the journal ``write``, the syncs) and cache misses are not in
+them, which is why a count ratio is lower than the timed ratio of the same variant. Under valgrind a
+call takes about 30 times as long, so the background work that runs on a clock would run once per call
+instead of once per 20-45 calls: ``--dilation`` (30) stretches the journal's group-commit window and
+the span processor's export delay by that factor, so a group holds as many calls as in a timed run. Use it to find and
+price work, and the timed benchmarks (``bench_anthropic.py``) for the figures the targets are about.
+
+The calls are ``bench_anthropic.py``'s: 8 KiB of new thinking per reply, the in-process transport, a new
+conversation per call (no ``execution()``), loom-otel's defaults (file store, blob fsync on, journal
+``batch``). A part is taken out by replacing one internal function with one that does nothing; a
+variant without it is not a configuration anyone can run. ``--counter none`` runs the same processes
+without valgrind (that every variant still runs; its figures mean nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import anthropic
+from _overhead import loom_variants, provider, remove, replayed, store_root
+from bench_anthropic import REQUEST, client_of, official
+from bench_floor import floor_variant
+from opentelemetry.sdk.trace import TracerProvider
+
+from loom_otel.core import FileReasoningStore, LoomOtelWarning, force_flush
+from loom_otel.core._journal import _writer
+from loom_otel.core._journal._writer import Journal, JournalEntry
+from loom_otel.core._store._protocol import Envelope
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
+from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
+
+_COUNT = re.compile(r"I\s+refs:\s+([\d,]+)")
+_ENTRY = JournalEntry("0" * 32, 1, "0" * 64, "0" * 64, 0)
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _put_nothing(store: FileReasoningStore, sealed: Envelope) -> str:
+    return sealed.ref
+
+
+def _append_nothing(journal: Journal, type_: str, attributes: object) -> JournalEntry:
+    return _ENTRY
+
+
+_PARTS: tuple[tuple[str, type, str, Callable[..., object]], ...] = (
+    ("the request guard", AnthropicAdapter, "check_request", _nothing),
+    ("the continuation layer (pass and binding record)", AnthropicAdapter, "prepare", _nothing),
+    ("the binding record", AnthropicContinuation, "record", _nothing),
+    ("the store's put (seal kept)", FileReasoningStore, "put", _put_nothing),
+    ("the journal record", Journal, "append", _append_nothing),
+)
+"""Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks)."""
+
+
+def _instrumented(root: Path) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
+    """Every variant but ``bare``: what instruments a provider and returns its undoing."""
+    default = loom_variants(AnthropicInstrumentor, root)[0].instrument
+    variants: dict[str, Callable[[TracerProvider], Callable[[], None]]] = {
+        "official OTel (no content)": _official,
+        "floor: same work, minimal (not loom-otel)": floor_variant(root).instrument,
+        "default": default,
+    }
+    for part, owner, name, replacement in _PARTS:
+        variants[f"default without {part}"] = _without(default, owner, name, replacement)
+    return variants
+
+
+def _official(provider_: TracerProvider) -> Callable[[], None]:
+    instrumentor = official()
+    if instrumentor is None:
+        raise SystemExit("the official instrumentation is not installed (extra `bench`)")
+    instance = instrumentor()
+    instance.instrument(tracer_provider=provider_, skip_dep_check=True)
+    undo: Callable[[], None] = instance.uninstrument
+    return undo
+
+
+def _without(
+    instrument: Callable[[TracerProvider], Callable[[], None]], owner: type, name: str, replacement: object
+) -> Callable[[TracerProvider], Callable[[], None]]:
+    """``instrument`` with ``owner.name`` replaced (``mock.patch.object`` fails on a name that is gone)."""
+
+    def instrument_without(provider_: TracerProvider) -> Callable[[], None]:
+        removed = mock.patch.object(owner, name, replacement)
+        removed.start()
+        undo = instrument(provider_)
+
+        def undo_all() -> None:
+            undo()
+            removed.stop()
+
+        return undo_all
+
+    return instrument_without
+
+
+def child(variant: str, root: Path, call: str, warm: int, calls: int, dilation: float) -> None:
+    """One process's run: instrument, ``warm`` calls, then ``calls`` more (0 for the baseline count)."""
+    warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning
+    _writer.BATCH_WINDOW = _writer.BATCH_WINDOW * dilation  # type: ignore[misc]
+    with replayed(argparse.Namespace(transport="memory")) as (url, transport):
+        client = client_of(url, transport)
+
+        def create() -> None:
+            client.messages.create(**REQUEST)
+
+        def stream() -> None:
+            with client.messages.create(stream=True, **REQUEST) as events:
+                for _ in events:
+                    pass
+
+        fn = create if call == "create" else stream
+        traced = provider()
+        undo = _nothing if variant == "bare" else _instrumented(root)[variant](traced)
+        for _ in range(warm):
+            fn()
+        force_flush()
+        for _ in range(calls):
+            fn()
+        force_flush()
+        undo()
+        traced.shutdown()
+
+
+def _count(args: argparse.Namespace, root: Path, variant: str, calls: int) -> int:
+    """The instructions one child process ran (with ``--counter none``: its wall time in nanoseconds)."""
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        variant,
+        "--root",
+        str(root),
+        "--call",
+        args.call,
+        "--warm",
+        str(args.warm),
+        "--calls",
+        str(calls),
+        "--dilation",
+        str(args.dilation),
+    ]
+    environment = {**os.environ, "PYTHONHASHSEED": "0", "OTEL_BSP_SCHEDULE_DELAY": str(int(5000 * args.dilation))}
+    if args.counter == "none":
+        started = time.perf_counter_ns()
+        subprocess.run(command, check=True, env=environment)
+        return time.perf_counter_ns() - started
+    valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run(valgrind + command, check=False, env=environment, capture_output=True, text=True)
+    found = _COUNT.search(done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"{variant}: the counted run failed:\n{done.stderr[-3000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+@contextlib.contextmanager
+def _run_root(args: argparse.Namespace) -> Iterator[Path]:
+    root = store_root(args)
+    try:
+        yield root
+    finally:
+        remove(root)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--warm", type=int, default=50)
+    parser.add_argument("--call", choices=("create", "stream"), default="create")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--counter", choices=("cachegrind", "none"), default="cachegrind")
+    parser.add_argument("--dilation", type=float, default=None, help="default: 30 under valgrind, 1 without")
+    parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.dilation is None:
+        args.dilation = 30.0 if args.counter == "cachegrind" else 1.0
+    if args.child is not None:
+        child(args.child, args.root, args.call, args.warm, args.calls, args.dilation)
+        return
+    if args.counter == "cachegrind" and shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt install valgrind), or use --counter none")
+    with _run_root(args) as root:
+        names = ["bare", *_instrumented(root)]
+        if official() is None:
+            names.remove("official OTel (no content)")
+        runs = [(name, calls) for name in names for calls in (0, args.calls)]
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            counts = dict(zip(runs, pool.map(lambda run: _count(args, root, *run), runs), strict=True))
+    per_call = {name: (counts[(name, args.calls)] - counts[(name, 0)]) / args.calls for name in names}
+    _report(args, per_call)
+
+
+def _report(args: argparse.Namespace, per_call: dict[str, float]) -> None:
+    unit = "instructions" if args.counter == "cachegrind" else "ns (--counter none: not a measurement)"
+    print(
+        f"anthropic {anthropic.__version__} {args.call}, 8 KiB new thinking per call, a new conversation per "
+        f"call, defaults; {unit} per call ({args.calls} calls after {args.warm}, hash seed 0, clocks "
+        f"stretched {args.dilation:g}x)"
+    )
+    bare, default = per_call["bare"], per_call["default"]
+    print(f"{'variant':58} {'per call':>12} {'ratio':>7} {'added':>11}")
+    for name, count in per_call.items():
+        if name.startswith("default without "):
+            continue
+        print(f"{name:58} {count:12,.0f} {count / bare:7.3f} {count - bare:11,.0f}")
+    print(f"{'what a part of the default costs (default - default without it)':58} {'':>12} {'share':>7} {'':>11}")
+    for name, count in per_call.items():
+        if name.startswith("default without "):
+            part = default - count
+            share = part / (default - bare) if default != bare else 0.0
+            print(f"  {name.removeprefix('default without '):56} {part:12,.0f} {share:7.1%}")
+
+
+if __name__ == "__main__":
+    main()
