@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final, Protocol
 
@@ -50,8 +51,11 @@ _dependents_lock = threading.Lock()
 
 
 def _after_fork_in_child() -> None:
-    global _dependents_lock
+    global _dependents_lock, _handles_lock
     _dependents_lock = threading.Lock()  # another thread of the parent may have held it
+    _handles_lock = threading.Lock()
+    for handle in _handles.values():
+        handle[2] = 0  # the parent's callers are not the child's (the descriptors are inherited)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -93,15 +97,26 @@ _done: dict[int, int] = {}
 _count_lock = threading.Lock()
 
 
+_HANDLES: Final = 16
+"""How many directories ``sync_filesystem`` keeps open (the newest used; one per store root)."""
+_handles: OrderedDict[str, list[int]] = OrderedDict()
+"""directory -> [descriptor, ``st_dev``, callers using it now]: a group commit's ``syncfs`` makes no
+``open``, ``fstat`` and ``close`` of its own. Each of those gives up the interpreter and must win it back
+from the calling thread, which wakes the waiting commit thread on every system call of its own (issue 15)."""
+_handles_lock = threading.Lock()
+
+
 def sync_filesystem(directory: str) -> bool:
     """``syncfs(2)`` the file system holding ``directory``: every file and directory on it reaches the disk
-    in one call, however many were written. ``False`` where there is no ``syncfs`` (sync file by file)."""
+    in one call, however many were written. ``False`` where there is no ``syncfs`` (sync file by file).
+    ``FileNotFoundError`` when ``directory`` is missing at its first sync (later ones use the descriptor
+    kept open: a directory removed since syncs the file system it was on)."""
     global _started
     if _syncfs is None:
         return False
-    fd = os.open(directory, os.O_RDONLY)
+    handle = _take_handle(directory)
     try:
-        device = os.fstat(fd).st_dev
+        fd, device = handle[0], handle[1]
         with _count_lock:
             _started += 1
             number = _started
@@ -111,8 +126,39 @@ def sync_filesystem(directory: str) -> bool:
         with _count_lock:
             _done[device] = max(_done.get(device, 0), number)
     finally:
-        os.close(fd)
+        _give_back(handle)
     return True
+
+
+def _take_handle(directory: str) -> list[int]:
+    with _handles_lock:
+        handle = _handles.get(directory)
+        if handle is not None:
+            _handles.move_to_end(directory)
+            handle[2] += 1
+            return handle
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        handle = [fd, os.fstat(fd).st_dev, 1]
+    except BaseException:
+        os.close(fd)
+        raise
+    with _handles_lock:
+        kept = _handles.get(directory)
+        if kept is not None:  # another caller opened it meanwhile: use that one
+            kept[2] += 1
+            os.close(fd)
+            return kept
+        _handles[directory] = handle
+        idle = [name for name, (_, _, users) in _handles.items() if users == 0]
+        for name in idle[: max(0, len(_handles) - _HANDLES)]:
+            os.close(_handles.pop(name)[0])
+    return handle
+
+
+def _give_back(handle: list[int]) -> None:
+    with _handles_lock:
+        handle[2] -= 1
 
 
 def syncfs_mark() -> int:

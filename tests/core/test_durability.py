@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,114 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
         pytest.fail("the forked child hung on a lock its parent's sync held")
     assert os.waitstatus_to_exitcode(done[1]) == 0
     store.close()
+
+
+def _counting_opens(monkeypatch: pytest.MonkeyPatch, module: object) -> list[str]:
+    """What ``module`` opens, duplicates or stats from now on (its ``os``, wrapped): each of them a system
+    call that gives the interpreter up."""
+    calls: list[str] = []
+
+    def counted(name: str) -> Callable[..., object]:
+        real = getattr(os, name)
+
+        def call(first: object, *args: object, **kwargs: object) -> object:
+            calls.append(f"{name} {os.fspath(first) if isinstance(first, (str, os.PathLike)) else first}")
+            return real(first, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(module, "os", _OsWith(open=counted("open"), dup=counted("dup"), fstat=counted("fstat")))
+    return calls
+
+
+class _OsWith:
+    """``os`` with some names replaced (for one module's ``os``)."""
+
+    def __init__(self, **replaced: object) -> None:
+        self._replaced = replaced
+
+    def __getattr__(self, name: str) -> object:
+        return self._replaced.get(name, getattr(os, name))
+
+
+def test_repeated_syncfs_of_a_directory_opens_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform")
+    opened = _counting_opens(monkeypatch, _durability)
+    for _ in range(3):
+        assert _durability.sync_filesystem(str(tmp_path))
+    # one open and one fstat in all: each system call gives the interpreter up, to be won back by the
+    # commit thread from the calling thread
+    assert [call.split()[0] for call in opened] == ["open", "fstat"]
+    assert opened[0] == f"open {tmp_path}"
+
+
+def test_kept_directories_are_bounded_and_one_in_use_stays_open(tmp_path: Path) -> None:
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform")
+    in_use = _durability._take_handle(str(tmp_path))  # a sync under way in another thread
+    try:
+        for n in range(_durability._HANDLES + 4):
+            directory = tmp_path / f"d{n}"
+            directory.mkdir()
+            assert _durability.sync_filesystem(str(directory))
+        assert len(_durability._handles) <= _durability._HANDLES
+        assert _durability._handles[str(tmp_path)] is in_use
+        os.fstat(in_use[0])  # not closed under its user
+    finally:
+        _durability._give_back(in_use)
+    assert _durability.sync_filesystem(str(tmp_path / "d0"))  # evicted: opened again
+
+
+def test_a_directory_removed_after_its_first_sync_still_syncs(tmp_path: Path) -> None:
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform")
+    directory = tmp_path / "gone"
+    directory.mkdir()
+    assert _durability.sync_filesystem(str(directory))
+    directory.rmdir()
+    assert _durability.sync_filesystem(str(directory))  # its file system, by the descriptor kept
+    with pytest.raises(FileNotFoundError):
+        _durability.sync_filesystem(str(tmp_path / "never-made"))
+
+
+def test_a_batch_group_commit_opens_no_file_when_a_syncfs_covered_its_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if _durability._syncfs is None:
+        pytest.skip("no syncfs on this platform")
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None)
+    store.put(Envelope.seal("first", execution_id="e"))
+    journal.append("capture", {"n": 1})
+    journal.flush()  # the segment and the store's directory are open from here on
+    opened = _counting_opens(monkeypatch, _journal)
+    for n in range(3):
+        store.put(Envelope.seal(f"text {n}", execution_id="e"))
+        journal.append("capture", {"n": n})
+        journal.flush()
+    assert opened == []  # no dup, fstat or open of the segment: the store's syncfs covered the records
+    journal.close()
+    store.close()
+
+
+def test_a_flush_syncs_the_segment_its_records_were_in_after_a_rotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path / "journal", durability="os", checkpoint_key=None, segment_records=2)
+    journal.append("capture", {"n": 1})
+    synced: list[int] = []
+    real = _journal._sync
+
+    def sync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        real(fd)
+
+    monkeypatch.setattr(_journal, "_sync", sync)
+    first = (tmp_path / "journal" / journal.origin / "00000001.jsonl").stat().st_ino
+    journal._sync_segment(1)  # open: its descriptor
+    for n in range(3):
+        journal.append("capture", {"n": n})  # the first segment closes (unsynced under ``os``)
+    journal._sync_segment(1)  # closed since: by its path
+    assert synced == [first, first]
+    journal.close()

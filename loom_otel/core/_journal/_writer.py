@@ -215,6 +215,8 @@ class Journal:
         self._in_segment = 0
         self._segment_size = 0
         self._fd = -1
+        self._device = -1
+        """The open segment's file system (``st_dev``), read once when it is opened."""
         self._dir_fd = -1
         self._written_mark = 0
         """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
@@ -323,12 +325,15 @@ class Journal:
             if not self._signer_loaded:
                 self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         self._segment += 1
-        path = chain_dir / f"{self._segment:08d}.jsonl"
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._device = os.fstat(self._fd).st_dev
         self._in_segment = 0
         self._segment_size = 0
         if self.durability != "os":
             os.fsync(self._dir_fd)
+
+    def _segment_path(self, segment: int) -> Path:
+        return self.directory / self.origin / f"{segment:08d}.jsonl"
 
     def _close_segment(self) -> None:
         try:
@@ -383,20 +388,10 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, mark = self._seq, self._written_mark
-                fd = os.dup(self._fd) if self._fd >= 0 else -1
-            try:
-                _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-            except BaseException:
-                if fd >= 0:
-                    os.close(fd)
-                raise
-            if fd >= 0:
-                try:
-                    if not _durability.synced_since(os.fstat(fd).st_dev, mark):  # else a store's syncfs did it
-                        _sync(fd)
-                finally:
-                    os.close(fd)
+                upto, mark, device, segment = self._seq, self._written_mark, self._device, self._segment
+            _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
+            if device >= 0 and not _durability.synced_since(device, mark):  # else a store's syncfs did it
+                self._sync_segment(segment)
             synced = True
         finally:
             with cond:
@@ -404,6 +399,19 @@ class Journal:
                 if synced:
                     self._synced = max(self._synced, upto)
                 cond.notify_all()
+
+    def _sync_segment(self, segment: int) -> None:
+        """Sync segment number ``segment``: a duplicate of its descriptor while it is open (synced outside
+        the lock: a rotation may close it meanwhile), else by its path (closed since, unsynced under ``os``)."""
+        with self._lock:
+            if segment == self._segment and self._fd >= 0:
+                fd = os.dup(self._fd)
+            else:
+                fd = os.open(self._segment_path(segment), os.O_RDONLY)
+        try:
+            _sync(fd)
+        finally:
+            os.close(fd)
 
     # -- time-based checkpoints ----------------------------------------------------------------
 
