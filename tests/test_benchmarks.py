@@ -38,6 +38,7 @@ def _run(tmp_path: Path, *args: str, codes: tuple[int, ...] = (0,)) -> str:
         ("bench_anthropic.py", ["create    default ", "stream    default ", "helper    default "]),
         ("bench_gemini.py", ["generate  default ", "stream    default "]),
         ("bench_floor.py", ["create    floor: ", "create    default "]),
+        ("bench_phases.py", ["bare ", "floor: ", "loom-otel default ", "    store put ", "    binding record "]),
     ],
 )
 def test_an_sdk_benchmark_reports_its_variants(tmp_path: Path, script: str, rows: list[str]) -> None:
