@@ -375,3 +375,14 @@ def test_a_flush_syncs_the_segment_its_records_were_in_after_a_rotation(
     journal._sync_segment(1)  # closed since: by its path
     assert synced == [first, first]
     journal.close()
+
+
+def test_flushing_a_closed_journal_whose_directory_is_gone_syncs_nothing(tmp_path: Path) -> None:
+    import shutil
+
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None)
+    journal.append("capture", {"n": 1})
+    journal.close()
+    shutil.rmtree(tmp_path / "journal")
+    journal.flush()  # its records were synced at close; nothing is opened again
+    assert force_flush(5000)

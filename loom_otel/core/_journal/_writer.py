@@ -344,7 +344,7 @@ class Journal:
                     self._synced_cond.notify_all()
         finally:
             os.close(self._fd)
-            self._fd = -1
+            self._fd, self._device = -1, -1
 
     def _schedule_sync(self, target: int) -> None:
         """``batch``: hand the sync to the group-commit thread; ``always`` synced already; ``os``: none."""
@@ -407,7 +407,10 @@ class Journal:
             if segment == self._segment and self._fd >= 0:
                 fd = os.dup(self._fd)
             else:
-                fd = os.open(self._segment_path(segment), os.O_RDONLY)
+                try:
+                    fd = os.open(self._segment_path(segment), os.O_RDONLY)
+                except FileNotFoundError:  # removed since: nothing of it is left to keep
+                    return
         try:
             _sync(fd)
         finally:

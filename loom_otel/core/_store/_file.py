@@ -458,9 +458,10 @@ class FileReasoningStore:
             with contextlib.suppress(OSError):
                 os.unlink(ready.path)
             return None
-        if self.fsync:  # the pack's entry in the shard, and the shard's (the pool may have made it)
+        if self.fsync:  # the pack's entry in the shard, the shard's and ``packs``' (the pool may have made both)
             self._dirty_dirs.add(home)
             self._dirty_dirs.add(self._packs_dir)
+            self._dirty_dirs.add(str(self.root))
         return self._keep_pack(home, _Pack(ready.fd, path))
 
     def _in_dir(self, home: str, make: Callable[[], _T]) -> _T:
