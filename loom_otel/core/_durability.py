@@ -55,7 +55,7 @@ def _after_fork_in_child() -> None:
     _dependents_lock = threading.Lock()  # another thread of the parent may have held it
     _handles_lock = threading.Lock()
     for handle in _handles.values():
-        handle[2] = 0  # the parent's callers are not the child's (the descriptors are inherited)
+        handle.users = 0  # the parent's callers are not the child's (the descriptors are inherited)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -99,10 +99,21 @@ _count_lock = threading.Lock()
 
 _HANDLES: Final = 16
 """How many directories ``sync_filesystem`` keeps open (the newest used; one per store root)."""
-_handles: OrderedDict[str, list[int]] = OrderedDict()
-"""directory -> [descriptor, ``st_dev``, callers using it now]: a group commit's ``syncfs`` makes no
-``open``, ``fstat`` and ``close`` of its own. Each of those gives up the interpreter and must win it back
-from the calling thread, which wakes the waiting commit thread on every system call of its own (issue 15)."""
+
+
+class _Handle:
+    """A directory kept open for ``syncfs``: its descriptor, its file system, how many callers use it now."""
+
+    __slots__ = ("device", "fd", "users")
+
+    def __init__(self, fd: int, device: int) -> None:
+        self.fd, self.device, self.users = fd, device, 1
+
+
+_handles: OrderedDict[str, _Handle] = OrderedDict()
+"""directory -> its handle: a group commit's ``syncfs`` makes no ``open``, ``fstat`` and ``close`` of its
+own. Each of those gives up the interpreter and must win it back from the calling thread, which wakes
+the waiting commit thread on every system call of its own (issue 15)."""
 _handles_lock = threading.Lock()
 
 
@@ -116,49 +127,48 @@ def sync_filesystem(directory: str) -> bool:
         return False
     handle = _take_handle(directory)
     try:
-        fd, device = handle[0], handle[1]
         with _count_lock:
             _started += 1
             number = _started
-        if _syncfs(fd) != 0:
+        if _syncfs(handle.fd) != 0:
             errno = ctypes.get_errno()
             raise OSError(errno, os.strerror(errno))
         with _count_lock:
-            _done[device] = max(_done.get(device, 0), number)
+            _done[handle.device] = max(_done.get(handle.device, 0), number)
     finally:
         _give_back(handle)
     return True
 
 
-def _take_handle(directory: str) -> list[int]:
+def _take_handle(directory: str) -> _Handle:
     with _handles_lock:
         handle = _handles.get(directory)
         if handle is not None:
             _handles.move_to_end(directory)
-            handle[2] += 1
+            handle.users += 1
             return handle
     fd = os.open(directory, os.O_RDONLY)
     try:
-        handle = [fd, os.fstat(fd).st_dev, 1]
+        handle = _Handle(fd, os.fstat(fd).st_dev)
     except BaseException:
         os.close(fd)
         raise
     with _handles_lock:
         kept = _handles.get(directory)
         if kept is not None:  # another caller opened it meanwhile: use that one
-            kept[2] += 1
+            kept.users += 1
             os.close(fd)
             return kept
         _handles[directory] = handle
-        idle = [name for name, (_, _, users) in _handles.items() if users == 0]
+        idle = [name for name, each in _handles.items() if each.users == 0]
         for name in idle[: max(0, len(_handles) - _HANDLES)]:
-            os.close(_handles.pop(name)[0])
+            os.close(_handles.pop(name).fd)
     return handle
 
 
-def _give_back(handle: list[int]) -> None:
+def _give_back(handle: _Handle) -> None:
     with _handles_lock:
-        handle[2] -= 1
+        handle.users -= 1
 
 
 def syncfs_mark() -> int:

@@ -317,7 +317,7 @@ def test_kept_directories_are_bounded_and_one_in_use_stays_open(tmp_path: Path) 
             assert _durability.sync_filesystem(str(directory))
         assert len(_durability._handles) <= _durability._HANDLES
         assert _durability._handles[str(tmp_path)] is in_use
-        os.fstat(in_use[0])  # not closed under its user
+        os.fstat(in_use.fd)  # not closed under its user
     finally:
         _durability._give_back(in_use)
     assert _durability.sync_filesystem(str(tmp_path / "d0"))  # evicted: opened again
