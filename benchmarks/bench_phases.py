@@ -26,7 +26,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -132,7 +132,7 @@ def _measure(
             times: Times = defaultdict(list)
             undo = (lambda: None) if variant is None else variant.instrument(providers[name])
             try:
-                with _parts_timed(times) if variant is not None and variant.loom else ExitStack():
+                with _parts_timed(times) if variant is not None and variant.loom else nullcontext():
                     for _ in range(20):
                         create()
                     times.clear()

@@ -284,7 +284,7 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
     store.close()
 
 
-def _counting_opens(monkeypatch: pytest.MonkeyPatch, module: object) -> list[str]:
+def _counting_system_calls(monkeypatch: pytest.MonkeyPatch, module: object) -> list[str]:
     """What ``module`` opens, duplicates or stats from now on (its ``os``, wrapped): each of them a system
     call that gives the interpreter up."""
     calls: list[str] = []
@@ -315,13 +315,13 @@ class _OsWith:
 def test_repeated_syncfs_of_a_directory_opens_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if _durability._syncfs is None:
         pytest.skip("no syncfs on this platform")
-    opened = _counting_opens(monkeypatch, _durability)
+    calls = _counting_system_calls(monkeypatch, _durability)
     for _ in range(3):
         assert _durability.sync_filesystem(str(tmp_path))
     # one open and one fstat in all: each system call gives the interpreter up, to be won back by the
     # commit thread from the calling thread
-    assert [call.split()[0] for call in opened] == ["open", "fstat"]
-    assert opened[0] == f"open {tmp_path}"
+    assert [call.split()[0] for call in calls] == ["open", "fstat"]
+    assert calls[0] == f"open {tmp_path}"
 
 
 def test_kept_directories_are_bounded_and_one_in_use_stays_open(tmp_path: Path) -> None:
@@ -363,12 +363,12 @@ def test_a_batch_group_commit_opens_no_file_when_a_syncfs_covered_its_records(
     store.put(Envelope.seal("first", execution_id="e"))
     journal.append("capture", {"n": 1})
     journal.flush()  # the segment and the store's directory are open from here on
-    opened = _counting_opens(monkeypatch, _journal)
+    calls = _counting_system_calls(monkeypatch, _journal)
     for n in range(3):
         store.put(Envelope.seal(f"text {n}", execution_id="e"))
         journal.append("capture", {"n": n})
         journal.flush()
-    assert opened == []  # no dup, fstat or open of the segment: the store's syncfs covered the records
+    assert calls == []  # no dup, fstat or open of the segment: the store's syncfs covered the records
     journal.close()
     store.close()
 
