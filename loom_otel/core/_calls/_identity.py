@@ -1,8 +1,9 @@
 """Whose a model call is (DESIGN "Execution identity"): decided once per call, in one place.
 
 1. an explicit ``execution()`` scope;
-2. else the transcript's lineage: the execution (of the same tenant: none, without a scope) that this
-   process's binding records attribute the request's latest known reasoning block to;
+2. else the transcript's lineage: the execution (of no tenant, and named by no ``execution()``) that
+   this process's binding records attribute the request's latest reasoning block whose recorded binding
+   holds in the request as it will be sent to (``Continuation.plan``); never visible text, ids or digests;
 3. else a new execution whose id is the trace id of the call's span.
 
 The step is the ``step()`` scope, else the model-call span id. ``ModelCall`` owns the decision; capture,
@@ -37,8 +38,9 @@ class CallIdentity(NamedTuple):
 
     @property
     def scope(self) -> ExecutionScope:
-        """The (tenant, execution) whose blobs this call writes and may read back."""
-        return ExecutionScope(self.execution_id, self.tenant)
+        """The (tenant, execution) whose blobs this call writes and may read back, and its principal
+        (a block recorded for another principal is never read back)."""
+        return ExecutionScope(self.execution_id, self.tenant, self.principal)
 
 
 def decide(

@@ -67,6 +67,11 @@ class BlockRecord(NamedTuple):
     execution: str | None = None
     """The execution that produced the block (a request holding it joins it); ``None`` in older files."""
     tenant: str | None = None
+    principal: str | None = None
+    """The principal the producing call named, if any: a call naming another never reads the block."""
+    joinable: bool = False
+    """The execution was not named by ``execution()`` (a default or joined one): a request with no scope
+    that holds the block may join it (DESIGN "Execution identity"). ``False`` in older files."""
 
     def to_json(self, key: bytes) -> str:
         """One line of the binding file: the JSON object ``from_json`` reads, formatted directly (the
@@ -74,6 +79,8 @@ class BlockRecord(NamedTuple):
         split = f',"x":[{",".join(map(str, self.split))}]' if self.split else ""
         owner = "" if self.execution is None else f',"e":{_string(self.execution)}'
         owner += "" if self.tenant is None else f',"n":{_string(self.tenant)}'
+        owner += "" if self.principal is None else f',"w":{_string(self.principal)}'
+        owner += ',"j":1' if self.joinable else ""
         return (
             f'{{"v":{_VERSION},"k":"{key.hex()}","b":"{self.binding.hex()}","p":{_string(self.provider)},'
             f'"m":{_string(self.model)},"s":"{self.system.hex()}","t":"{self.tools.hex()}",'
@@ -97,6 +104,8 @@ class BlockRecord(NamedTuple):
                 tuple(int(n) for n in raw.get("x") or ()),
                 _text_or_none(raw.get("e")),
                 _text_or_none(raw.get("n")),
+                _text_or_none(raw.get("w")),
+                raw.get("j") == 1,
             )
             return bytes.fromhex(raw["k"]), record
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -328,7 +328,7 @@ class AnthropicContinuation:
             if kind in _CALLS and isinstance(call_id := _get(block, "id"), str):
                 calls.append(call_id)
             items.append(_plain(block))
-        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity.scope)
+        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity)
 
 
 def _recorded_blocks(kinds: Sequence[object]) -> int:

@@ -19,7 +19,17 @@ import wrapt
 from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
-from loom_otel.core._calls._skeleton import Wrapper, active, async_method, failed, prepare, sent, start, sync_method
+from loom_otel.core._calls._skeleton import (
+    Wrapper,
+    active,
+    async_method,
+    delivered,
+    failed,
+    prepare,
+    sent,
+    start,
+    sync_method,
+)
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._guard._requests import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
@@ -181,6 +191,7 @@ class _StreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             failed(call, exc)
             raise
+        delivered(call, stream)
         stream._raw_stream = SyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )
@@ -203,6 +214,7 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             failed(call, exc)
             raise
+        delivered(call, stream)
         stream._raw_stream = AsyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )

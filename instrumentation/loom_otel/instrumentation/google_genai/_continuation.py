@@ -28,10 +28,16 @@ from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._model_call import CallRef, ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
-from loom_otel.core._continuation._rehydrate import resolve_text
-from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
+from loom_otel.core._continuation._rule import (
+    Block,
+    Continuation,
+    Header,
+    Plan,
+    Produced,
+    digest_of,
+    record_digest,
+)
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning
 from loom_otel.instrumentation.google_genai import _transcript as tr
@@ -146,17 +152,16 @@ class GeminiContinuation:
                 rank += 1
         return restored
 
-    def missing_thoughts(
-        self, contents: list[tuple[str, list[tr.Part]]], scope: ExecutionScope | None
-    ) -> dict[int, list[tuple[int, list[tr.Part]]]]:
+    def missing_thoughts(self, contents: list[tuple[str, list[tr.Part]]]) -> dict[int, list[tuple[int, list[tr.Part]]]]:
         """Put back the thought runs a framework removed while their signature stays (pydantic-ai drops
         the thought parts redact mode emptied): a model content with no thought part whose signed part
-        follows a recorded thought run gets that run back, its text from the store, before the signed
-        part (after the content's previous signed part, where the vendor put it). Inserted into
-        ``contents``; returns content index -> (original part index, parts inserted before it)."""
+        follows a recorded thought run gets that run back, without text, before the signed part (after
+        the content's previous signed part, where the vendor put it). The rule then treats it as a run
+        the application emptied: its text is put back only if its binding holds, from the call's
+        execution. Inserted into ``contents``; returns content index -> (original part index, parts
+        inserted before it)."""
         out: dict[int, list[tuple[int, list[tr.Part]]]] = {}
         lookup = self.rule.bindings.block
-        pending: list[tuple[int, int, bytes, Any]] = []
         for start, step in _model_steps(contents):
             if any(part.thought for _, _, part in step):
                 continue
@@ -166,19 +171,11 @@ class GeminiContinuation:
                     continue
                 record = lookup(tr.thought_key(part.signature))
                 if record is not None and record.ref and record.text_digest:
-                    pending.append((*at, part.signature, record))
+                    places = out.setdefault(at[0], [])
+                    taken = sum(len(run) for _, run in places)  # each inserted part its own (negative) place
+                    run = [tr.thought_part((at[0], -1 - taken - k), "") for k in range(len(record.split) or 1)]
+                    places.append((at[1], run))
                 at = (c, index + 1)
-        if not pending:
-            return out
-        if scope is None:  # the call's execution is decided by this request's lineage
-            scope = self.rule.lineage(tr.views(contents)[0])
-        for c, index, _, record in pending:
-            text = resolve_text(self.rule.store, scope, record.ref, record.text_digest)
-            if text is None:
-                continue
-            pieces = _split(text, record.split, len(record.split) or 1)
-            run = [tr.thought_part((c, -1 - k), piece) for k, piece in enumerate(pieces)]
-            out.setdefault(c, []).append((index, run))
         for c, places in out.items():
             parts = contents[c][1]
             for index, run in sorted(places, key=lambda place: place[0], reverse=True):
@@ -230,7 +227,7 @@ class GeminiContinuation:
                 if len(step.parts) > 1:
                     split = tuple(len(p.text or "") for p in step.parts)
             items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))
-        self.rule.record(plan, tr.MODEL_HEAD, items, (), call.identity.scope)
+        self.rule.record(plan, tr.MODEL_HEAD, items, (), call.identity)
         self.remember(parts)
 
 
@@ -294,7 +291,7 @@ class GeminiSession:
                 self._begin(plan)
             return kwargs
         restored = self.adapter.thread(contents)
-        inserted = self.adapter.missing_thoughts(contents, call.request_scope())
+        inserted = self.adapter.missing_thoughts(contents)
         views, layout = tr.views(contents)
         plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())
         call.join(plan.lineage)  # the first request decides the call's execution
@@ -428,8 +425,9 @@ def _rebuild(
         new = []
         for p, raw in enumerate([*parts, None]):
             for part in before.get(p, ()):
-                if edits.get(part.loc, ("keep",)) is not None:
-                    new.append(_thought(part.text or "", sdk))
+                edit = edits.get(part.loc, ("keep", None))
+                if edit is not None:  # a run put back carries the text the rule put back, if any
+                    new.append(_thought(edit[1] if edit[0] == "text" else part.text or "", sdk))
             if raw is None:
                 break
             if (c, p) not in edits:
