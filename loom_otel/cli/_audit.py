@@ -112,7 +112,10 @@ def parse_since(value: str, *, now: float | None = None) -> int:
 
 
 def store_url(url: str | None) -> str | None:
-    """The store URL from the command line, else the environment (``None``: no store named)."""
+    """The store URL from the command line (a plain path there is taken from the working directory),
+    else the environment (``None``: no store named)."""
+    if url and "://" not in url and url not in ("memory:",):
+        return os.path.abspath(os.path.expanduser(url))
     return url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
 
 
