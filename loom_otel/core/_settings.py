@@ -17,7 +17,7 @@ from loom_otel.core.exceptions import ReasoningConfigError
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
-__all__ = ["env_bool", "env_choice", "env_path", "env_url", "invalid_setting"]
+__all__ = ["env_bool", "env_choice", "env_path", "env_url", "invalid_setting", "url_problem"]
 
 TRUE: Final = frozenset({"1", "true", "yes", "on"})
 FALSE: Final = frozenset({"0", "false", "no", "off"})
@@ -71,17 +71,28 @@ def env_path(name: str, environ: Mapping[str, str]) -> Path | None:
     return path
 
 
+def url_problem(value: str, schemes: Collection[str]) -> str | None:
+    """Why ``value`` is not a URL with one of ``schemes`` and a host, or ``None`` when it is one (also
+    for command-line options that take a URL)."""
+    allowed = "a URL with a host, scheme " + " or ".join(schemes)
+    text = value.strip()
+    try:
+        parsed = urlparse(text)
+        host = parsed.hostname
+        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        return f"{allowed} ({exc})"
+    if parsed.scheme.lower() not in schemes or not host or any(c.isspace() or c == "\x00" for c in text):
+        return allowed
+    return None
+
+
 def env_url(name: str, schemes: Collection[str], environ: Mapping[str, str]) -> str | None:
     """A URL with one of ``schemes`` and a host (``http://host:port/path``)."""
     raw = _raw(name, environ)
     if raw is None:
         return None
-    allowed = "a URL with a host, scheme " + " or ".join(schemes)
-    try:
-        parsed = urlparse(raw.strip())
-        host = parsed.hostname
-    except ValueError as exc:
-        raise invalid_setting(name, raw, allowed, str(exc)) from None
-    if parsed.scheme.lower() not in schemes or not host or any(c.isspace() or c == "\x00" for c in raw.strip()):
-        raise invalid_setting(name, raw, allowed)
+    problem = url_problem(raw, schemes)
+    if problem is not None:
+        raise invalid_setting(name, raw, problem)
     return raw.strip()
