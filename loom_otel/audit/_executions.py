@@ -19,10 +19,11 @@ from loom_otel.core._store._protocol import ReasoningStore
 
 __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 
-STORED: Final = "stored"
+STORED: Final = PartStatus.STORED.value
 """The status of a part kept in the store when no store was given to check it."""
 _ORDER: Final = {
-    status: i for i, status in enumerate((PartStatus.OK, STORED, *(s for s in PartStatus if s is not PartStatus.OK)))
+    status: i
+    for i, status in enumerate((PartStatus.OK, STORED, *(s for s in PartStatus if s not in (PartStatus.OK, STORED))))
 }
 """Statuses as listed: ``ok``, ``stored``, then the others in ``PartStatus`` order."""
 

@@ -51,6 +51,8 @@ class PartStatus(enum.StrEnum):
     DIGEST_MISMATCH = "digest-mismatch"
     EMPTY = "empty"
     NOT_KEPT = "not-kept"
+    STORED = "stored"
+    """Kept in the store, not checked: the reading was given no store (no text was asked for)."""
 
     def __str__(self) -> str:
         return self.value
@@ -152,7 +154,7 @@ class PartResolver:
 
     __slots__ = ("_execution_id", "_key", "_key_loaded", "_scope", "_store", "_tenant")
 
-    def __init__(self, store: ReasoningStore, tenant: str | None, execution_id: str) -> None:
+    def __init__(self, store: ReasoningStore | None, tenant: str | None, execution_id: str) -> None:
         self._store = store
         self._tenant = tenant
         self._execution_id = execution_id
@@ -184,6 +186,8 @@ class PartResolver:
         recorded = recorded_status(record, index)
         if recorded is not None:
             status = recorded
+        elif self._store is None:
+            status = PartStatus.STORED
         else:
             body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
             if body is None:
@@ -223,7 +227,7 @@ def group_steps(records: Iterable[CaptureRecord]) -> dict[str, list[CaptureRecor
 
 def read_reasoning(
     source: ReasoningSource,
-    store: ReasoningStore,
+    store: ReasoningStore | None,
     execution_id: str,
     step_id: str | None = None,
     tenant: str | None = None,
@@ -231,7 +235,8 @@ def read_reasoning(
     """Read back the reasoning one execution captured (optionally one step) from ``source``.
 
     ``source`` is a journal directory, a collector ``file`` exporter JSON file, or an iterable of SDK
-    spans. Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
+    spans. ``store`` ``None`` reads the records alone: parts kept in a store read as ``stored`` (not
+    checked, no text). Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
     opened sealed to (``tenant``, ``execution_id``).
     """
     selected = (

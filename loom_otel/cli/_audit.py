@@ -47,7 +47,8 @@ _JOURNAL_HELP: Final = (
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``audit`` (with ``list`` and ``show``)."""
+    """Add ``audit`` (with ``list`` and ``show``, and ``verify`` and ``erase`` as aliases of the
+    top-level commands)."""
     parser = subparsers.add_parser("audit", help="list executions and read captured reasoning back for audit")
     commands = parser.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
     listing = commands.add_parser(
@@ -67,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only executions with a capture since WHEN: an ISO 8601 time (UTC unless it has an offset) "
         "or a duration ago such as 90s, 15m, 1h, 2d, 1w",
     )
-    listing.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N executions")
+    listing.add_argument(
+        "--limit", type=_count, default=None, metavar="N", help="only the newest N executions (N >= 1)"
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument("--journal", default=None, help=_JOURNAL_HELP)
     listing.add_argument(
@@ -89,8 +92,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("--text", action="store_true", help="also print readable text (untrusted model output)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.add_argument("--journal", default=None, help=_JOURNAL_HELP)
-    show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
+    show.add_argument(
+        "--store",
+        default=None,
+        help=f"store URL: check each stored part; needed by --text (default: ${env.LOOM_OTEL_REASONING_STORE})",
+    )
     show.set_defaults(func=run_show)
+    from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
+
+    _verify.register(commands)
+    _erase.register(commands)
+
+
+def _count(value: str) -> int:
+    """``--limit``: a whole number of at least 1 (anything else is a usage error)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return number
 
 
 def parse_since(value: str, *, now: float | None = None) -> int:
@@ -112,7 +134,10 @@ def parse_since(value: str, *, now: float | None = None) -> int:
 
 
 def store_url(url: str | None) -> str | None:
-    """The store URL from the command line, else the environment (``None``: no store named)."""
+    """The store URL from the command line (a plain path there is taken from the working directory),
+    else the environment (``None``: no store named)."""
+    if url and "://" not in url and url not in ("memory:",):
+        return os.path.abspath(os.path.expanduser(url))
     return url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
 
 
@@ -204,6 +229,14 @@ def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
     return {"execution_id": reading.execution_id, "tenant": reading.tenant, "steps": steps}
 
 
+def _not_checked(out: TextIO) -> None:
+    print(
+        f"'{STORED}' parts are in the store, not checked: pass --store URL "
+        f"(or set {env.LOOM_OTEL_REASONING_STORE}) to read and check them",
+        file=out,
+    )
+
+
 def _tenants_with(source: Path, execution_id: str) -> list[str]:
     found = {r.tenant for r in iter_captures(source) if r.execution_id == execution_id}
     return sorted("(none)" if t is None else t for t in found)
@@ -213,7 +246,7 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        store = open_store(args.store)
+        store = open_store(args.store) if args.text or store_url(args.store) else None
         source = journal_of(args.journal, store)
         if not source.exists():
             print(f"loom-otel audit show: no journal at {str(source)!r}", file=err)
@@ -234,6 +267,8 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(file=out)
     else:
         _table(reading, text=args.text, out=out)
+        if any(p.status is PartStatus.STORED for p in reading.parts):
+            _not_checked(out)
     mismatch = any(p.status is PartStatus.DIGEST_MISMATCH for p in reading.parts)
     return EXIT_MISMATCH if mismatch else EXIT_OK
 
@@ -301,11 +336,7 @@ def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(render_table(headers, rows), file=out)
         print(f"\n{len(summaries)} execution(s) in {source}", file=out)
         if any(status == STORED for s in summaries for status, _ in s.statuses):
-            print(
-                f"'{STORED}' parts are in the store, not checked: pass --store URL "
-                f"(or set {env.LOOM_OTEL_REASONING_STORE}) to read and check them",
-                file=out,
-            )
+            _not_checked(out)
     if not summaries:
         print(f"loom-otel audit list: no capture records in {str(source)!r} match", file=err)
         return EXIT_NOT_FOUND

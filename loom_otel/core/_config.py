@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from loom_otel.core import environment_variables as env
 from loom_otel.core._fork import renew_module_after_fork
+from loom_otel.core._journal._checkpoint import Signer
 from loom_otel.core._journal._writer import (
     BestEffortJournal,
     Durability,
@@ -22,9 +25,10 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
+from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core._store._uri import STORE_FORMS, store_from_uri
 from loom_otel.core._warnings import forget_once, warn
 from loom_otel.core.exceptions import ReasoningConfigError
 
@@ -56,10 +60,6 @@ def default_journal_dir() -> Path:
     return user_state_path(APP_NAME, appauthor=False) / "journal"
 
 
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"0", "false", "no", "off"})
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningConfig:
     """What to do with model reasoning. ``None`` fields come from the environment, then the default.
@@ -83,30 +83,6 @@ class ReasoningConfig:
     checkpoint_key: str | os.PathLike[str] | None = None
     require_continuation: bool | None = None
     digest: DigestMode | None = None
-
-
-def _env_bool(name: str, environ: Mapping[str, str]) -> bool | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    warn(f"{name}={raw!r} is not a boolean (true/false); using the default", once=(name, raw))
-    return None
-
-
-def _env_choice(name: str, choices: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    value = raw.strip().lower()
-    if value in choices:
-        return value
-    warn(f"{name}={raw!r} is not one of {', '.join(choices)}; using the default", once=(name, raw))
-    return None
 
 
 def _pick(*values: Any) -> Any:
@@ -170,12 +146,13 @@ class Runtime:
 
     @classmethod
     def resolve(cls, config: ReasoningConfig | None = None, environ: Mapping[str, str] | None = None) -> Runtime:
-        """Argument, then environment, then default; a bad environment value warns and falls back."""
+        """Argument, then environment, then default; an invalid environment value is a
+        ``ReasoningConfigError`` naming the variable, the value and what is allowed (``_settings``)."""
         config = config or ReasoningConfig()
         environ = os.environ if environ is None else environ
-        enabled = _pick(config.enabled, _env_bool(env.LOOM_OTEL_REASONING, environ), True)
-        require = _pick(config.require_continuation, _env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
-        fsync = _pick(config.store_fsync, _env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
+        enabled = _pick(config.enabled, env_bool(env.LOOM_OTEL_REASONING, environ), True)
+        require = _pick(config.require_continuation, env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
+        fsync = _pick(config.store_fsync, env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
         store_setting = _pick(config.store, environ.get(env.LOOM_OTEL_REASONING_STORE) or None)
         store: ReasoningStore | None
         if store_setting is None or not enabled:
@@ -184,9 +161,9 @@ class Runtime:
             store = _shared_store(store_setting, fsync, "ReasoningConfig.store" if config.store else None)
         else:
             store = store_setting
-        capture = _pick(config.capture, _env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
+        capture = _pick(config.capture, env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
         transcript = _pick(
-            config.transcript, _env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
+            config.transcript, env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
         )
         if transcript not in ("keep", "redact"):
             raise ReasoningConfigError(f"transcript must be 'keep' or 'redact', got {transcript!r}")
@@ -195,20 +172,20 @@ class Runtime:
                 "transcript='redact' needs a reasoning store with capture on: without one, redacted "
                 f"reasoning could never be put back ({env.LOOM_OTEL_REASONING_STORE})"
             )
-        live = _pick(config.live, _env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
-        live_text = _pick(config.live_text, _env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
+        live = _pick(config.live, env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
+        live_text = _pick(config.live_text, env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
         durability = _pick(
             config.journal_durability,
-            _env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
+            env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
             "batch",
         )
-        digest = _pick(config.digest, _env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
+        digest = _pick(config.digest, env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
         if enabled and digest == "hmac-sha256" and store is not None and not isinstance(store, DigestKeyStore):
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
                 f"{type(store).__name__} does not"
             )
-        journal_setting = _pick(config.journal, environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None)
+        journal_setting = _pick(config.journal, env_path(env.LOOM_OTEL_AUDIT_JOURNAL, environ))
         journal: Journal | None = None
         if isinstance(journal_setting, Journal):
             journal, journal_dir = journal_setting, journal_setting.directory
@@ -224,7 +201,11 @@ class Runtime:
             named_by = f"{env.LOOM_OTEL_AUDIT_JOURNAL} (default: the user's state directory)"
         if enabled:
             _check_journal_location(journal_dir, named_by, fail_closed=store is not None)
-        key_setting = _pick(config.checkpoint_key, environ.get(env.LOOM_OTEL_CHECKPOINT_KEY) or None)
+        key_setting = _pick(config.checkpoint_key, env_path(env.LOOM_OTEL_CHECKPOINT_KEY, environ))
+        key_path = Path(key_setting).expanduser() if key_setting is not None else None
+        if enabled and key_path is not None:
+            named = "ReasoningConfig.checkpoint_key" if config.checkpoint_key is not None else None
+            _check_checkpoint_key(key_path, named or env.LOOM_OTEL_CHECKPOINT_KEY)
         runtime = cls(
             enabled=enabled,
             store=store,
@@ -235,7 +216,7 @@ class Runtime:
             digest=digest,
             journal_dir=journal_dir,
             journal_durability=durability,
-            checkpoint_key=Path(key_setting).expanduser() if key_setting is not None else None,
+            checkpoint_key=key_path,
             on_reasoning=config.on_reasoning,
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
@@ -276,6 +257,18 @@ def _check_journal_location(directory: Path, named_by: str, *, fail_closed: bool
     warn_unwritable(directory, why)
 
 
+def _check_checkpoint_key(path: Path, named_by: str) -> None:
+    """An unloadable checkpoint key is an error at ``instrument()`` (checkpoints would go unsigned)."""
+    try:
+        Signer.from_file(path)
+    except OSError as exc:
+        why = f"{exc.strerror or type(exc).__name__}: checkpoints could not be signed"
+        raise invalid_setting(named_by, str(path), "an Ed25519 private key file (loom-otel keygen PATH)", why) from None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        why = f"not an Ed25519 private key ({exc}): checkpoints could not be signed"
+        raise invalid_setting(named_by, str(path), "an Ed25519 private key file (loom-otel keygen PATH)", why) from None
+
+
 _stores: dict[tuple[str, bool], ReasoningStore] = {}
 _stores_lock = threading.Lock()
 
@@ -289,7 +282,7 @@ def _shared_store(url: str, fsync: bool, named_by: str | None) -> ReasoningStore
             try:
                 store = store_from_uri(url, fsync=fsync)
             except ReasoningConfigError as exc:
-                raise ReasoningConfigError(f"{exc} ({named_by or env.LOOM_OTEL_REASONING_STORE})") from None
+                raise invalid_setting(named_by or env.LOOM_OTEL_REASONING_STORE, url, STORE_FORMS, str(exc)) from None
             _stores[(url, fsync)] = store
         return store
 

@@ -13,7 +13,7 @@ from starlette.requests import HTTPConnection
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import logger
-from loom_otel.core._config import _env_bool
+from loom_otel.core._settings import env_bool
 from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
 from loom_otel.live._feed import Viewer
@@ -98,7 +98,7 @@ def resolve_authenticator(authenticator: Authenticator | None, trusted_proxy: bo
             )
         return authenticator
     if trusted_proxy is None:
-        trusted_proxy = _env_bool(env.LOOM_OTEL_LIVE_TRUSTED_PROXY, os.environ)
+        trusted_proxy = env_bool(env.LOOM_OTEL_LIVE_TRUSTED_PROXY, os.environ)
     if trusted_proxy:
         return header_authenticator()
     raise ReasoningConfigError(

@@ -15,6 +15,7 @@ from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._io_error import failure_detail, store_location
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
@@ -70,7 +71,8 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
     except Exception as exc:
         raise ReasoningCaptureError(
             f"reasoning store {type(runtime.store).__name__} failed to keep a {reasoning.kind} block "
-            f"({type(exc).__name__}); the model call fails closed"
+            f"({failure_detail(exc, store_location(runtime.store))}): its text is not kept as evidence, so "
+            "the model call fails closed (the response is not handed to the application, no record claims it)"
         ) from exc
     return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature, ref, envelope.digest, envelope.size)
 
@@ -121,8 +123,9 @@ def capture(
         entry = runtime.journal.append(attr.RECORD_CAPTURE, attributes)
     except Exception as exc:
         raise ReasoningCaptureError(
-            f"audit journal {str(runtime.journal_dir)!r} could not be written ({type(exc).__name__}); "
-            "the model call fails closed"
+            f"audit journal {str(runtime.journal_dir)!r} could not be written "
+            f"({failure_detail(exc, runtime.journal_dir)}): this call has no audit record, so the model "
+            "call fails closed"
         ) from exc
     add_event(
         span,

@@ -28,6 +28,7 @@ from typing import Final, NamedTuple, TypeVar
 from loom_otel.core import _durability
 from loom_otel.core._callbacks import logger
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._io_error import failure_detail
 
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 
@@ -199,7 +200,12 @@ class Bindings:
                 try:
                     self._write_pending()
                 except OSError as exc:
-                    logger.warning("loom-otel: binding records not written (%s)", type(exc).__name__)
+                    logger.warning(
+                        "loom-otel: binding records not written (%s): a restarted process will not know these "
+                        "reasoning blocks and sends them as the application holds them; captured evidence "
+                        "(store, journal) is not affected",
+                        failure_detail(exc, self.directory),
+                    )
 
     def _write_pending(self) -> None:
         """Under the lock: append the pending lines (and sync them under ``always``)."""
