@@ -1,0 +1,217 @@
+"""Finding pieces of remembered secrets inside any text: fixed-length windows of a skeleton.
+
+The *skeleton* of a text is its UTF-8 bytes without the ASCII bytes that are not letters or digits.
+The encodings other instrumentations apply (JSON escaped once or twice, HTML escapes, ``repr``, CRLF
+line ends) only add or change such bytes, except for the letters of an escape (``\\n`` leaves ``n``,
+``&quot;`` leaves ``quot``, ``\\u00e9`` leaves ``u00e9``): a secret's skeleton therefore appears in the
+skeleton of an encoded copy as long runs broken by a few letters, and base64 copies are indexed as
+their own forms (three byte alignments).
+
+Every window of ``WINDOW`` bytes at every position of a secret's forms is indexed (a dict, bounded by
+``budget`` windows: the oldest forms are dropped first). A text is checked by cutting its skeleton at
+every ``WINDOW``-th byte (C-level ``struct`` unpacking and one ``isdisjoint``: the fast pre-filter, a
+few nanoseconds per byte), which finds every common run of at least ``MIN_RUN`` bytes, whatever its
+offset. Only a text that shares a window is searched further: each hit is extended both ways along the
+form (binary search on slices), over escape letters (a resynchronisation on the next ``_SYNC`` bytes),
+and kept when the run is ``MIN_RUN`` bytes or more: a prefix long enough to be unambiguous, a value cut
+by an attribute limit, a stream delta, or the whole secret.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Iterator, Sequence
+from itertools import chain
+from typing import Final
+
+__all__ = ["MIN_RUN", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
+
+WINDOW: Final = 16
+MIN_RUN: Final = 2 * WINDOW - 1
+"""The shortest run of skeleton bytes (letters and digits) found wherever it sits: any run this long
+holds a whole window at a multiple of ``WINDOW``."""
+_DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
+_BLOCK: Final = 64
+_CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
+_CHUNK: Final = struct.Struct(f"{WINDOW}s")
+_SYNC: Final = 4
+_RESYNC: Final = sorted(((k, j) for k in range(13) for j in range(5) if k or j), key=sum)
+"""Skips (bytes of the text, bytes of the form) tried where a run breaks: an escape's letters in the
+text (up to 12: ``\\ud83d\\ude00``), a character's bytes the escape replaced in the form (up to 4)."""
+_MAP_BLOCK: Final = 512
+
+
+def skeleton(data: bytes) -> bytes:
+    """``data`` without its ASCII bytes that are not letters or digits."""
+    return data.translate(None, _DROP)
+
+
+def _cut(skel: bytes) -> Iterator[bytes]:
+    """The windows of ``skel`` at every multiple of ``WINDOW`` (C-level)."""
+    whole = len(skel) // (WINDOW * _BLOCK) * (WINDOW * _BLOCK)
+    end = len(skel) // WINDOW * WINDOW
+    return chain(
+        chain.from_iterable(_CHUNKS.iter_unpack(skel[:whole])),
+        chain.from_iterable(_CHUNK.iter_unpack(skel[whole:end])),
+    )
+
+
+def _every(form: bytes) -> Iterator[bytes]:
+    """The windows of ``form`` at every position."""
+    return chain.from_iterable(_cut(form[offset:]) for offset in range(min(WINDOW, len(form) - WINDOW + 1)))
+
+
+class _Form:
+    """One indexed form of a secret: its skeleton and what replaces a run of it."""
+
+    __slots__ = ("replacement", "siblings", "skel", "windows")
+
+    def __init__(self, skel: bytes, replacement: str, siblings: list[_Form]) -> None:
+        self.skel = skel
+        self.replacement = replacement
+        self.windows = max(0, len(skel) - WINDOW + 1)
+        self.siblings = siblings
+        """The forms of the same secret (this one included): a window they share is extended in each."""
+        siblings.append(self)
+
+
+class WindowIndex:
+    """Forms of secrets by their windows, newest first, at most ``budget`` windows."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._lock = threading.Lock()
+        self._windows: dict[bytes, _Form] = {}
+        self._forms: deque[_Form] = deque()
+        self._size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self._windows)
+
+    def add(self, forms: Sequence[bytes], replacement: str) -> None:
+        with self._lock:
+            siblings: list[_Form] = []
+            for skel in forms:
+                if len(skel) < MIN_RUN:
+                    continue
+                form = _Form(skel, replacement, siblings)
+                self._windows.update(dict.fromkeys(_every(skel), form))
+                self._forms.append(form)
+                self._size += form.windows
+            while self._size > self._budget and self._forms:
+                old = self._forms.popleft()
+                self._size -= old.windows
+                windows = self._windows
+                for window in _every(old.skel):
+                    if windows.get(window) is old:
+                        del windows[window]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._windows.clear()
+            self._forms.clear()
+            self._size = 0
+
+    def hit(self, skel: bytes) -> bool:
+        """Whether ``skel`` shares a window (at a multiple of ``WINDOW``) with a form: the pre-filter."""
+        return len(skel) >= WINDOW and not self._windows.keys().isdisjoint(_cut(skel))
+
+    def runs(self, skel: bytes) -> list[tuple[int, int, str]]:
+        """The runs of forms in ``skel``: (start, end, replacement), in order, not overlapping."""
+        found: list[tuple[int, int, str]] = []
+        reverse: bytes | None = None
+        windows = self._windows
+        position, size = 0, len(skel)
+        while position + WINDOW <= size:
+            window = skel[position : position + WINDOW]
+            form = windows.get(window)
+            if form is None:
+                position += WINDOW
+                continue
+            if reverse is None:
+                reverse = skel[::-1]
+            start, end = position, position
+            for sibling in form.siblings:
+                offset = sibling.skel.find(window)
+                if offset < 0:
+                    continue
+                after, _ = _extend(skel, position, sibling.skel, offset)
+                back, _ = _extend(reverse, size - position, sibling.skel[::-1], len(sibling.skel) - offset)
+                if after - (size - back) > end - start:
+                    start, end = size - back, after
+            start = max(start, found[-1][1] if found else 0)
+            if end - start >= MIN_RUN:
+                found.append((start, end, form.replacement))
+                position = -(-end // WINDOW) * WINDOW
+            else:
+                position += WINDOW
+        return found
+
+
+def _common(a: bytes, i: int, b: bytes, j: int) -> int:
+    """The length of the longest common prefix of ``a[i:]`` and ``b[j:]`` (binary search on slices)."""
+    low, high = 0, min(len(a) - i, len(b) - j)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[i : i + middle] == b[j : j + middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _extend(a: bytes, i: int, b: bytes, j: int) -> tuple[int, int]:
+    """Where the run of ``b`` from ``b[j]`` found at ``a[i]`` ends in each, over escape letters."""
+    while True:
+        step = _common(a, i, b, j)
+        i, j = i + step, j + step
+        if i >= len(a) or j >= len(b):
+            return i, j
+        for skip_a, skip_b in _RESYNC:
+            ahead = a[i + skip_a : i + skip_a + _SYNC]
+            if len(ahead) == _SYNC and ahead == b[j + skip_b : j + skip_b + _SYNC]:
+                i, j = i + skip_a, j + skip_b
+                break
+        else:
+            return i, j
+
+
+class SkeletonMap:
+    """Positions in ``data`` of the bytes of its skeleton (for the few texts that hold a run)."""
+
+    __slots__ = ("_counts", "_data")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        counts = [0]
+        for start in range(0, len(data), _MAP_BLOCK):
+            counts.append(counts[-1] + len(skeleton(data[start : start + _MAP_BLOCK])))
+        self._counts = counts
+
+    def position(self, index: int) -> int:
+        """Where the ``index``-th skeleton byte is in ``data``."""
+        block = bisect_right(self._counts, index) - 1
+        start = block * _MAP_BLOCK
+        need = index - self._counts[block] + 1
+        low, high = start, min(len(self._data), start + _MAP_BLOCK)
+        while low < high:  # the shortest data[start:x] holding ``need`` skeleton bytes ends at x
+            middle = (low + high) // 2
+            if len(skeleton(self._data[start : middle + 1])) >= need:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The byte range in ``data`` from the ``start``-th to the ``end - 1``-th skeleton byte, widened
+        to whole UTF-8 characters."""
+        data = self._data
+        first, last = self.position(start), self.position(end - 1) + 1
+        while first > 0 and data[first] & 0xC0 == 0x80:
+            first -= 1
+        while last < len(data) and data[last] & 0xC0 == 0x80:
+            last += 1
+        return first, last
