@@ -89,13 +89,13 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
-def _text_forms(text: str) -> list[bytes]:
+def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
+    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64."""
     data = text.encode("utf-8", "surrogatepass")
     forms = [skeleton(data)]
     if not text.isascii():
         forms.append(skeleton(json.dumps(text).encode()))
-    forms += [skeleton(base64.b64encode(data[shift:]))[:_BASE64_CHARS] for shift in range(3)]
-    return forms
+    return forms, [skeleton(base64.b64encode(data[shift:]))[:_BASE64_CHARS] for shift in range(3)]
 
 
 class _Registry:
@@ -126,12 +126,12 @@ class _Registry:
 
     def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int) -> None:
         if self._add(text, replacement, kept, trace_id):
-            self.windows.add(_text_forms(text), replacement)
+            self.windows.add(*_text_forms(text), replacement)
 
     def add_signature(self, signature: str | bytes, replacement: str, kept: Kept, trace_id: int) -> None:
         forms = list(signature_forms(signature))
         if any([self._add(form, replacement, kept, trace_id) for form in forms]):
-            self.windows.add([skeleton(forms[0].encode())], replacement)
+            self.windows.add([skeleton(forms[0].encode())], (), replacement)
 
     def _add(self, secret: str, replacement: str, kept: Kept, trace_id: int) -> bool:
         """Enter ``secret`` as an exact value (and a short needle of its trace); True when its

@@ -13,6 +13,7 @@ of a record at once (``scrub_texts``):
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -24,6 +25,9 @@ __all__ = ["Text", "scrub_any", "scrub_attributes", "scrub_texts", "scrub_value"
 
 Text = str | bytes
 _MIN_VALUE: Final = 8
+_MAX_DEPTH: Final = 2
+"""Base64 inside base64 is decoded this many times at most."""
+_BASE64: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
 _FLAT_TYPE: Final = ".message_content.type"
 _FLAT_FIELDS: Final = ("text", "signature", "data")
 _SECRET_NAMES: Final = frozenset(
@@ -102,9 +106,10 @@ def _encode(text: Text) -> bytes:
     return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
 
 
-def scrub_texts(texts: Sequence[Text]) -> list[Text] | None:
+def scrub_texts(texts: Sequence[Text], depth: int = 0) -> list[Text] | None:
     """``texts`` (in the order a reader sees them) with every run of a remembered secret replaced, the
-    texts read as one (a run may cross from one into the next); ``None`` when none holds a run."""
+    texts read as one (a run may cross from one into the next); ``None`` when none holds a run. A run
+    in base64 is replaced in the decoded text, which is encoded again."""
     if not registry.has_windows():
         return None
     data = [_encode(text) for text in texts]
@@ -119,20 +124,53 @@ def scrub_texts(texts: Sequence[Text]) -> list[Text] | None:
     starts = [0]
     for piece in data:
         starts.append(starts[-1] + len(piece))
-    edits: list[list[tuple[int, int, str]]] = [[] for _ in data]
-    for first, last, found in runs:
+    edits: list[dict[tuple[int, int], bytes]] = [{} for _ in data]
+    for first, last, found, encoded in runs:
         begin, end = places.span(first, last)
         for index in range(len(data)):
             low, high = max(begin, starts[index]), min(end, starts[index + 1])
-            if low < high:
-                edits[index].append((low - starts[index], high - starts[index], found))
+            if low >= high:
+                continue
+            low, high = low - starts[index], high - starts[index]
+            decoded = _decoded_run(data[index], low, high, depth) if encoded else None
+            if decoded is not None:
+                edits[index][decoded[0], decoded[1]] = decoded[2]
+            else:
+                edits[index][low, high] = found.encode()
     result: list[Text] = list(texts)
     for index, changes in enumerate(edits):
         if not changes:
             continue
-        piece = data[index]
-        for low, high, found in reversed(changes):
-            piece = piece[:low] + found.encode() + piece[high:]
+        piece, limit = data[index], len(data[index])
+        for (low, high), new in sorted(changes.items(), reverse=True):
+            if high <= limit:  # overlapping edits (runs of one base64 text): the later one is kept
+                piece = piece[:low] + new + piece[high:]
+                limit = low
         text = texts[index]
         result[index] = piece if isinstance(text, bytes) else piece.decode("utf-8", "replace")
     return result
+
+
+def _decoded_run(data: bytes, low: int, high: int, depth: int) -> tuple[int, int, bytes] | None:
+    """The base64 text around ``data[low:high]`` scrubbed as what it decodes to: (start, end, new base64),
+    or ``None`` where it does not decode to something holding a run."""
+    if depth >= _MAX_DEPTH:
+        return None
+    start, end = low, high
+    while start > 0 and data[start - 1] in _BASE64:
+        start -= 1
+    while end < len(data) and data[end] in _BASE64:
+        end += 1
+    run = data[start:end]
+    urlsafe = b"-" in run or b"_" in run
+    whole = len(run) // 4 * 4
+    try:
+        decoded = base64.b64decode(run[:whole], altchars=b"-_" if urlsafe else None, validate=True)
+    except ValueError:
+        return None
+    scrubbed = scrub_texts([decoded], depth + 1)
+    if scrubbed is None:
+        return None
+    new = _encode(scrubbed[0])
+    encoded = base64.urlsafe_b64encode(new) if urlsafe else base64.b64encode(new)
+    return start, start + whole, encoded

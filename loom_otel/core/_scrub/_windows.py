@@ -67,11 +67,13 @@ def _every(form: bytes) -> Iterator[bytes]:
 class _Form:
     """One indexed form of a secret: its skeleton and what replaces a run of it."""
 
-    __slots__ = ("replacement", "siblings", "skel", "windows")
+    __slots__ = ("encoded", "replacement", "siblings", "skel", "windows")
 
-    def __init__(self, skel: bytes, replacement: str, siblings: list[_Form]) -> None:
+    def __init__(self, skel: bytes, replacement: str, siblings: list[_Form], encoded: bool) -> None:
         self.skel = skel
         self.replacement = replacement
+        self.encoded = encoded
+        """A base64 form: the text holding it is decoded to be scrubbed."""
         self.windows = max(0, len(skel) - WINDOW + 1)
         self.siblings = siblings
         """The forms of the same secret (this one included): a window they share is extended in each."""
@@ -91,13 +93,14 @@ class WindowIndex:
     def __bool__(self) -> bool:
         return bool(self._windows)
 
-    def add(self, forms: Sequence[bytes], replacement: str) -> None:
+    def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
+        """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
         with self._lock:
             siblings: list[_Form] = []
-            for skel in forms:
+            for skel, is_encoded in [*((f, False) for f in forms), *((f, True) for f in encoded)]:
                 if len(skel) < MIN_RUN:
                     continue
-                form = _Form(skel, replacement, siblings)
+                form = _Form(skel, replacement, siblings, is_encoded)
                 self._windows.update(dict.fromkeys(_every(skel), form))
                 self._forms.append(form)
                 self._size += form.windows
@@ -119,9 +122,10 @@ class WindowIndex:
         """Whether ``skel`` shares a window (at a multiple of ``WINDOW``) with a form: the pre-filter."""
         return len(skel) >= WINDOW and not self._windows.keys().isdisjoint(_cut(skel))
 
-    def runs(self, skel: bytes) -> list[tuple[int, int, str]]:
-        """The runs of forms in ``skel``: (start, end, replacement), in order, not overlapping."""
-        found: list[tuple[int, int, str]] = []
+    def runs(self, skel: bytes) -> list[tuple[int, int, str, bool]]:
+        """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
+        overlapping."""
+        found: list[tuple[int, int, str, bool]] = []
         reverse: bytes | None = None
         windows = self._windows
         position, size = 0, len(skel)
@@ -133,7 +137,7 @@ class WindowIndex:
                 continue
             if reverse is None:
                 reverse = skel[::-1]
-            start, end = position, position
+            start, end, best = position, position, form
             for sibling in form.siblings:
                 offset = sibling.skel.find(window)
                 if offset < 0:
@@ -141,10 +145,10 @@ class WindowIndex:
                 after, _ = _extend(skel, position, sibling.skel, offset)
                 back, _ = _extend(reverse, size - position, sibling.skel[::-1], len(sibling.skel) - offset)
                 if after - (size - back) > end - start:
-                    start, end = size - back, after
+                    start, end, best = size - back, after, sibling
             start = max(start, found[-1][1] if found else 0)
             if end - start >= MIN_RUN:
-                found.append((start, end, form.replacement))
+                found.append((start, end, best.replacement, best.encoded))
                 position = -(-end // WINDOW) * WINDOW
             else:
                 position += WINDOW
