@@ -246,3 +246,37 @@ def test_a_reasoning_shape_cut_short_is_still_read():
         scrubbed = scrub_value(whole[:cut])
         assert secret[:20] not in scrubbed and "c2lnbm" not in scrubbed
         assert "Weather?" in scrubbed and REMOVED in scrubbed
+
+
+class _VendorLoggerProvider:
+    """A logger provider that is not the SDK's and takes no processor (a vendor's own)."""
+
+    def get_logger(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        from opentelemetry._logs import NoOpLogger
+
+        return NoOpLogger(name)
+
+
+def test_a_provider_out_of_reach_is_named_once_at_instrument(config):
+    import warnings
+
+    from loom_otel.core import LoomOtelWarning
+    from loom_otel.core._warnings import forget_once
+
+    forget_once()
+    telemetry = Telemetry.in_memory()
+    for attempt in range(2):
+        loom = AnthropicInstrumentor()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loom.instrument(
+                tracer_provider=telemetry.provider,
+                logger_provider=_VendorLoggerProvider(),
+                config=config,
+                skip_dep_check=True,
+            )
+        loom.uninstrument()
+        named = [w for w in caught if issubclass(w.category, LoomOtelWarning) and "cannot scrub" in str(w.message)]
+        assert len(named) == (1 if attempt == 0 else 0)
+        if attempt == 0:
+            assert "_VendorLoggerProvider" in str(named[0].message) and "tracer provider" not in str(named[0].message)

@@ -46,7 +46,7 @@ _MIN_NEEDLE: Final = 8
 reasoning shape holds them)."""
 _MAX_ENTRIES: Final = 4096
 _MAX_WINDOWS: Final = 1 << 18
-_BASE64_CHARS: Final = 4096
+_BASE64_CHARS: Final = 256
 _MAX_TRACES: Final = 1024
 _UNTRACED_SEARCH: Final = 4
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 import struct
 import threading
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Iterator, Sequence
-from itertools import chain
+from itertools import chain, count
 from typing import Final
 
 __all__ = ["MIN_RUN", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
@@ -80,58 +79,80 @@ class _Form:
         siblings.append(self)
 
 
+class _Generation:
+    """Windows -> form number (plain ints: the garbage collector never tracks the big dict), and the forms."""
+
+    __slots__ = ("forms", "size", "windows")
+
+    def __init__(self) -> None:
+        self.windows: dict[bytes, int] = {}
+        self.forms: dict[int, _Form] = {}
+        self.size = 0
+
+
 class WindowIndex:
-    """Forms of secrets by their windows, newest first, at most ``budget`` windows."""
+    """Forms of secrets by their windows, in two generations of at most ``budget // 2`` windows each:
+    when the young one is full it becomes the old one and the old one is dropped whole (no per-window
+    eviction on the path that enters a capture)."""
 
     def __init__(self, budget: int) -> None:
-        self._budget = budget
+        self._half = budget // 2
         self._lock = threading.Lock()
-        self._windows: dict[bytes, _Form] = {}
-        self._forms: deque[_Form] = deque()
-        self._size = 0
+        self._young = _Generation()
+        self._old = _Generation()
+        self._numbers = count()
 
     def __bool__(self) -> bool:
-        return bool(self._windows)
+        return bool(self._young.windows or self._old.windows)
 
     def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
         """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
         with self._lock:
             siblings: list[_Form] = []
+            young = self._young
             for skel, is_encoded in [*((f, False) for f in forms), *((f, True) for f in encoded)]:
                 if len(skel) < MIN_RUN:
                     continue
                 form = _Form(skel, replacement, siblings, is_encoded)
-                self._windows.update(dict.fromkeys(_every(skel), form))
-                self._forms.append(form)
-                self._size += form.windows
-            while self._size > self._budget and self._forms:
-                old = self._forms.popleft()
-                self._size -= old.windows
-                windows = self._windows
-                for window in _every(old.skel):
-                    if windows.get(window) is old:
-                        del windows[window]
+                number = next(self._numbers)
+                young.forms[number] = form
+                young.windows.update(dict.fromkeys(_every(skel), number))
+                young.size += form.windows
+            if young.size > self._half:
+                self._old, self._young = young, _Generation()
 
     def clear(self) -> None:
         with self._lock:
-            self._windows.clear()
-            self._forms.clear()
-            self._size = 0
+            self._young, self._old = _Generation(), _Generation()
 
     def hit(self, skel: bytes) -> bool:
         """Whether ``skel`` shares a window (at a multiple of ``WINDOW``) with a form: the pre-filter."""
-        return len(skel) >= WINDOW and not self._windows.keys().isdisjoint(_cut(skel))
+        if len(skel) < WINDOW:
+            return False
+        young, old = self._young.windows, self._old.windows
+        if not old:
+            return not young.keys().isdisjoint(_cut(skel))
+        windows = list(_cut(skel))
+        return not young.keys().isdisjoint(windows) or not old.keys().isdisjoint(windows)
+
+    def _form(self, window: bytes) -> _Form | None:
+        for generation in (self._young, self._old):
+            number = generation.windows.get(window)
+            if number is not None:
+                form = generation.forms.get(number)
+                if form is not None:
+                    return form
+        return None
 
     def runs(self, skel: bytes) -> list[tuple[int, int, str, bool]]:
         """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
         overlapping."""
         found: list[tuple[int, int, str, bool]] = []
         reverse: bytes | None = None
-        windows = self._windows
         position, size = 0, len(skel)
         while position + WINDOW <= size:
             window = skel[position : position + WINDOW]
-            form = windows.get(window)
+            form = self._form(window)
             if form is None:
                 position += WINDOW
                 continue
