@@ -280,3 +280,24 @@ def test_a_provider_out_of_reach_is_named_once_at_instrument(config):
         assert len(named) == (1 if attempt == 0 else 0)
         if attempt == 0:
             assert "_VendorLoggerProvider" in str(named[0].message) and "tracer provider" not in str(named[0].message)
+
+
+def test_any_run_long_enough_is_found_wherever_it_sits():
+    """Every piece of ``MIN_RUN`` letters and digits of a remembered text, at every offset in the text
+    and in the value around it, is replaced; a shorter one is left (it is not unambiguous)."""
+    import random
+
+    from loom_otel.core._scrub._registry import registry
+    from loom_otel.core._scrub._windows import MIN_RUN
+
+    rng = random.Random(27)
+    secret = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(160))
+    registry.add_text(secret, "[gone]", (None, None, 160), 0)
+    for start in range(40):
+        for pad in range(0, 20, 3):
+            for length in (MIN_RUN, MIN_RUN + 7):
+                piece = secret[start : start + length]
+                scrubbed = scrub_value(f"{'x' * pad} ({piece}) trailing words")
+                assert piece not in scrubbed and "[gone]" in scrubbed, (start, pad, length)
+            short = secret[start : start + MIN_RUN - 6]
+            assert short in scrub_value(f"{'x' * pad} ({short}) trailing words")

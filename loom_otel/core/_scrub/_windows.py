@@ -7,14 +7,15 @@ line ends) only add or change such bytes, except for the letters of an escape (`
 skeleton of an encoded copy as long runs broken by a few letters, and base64 copies are indexed as
 their own forms (three byte alignments).
 
-Every window of ``WINDOW`` bytes at every position of a secret's forms is indexed (a dict, bounded by
-``budget`` windows: the oldest forms are dropped first). A text is checked by cutting its skeleton at
-every ``WINDOW``-th byte (C-level ``struct`` unpacking and one ``isdisjoint``: the fast pre-filter, a
-few nanoseconds per byte), which finds every common run of at least ``MIN_RUN`` bytes, whatever its
-offset. Only a text that shares a window is searched further: each hit is extended both ways along the
-form (binary search on slices), over escape letters (a resynchronisation on the next ``_SYNC`` bytes),
-and kept when the run is ``MIN_RUN`` bytes or more: a prefix long enough to be unambiguous, a value cut
-by an attribute limit, a stream delta, or the whole secret.
+The windows of ``WINDOW`` bytes at every ``STEP``-th position of a secret's forms are indexed (dicts,
+bounded by ``budget`` windows: the oldest half is dropped whole). A text is checked by cutting its
+skeleton into windows at the first ``STEP`` positions of every ``WINDOW`` bytes (C-level ``struct``
+unpacking and ``isdisjoint``: the fast pre-filter, a few nanoseconds per byte), which finds every common
+run of at least ``MIN_RUN`` bytes, whatever its offset. Only a text that shares a window is searched
+further: each hit is extended both ways along the form (binary search on slices), over escape letters
+(a resynchronisation on the next ``_SYNC`` bytes), and kept when the run is ``MIN_RUN`` bytes or more:
+a prefix long enough to be unambiguous, a value cut by an attribute limit, a stream delta, or the whole
+secret.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, count
 from typing import Final
 
-__all__ = ["MIN_RUN", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
+__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
 
-WINDOW: Final = 16
-MIN_RUN: Final = 2 * WINDOW - 1
-"""The shortest run of skeleton bytes (letters and digits) found wherever it sits: any run this long
-holds a whole window at a multiple of ``WINDOW``."""
+WINDOW: Final = 12
+STEP: Final = 4
+"""Forms are indexed at every ``STEP``-th position, texts checked at the first ``STEP`` positions of
+every ``WINDOW`` bytes: one of those meets an indexed position of any run long enough."""
+MIN_RUN: Final = 2 * WINDOW + STEP - 2
+"""The shortest run of skeleton bytes (letters and digits) found wherever it sits (26)."""
 _DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
 _BLOCK: Final = 64
 _CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
@@ -59,8 +62,8 @@ def _cut(skel: bytes) -> Iterator[bytes]:
 
 
 def _every(form: bytes) -> Iterator[bytes]:
-    """The windows of ``form`` at every position."""
-    return chain.from_iterable(_cut(form[offset:]) for offset in range(min(WINDOW, len(form) - WINDOW + 1)))
+    """The windows of ``form`` at every ``STEP``-th position."""
+    return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
 
 
 class _Form:
@@ -73,7 +76,7 @@ class _Form:
         self.replacement = replacement
         self.encoded = encoded
         """A base64 form: the text holding it is decoded to be scrubbed."""
-        self.windows = max(0, len(skel) - WINDOW + 1)
+        self.windows = max(0, len(skel) - WINDOW + STEP) // STEP
         self.siblings = siblings
         """The forms of the same secret (this one included): a window they share is extended in each."""
         siblings.append(self)
@@ -126,14 +129,16 @@ class WindowIndex:
             self._young, self._old = _Generation(), _Generation()
 
     def hit(self, skel: bytes) -> bool:
-        """Whether ``skel`` shares a window (at a multiple of ``WINDOW``) with a form: the pre-filter."""
+        """Whether ``skel`` shares a window with a form (those at the first ``STEP`` positions of every
+        ``WINDOW`` bytes): the pre-filter."""
         if len(skel) < WINDOW:
             return False
         young, old = self._young.windows, self._old.windows
+        windows = chain.from_iterable(_cut(skel[shift:]) for shift in range(STEP))
         if not old:
-            return not young.keys().isdisjoint(_cut(skel))
-        windows = list(_cut(skel))
-        return not young.keys().isdisjoint(windows) or not old.keys().isdisjoint(windows)
+            return not young.keys().isdisjoint(windows)
+        cut = list(windows)
+        return not young.keys().isdisjoint(cut) or not old.keys().isdisjoint(cut)
 
     def _form(self, window: bytes) -> _Form | None:
         for generation in (self._young, self._old):
@@ -148,32 +153,39 @@ class WindowIndex:
         """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
         overlapping."""
         found: list[tuple[int, int, str, bool]] = []
-        reverse: bytes | None = None
-        position, size = 0, len(skel)
-        while position + WINDOW <= size:
-            window = skel[position : position + WINDOW]
-            form = self._form(window)
-            if form is None:
-                position += WINDOW
+        reverse = skel[::-1]
+        block, size = 0, len(skel)
+        while block + WINDOW <= size:
+            run = None
+            for position in range(block, min(block + STEP, size - WINDOW + 1)):
+                run = self._run(skel, reverse, position, found[-1][1] if found else 0)
+                if run is not None:
+                    break
+            if run is None:
+                block += WINDOW
                 continue
-            if reverse is None:
-                reverse = skel[::-1]
-            start, end, best = position, position, form
-            for sibling in form.siblings:
-                offset = sibling.skel.find(window)
-                if offset < 0:
-                    continue
-                after, _ = _extend(skel, position, sibling.skel, offset)
-                back, _ = _extend(reverse, size - position, sibling.skel[::-1], len(sibling.skel) - offset)
-                if after - (size - back) > end - start:
-                    start, end, best = size - back, after, sibling
-            start = max(start, found[-1][1] if found else 0)
-            if end - start >= MIN_RUN:
-                found.append((start, end, best.replacement, best.encoded))
-                position = -(-end // WINDOW) * WINDOW
-            else:
-                position += WINDOW
+            found.append(run)
+            block = -(-run[1] // WINDOW) * WINDOW
         return found
+
+    def _run(self, skel: bytes, reverse: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
+        """The run of a form through ``skel[position:]`` (not before ``floor``), if one is long enough."""
+        window = skel[position : position + WINDOW]
+        form = self._form(window)
+        if form is None:
+            return None
+        size = len(skel)
+        start, end, best = position, position, form
+        for sibling in form.siblings:
+            offset = sibling.skel.find(window)
+            if offset < 0:
+                continue
+            after, _ = _extend(skel, position, sibling.skel, offset)
+            back, _ = _extend(reverse, size - position, sibling.skel[::-1], len(sibling.skel) - offset)
+            if after - (size - back) > end - start:
+                start, end, best = size - back, after, sibling
+        start = max(start, floor)
+        return (start, end, best.replacement, best.encoded) if end - start >= MIN_RUN else None
 
 
 def _common(a: bytes, i: int, b: bytes, j: int) -> int:
