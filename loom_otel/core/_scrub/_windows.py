@@ -61,6 +61,16 @@ def _cut(skel: bytes) -> Iterator[bytes]:
     )
 
 
+def _windows_of(skel: bytes) -> Iterator[bytes]:
+    """The windows of a text checked: at the first ``STEP`` positions of every ``WINDOW`` bytes."""
+    return chain.from_iterable(_cut(skel[shift:]) for shift in range(STEP))
+
+
+def _positions(size: int) -> Iterator[int]:
+    """Where the windows ``_windows_of`` a skeleton of ``size`` bytes start, in the same order."""
+    return chain.from_iterable(range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(STEP))
+
+
 def _every(form: bytes) -> Iterator[bytes]:
     """The windows of ``form`` at every ``STEP``-th position."""
     return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
@@ -134,7 +144,7 @@ class WindowIndex:
         if len(skel) < WINDOW:
             return False
         young, old = self._young.windows, self._old.windows
-        windows = chain.from_iterable(_cut(skel[shift:]) for shift in range(STEP))
+        windows = _windows_of(skel)
         if not old:
             return not young.keys().isdisjoint(windows)
         cut = list(windows)
@@ -151,21 +161,20 @@ class WindowIndex:
 
     def runs(self, skel: bytes) -> list[tuple[int, int, str, bool]]:
         """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
-        overlapping."""
+        overlapping. Only where a window is shared (a set intersection) is a run looked for."""
+        where = dict(zip(_windows_of(skel), _positions(len(skel)), strict=True))  # the last place of each
+        shared = self._young.windows.keys() & where.keys()
+        shared |= self._old.windows.keys() & where.keys()
+        positions = sorted(where[window] for window in shared)
         found: list[tuple[int, int, str, bool]] = []
         reverse = skel[::-1]
-        block, size = 0, len(skel)
-        while block + WINDOW <= size:
-            run = None
-            for position in range(block, min(block + STEP, size - WINDOW + 1)):
-                run = self._run(skel, reverse, position, found[-1][1] if found else 0)
-                if run is not None:
-                    break
-            if run is None:
-                block += WINDOW
+        for position in positions:
+            floor = found[-1][1] if found else 0
+            if position < floor:
                 continue
-            found.append(run)
-            block = -(-run[1] // WINDOW) * WINDOW
+            run = self._run(skel, reverse, position, floor)
+            if run is not None:
+                found.append(run)
         return found
 
     def _run(self, skel: bytes, reverse: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
