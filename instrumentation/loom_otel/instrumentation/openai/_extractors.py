@@ -20,6 +20,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._content import (
     attach_request,
     content_mode,
+    content_part,
     reasoning_input_part,
     text_part,
     tool_call_part,
@@ -155,16 +156,13 @@ def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _texts(content: Any) -> list[dict[str, Any]]:
-    """A message content: a string, or parts of which the text ones are kept (others by their kind)."""
+    """A message content: a string, or parts of which the text ones are kept, the reasoning ones by
+    reference (others by their kind)."""
     if content is None:
         return []
     if isinstance(content, str):
         return [text_part(content)]
-    found = []
-    for part in content:
-        text = field(part, "text")
-        found.append(text_part(text) if isinstance(text, str) else {"type": str(field(part, "type") or "unknown")})
-    return found
+    return [content_part(part) for part in content]
 
 
 def _chat_message(message: Any, *, answer: bool = False) -> dict[str, Any]:
