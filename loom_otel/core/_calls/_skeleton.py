@@ -72,12 +72,14 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
 
 
 def failed(call: ModelCall, exc: BaseException) -> None:
-    """The SDK raised: the call ends with the error type; in redact mode, the texts loom-otel put back into
+    """The SDK raised: the call ends with the error type; in redact mode (and with
+    ``LOOM_OTEL_REQUEST_READABLE``, whose texts the application never held either), the texts loom-otel put back into
     the request are taken out of the exception (its message, body, request and response) before the
     application gets it, unchanged otherwise."""
     call.fail(exc)
     outgoing = call.outgoing
-    if outgoing is not None and call.handler.runtime.transcript == "redact":
+    runtime = call.handler.runtime
+    if outgoing is not None and (runtime.transcript == "redact" or runtime.request_readable != "off"):
         withhold_from_exception(exc, outgoing.put_back())
 
 
