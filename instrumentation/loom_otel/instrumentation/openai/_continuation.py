@@ -34,6 +34,7 @@ from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._continuation._rule import UNRESOLVABLE, record_digest
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._shapes import field as _get
+from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 
@@ -191,7 +192,7 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "texts")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "readable", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -203,6 +204,15 @@ class Outgoing:
         """Positions whose reasoning could not be put back (redact mode)."""
         self.texts: list[str] = []
         """The readable texts put back (redact mode)."""
+        self.readable = False
+        """loom-otel asked for the summary the application did not (``LOOM_OTEL_REQUEST_READABLE``): the
+        application gets the reasoning items without it."""
+
+    @property
+    def blanks(self) -> bool:
+        """Whether readable reasoning is kept from the application (redact mode, or a summary only
+        loom-otel asked for)."""
+        return self.adapter.redact or self.readable
 
     def put_back(self) -> list[str]:
         return self.texts
@@ -269,7 +279,10 @@ class Outgoing:
             )
 
     def scrub(self, response: Any) -> None:
-        """``transcript="redact"``: the application never holds readable reasoning."""
+        """``transcript="redact"``: the application never holds readable reasoning; a summary only
+        loom-otel asked for is taken out whole (the bare response has none)."""
+        if self.readable:
+            withhold_summaries(response, self._app_summary())
         if not self.adapter.redact:
             return
         if self.chat:
@@ -281,6 +294,10 @@ class Outgoing:
 
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
         return _RedactingLayer(self, inner)
+
+    def _app_summary(self) -> object:
+        reasoning = self.original.get("reasoning")
+        return reasoning.get("summary") if isinstance(reasoning, Mapping) else None
 
 
 def _item_snapshot(item: Any) -> tuple[bytes | None, list[str]]:
@@ -314,7 +331,7 @@ class _RedactingLayer(AccumulatorLayer):
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
-        if keeps and self._outgoing.adapter.redact:
+        if keeps and self._outgoing.blanks:
             # The inner accumulator keeps the event's response or item, which is blanked below.
             deltas = self._inner.feed(chunk.model_copy(deep=True))
         else:
@@ -349,6 +366,8 @@ class _RedactingLayer(AccumulatorLayer):
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = final
             self._outgoing.finish(final)
+        if self._outgoing.readable:
+            self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
         if kind in _DELTA_EVENTS:
@@ -363,6 +382,21 @@ class _RedactingLayer(AccumulatorLayer):
             _blank_item(item)
         for output in getattr(final, "output", None) or ():
             _blank_item(output)
+
+    def _withhold(self, event: Any, kind: str | None, final: Any) -> None:
+        """A summary only loom-otel asked for: its events carry no text (they still arrive, empty: a
+        stream cannot lose events), its items and responses none at all."""
+        if kind in _DELTA_EVENTS:
+            event.delta = ""
+        elif kind in _TEXT_EVENTS:
+            event.text = ""
+        part = getattr(event, "part", None)
+        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
+            part.text = ""
+        item = getattr(event, "item", None)
+        if item is not None:
+            withhold_item(item)
+        withhold_summaries(final, self._outgoing._app_summary())
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         result = self._inner.result()
