@@ -5,6 +5,7 @@ the vendor's signature needs it). Differential: the same script, bare and instru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,37 @@ def test_the_app_sees_the_bare_run_and_the_summary_is_kept(mode, store, journal_
     leaks = find_leaks([CANARY, *signatures], spans=telemetry.spans, directories=[journal_dir], texts=[caplog.text])
     assert leaks == []
     assert find_leaks([CANARY], texts=[repr(received), *(m.model_dump_json() for m in received)]) == []
+
+
+def _events(sim: Simulator, mode: str, kwargs: dict[str, Any]) -> list[Any]:
+    async def go() -> list[Any]:
+        if mode == "async_stream":
+            return [e async for e in await sim.async_anthropic_client().messages.create(stream=True, **kwargs)]
+        async with sim.async_anthropic_client().messages.stream(**kwargs) as stream:
+            return [e async for e in stream]
+
+    if mode.startswith("async"):
+        return asyncio.run(go())
+    if mode == "stream":
+        with sim.anthropic_client().messages.create(stream=True, **kwargs) as stream:
+            return list(stream)
+    with sim.anthropic_client().messages.stream(**kwargs) as helper:
+        return list(helper)
+
+
+@pytest.mark.parametrize("mode", ["stream", "async_stream", "messages.stream", "async_messages.stream"])
+def test_a_stream_hands_on_the_events_of_the_bare_stream(mode, store, journal_dir):
+    kwargs = _kwargs([{"role": "user", "content": "Hi"}])
+    bare = _events(_sim(), mode, kwargs)
+    config = ReasoningConfig(store=store, journal=journal_dir, request_readable="summarized")
+    with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
+        events = _events(_sim(), mode, kwargs)
+    assert [(e.type, getattr(getattr(e, "delta", None), "type", None)) for e in events] == [
+        (e.type, getattr(getattr(e, "delta", None), "type", None)) for e in bare
+    ]
+    assert find_leaks([CANARY], texts=[repr(events)]) == []
+    (event,) = reasoning_events(telemetry.spans)
+    assert event["loom.reasoning.part.size"][0] > 0 and len(store) == 1
 
 
 @pytest.mark.parametrize("mode", ["sync", "stream", "messages.stream", "async_messages.stream"])

@@ -431,6 +431,10 @@ def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[An
     return redacting_feed
 
 
+def _thinking_delta(event: Any) -> bool:
+    return bool(event.type == "content_block_delta" and event.delta.type == "thinking_delta")
+
+
 class _Accumulator(AccumulatorLayer):
     """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
     vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
@@ -444,6 +448,9 @@ class _Accumulator(AccumulatorLayer):
         self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
             _redacting(inner.feed) if outgoing.blanks else inner.feed
         )
+        self.withheld: Callable[[Any], bool] | None = _thinking_delta if outgoing.readable else None
+        """A summary only loom-otel asked for: its thinking deltas are not handed on (an omitted block
+        streams none); capture saw them first."""
         call.after_capture = self._record
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:

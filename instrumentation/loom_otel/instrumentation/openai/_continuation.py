@@ -19,7 +19,7 @@ checks its own ``encrypted_content``, kept exactly as received, and reports what
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
@@ -41,6 +41,7 @@ __all__ = ["OpenAiContinuation", "Outgoing"]
 FIELDS: Final = ("reasoning_content", "reasoning")
 _SEPARATOR: Final = "\n\n"
 _TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
+_SUMMARY_EVENTS: Final = "response.reasoning_summary_"
 _DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 
 
@@ -320,6 +321,23 @@ def _blank_item(item: Any) -> None:
             piece.text = ""
 
 
+def _summary_events() -> Callable[[Any], bool]:
+    """Whether a Responses event belongs to a summary (withheld); the later events'
+    ``sequence_number`` close the gap, as the bare stream numbers them."""
+    withheld = 0
+
+    def summary_event(event: Any) -> bool:
+        nonlocal withheld
+        if str(getattr(event, "type", "")).startswith(_SUMMARY_EVENTS):
+            withheld += 1
+            return True
+        if withheld and isinstance(getattr(event, "sequence_number", None), int):
+            event.sequence_number -= withheld
+        return False
+
+    return summary_event
+
+
 class _RedactingLayer(AccumulatorLayer):
     """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
 
@@ -328,6 +346,9 @@ class _RedactingLayer(AccumulatorLayer):
         super().__init__(inner)
         self._final: Any = None
         self._messages: dict[int, dict[str, Any]] = {}
+        self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
+        """A summary only loom-otel asked for: its events are not handed on (a bare request streams
+        none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
