@@ -296,3 +296,14 @@ def test_the_environment_turns_it_on(store: MemoryReasoningStore, journal_dir: P
         message = MODES["sync"](sim, _kwargs([{"role": "user", "content": "Hi"}]))
     assert sim.requests[0].body["thinking"]["display"] == "summarized"
     assert [b.thinking for b in message.content if b.type == "thinking"] == [""] and len(store) == 1
+
+
+def test_a_raw_response_body_carries_no_summary(store, journal_dir):
+    sim = _sim()
+    config = ReasoningConfig(store=store, journal=journal_dir, request_readable="summarized")
+    with instrumented(AnthropicInstrumentor(), config=config):
+        raw = sim.anthropic_client().messages.with_raw_response.create(**_kwargs([{"role": "user", "content": "Hi"}]))
+        message = raw.parse()
+    assert [b.thinking for b in message.content if b.type == "thinking"] == [""]
+    assert find_leaks([CANARY], texts=[raw.http_response.text, raw.http_response.content.decode()]) == []
+    assert len(store) == 1
