@@ -215,3 +215,44 @@ def test_no_thoughts_warns_once_naming_the_setting(store, journal_dir):
             for _ in range(2):
                 sim.genai_client().models.generate_content(model=MODEL, contents="Umbrella?", config=_config())
     assert len([w for w in caught if "REQUEST_READABLE" in str(w.message)]) == 1
+
+
+def get_weather(city: str) -> str:
+    """Returns the weather forecast for a city."""
+    return f"Rain in {city}."
+
+
+@pytest.mark.parametrize("mode", ["chat", "async_chat"])
+def test_automatic_function_calling_hands_on_the_bare_history(mode, store, journal_dir):
+    def script(sim: Simulator) -> list[Any]:
+        config = types.GenerateContentConfig(
+            thinking_config=types.ThinkingConfig(thinking_budget=1024), tools=[get_weather]
+        )
+        client = sim.genai_client()
+
+        async def go() -> list[Any]:
+            chat = client.aio.chats.create(model=MODEL, config=config)
+            return [
+                await chat.send_message("Umbrella in Lyon?"),
+                await chat.send_message("And Paris?"),
+                chat.get_history(),
+            ]
+
+        if mode == "async_chat":
+            return asyncio.run(go())
+        chat = client.chats.create(model=MODEL, config=config)
+        return [chat.send_message("Umbrella in Lyon?"), chat.send_message("And Paris?"), chat.get_history()]
+
+    bare = script(Simulator(reasoning_text=f"Look up the weather. {CANARY}"))
+    sim = Simulator(reasoning_text=f"Look up the weather. {CANARY}")
+    config = ReasoningConfig(store=store, journal=journal_dir, request_readable="summarized")
+    with instrumented(GoogleGenAiInstrumentor(), config=config) as telemetry:
+        received = script(sim)
+    assert len(sim.requests) == 4  # two turns, each a function call and its answer
+    assert _view(received) == _view(bare)
+    history = received[2]  # the chat keeps the AFC turns: the call and its response, without thoughts
+    assert any(p.function_response for c in history for p in c.parts or ())
+    assert not any(p.thought for c in history for p in c.parts or ())
+    assert find_leaks([CANARY], texts=[repr(received)]) == []
+    events = reasoning_events(telemetry.spans)
+    assert len(events) >= 2 and all(e["loom.reasoning.part.kind"][0] == "summary" for e in events) and len(store) >= 1
