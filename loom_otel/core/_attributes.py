@@ -34,6 +34,16 @@ CALL_TRACE_ID: Final = "loom.call.trace_id"
 CALL_SPAN_ID: Final = "loom.call.span_id"
 CALL_SAMPLED: Final = "loom.call.sampled"
 
+# The request's thinking settings as the application sent them (span, event and record; each only where
+# the request set it), and ``summarized`` where loom-otel asked the vendor for readable reasoning the
+# application did not ask for (``LOOM_OTEL_REQUEST_READABLE``).
+REQUEST_THINKING_TYPE: Final = "loom.request.thinking.type"
+REQUEST_THINKING_BUDGET: Final = "loom.request.thinking.budget"
+REQUEST_THINKING_DISPLAY: Final = "loom.request.thinking.display"
+REQUEST_THINKING_EFFORT: Final = "loom.request.thinking.effort"
+REQUEST_THINKING_INCLUDE_THOUGHTS: Final = "loom.request.thinking.include_thoughts"
+REQUEST_READABLE: Final = "loom.request.readable"
+
 # Chain fields (event only; the record holds them as top-level keys).
 AUDIT_ORIGIN: Final = "loom.audit.origin"
 AUDIT_SEQ: Final = "loom.audit.seq"

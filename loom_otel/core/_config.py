@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 Transcript = Literal["keep", "redact"]
+RequestReadable = Literal["off", "summarized"]
 DigestMode = Literal["sha256", "hmac-sha256"]
 APP_NAME: Final = "loom-otel"
 
@@ -83,6 +84,7 @@ class ReasoningConfig:
     checkpoint_key: str | os.PathLike[str] | None = None
     require_continuation: bool | None = None
     digest: DigestMode | None = None
+    request_readable: RequestReadable | None = None
 
 
 def _pick(*values: Any) -> Any:
@@ -106,6 +108,7 @@ class Runtime:
     on_reasoning: Callable[[Any], None] | None = None
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
+    request_readable: RequestReadable = "off"
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
@@ -174,6 +177,13 @@ class Runtime:
             )
         live = _pick(config.live, env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
         live_text = _pick(config.live_text, env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
+        readable = _request_readable(config.request_readable, environ)
+        if enabled and readable != "off" and (store is None or not capture):
+            raise ReasoningConfigError(
+                f"{env.LOOM_OTEL_REQUEST_READABLE}={readable!r} needs a reasoning store with capture on "
+                f"({env.LOOM_OTEL_REASONING_STORE}): the readable reasoning it asks for is kept there and put "
+                "back from there on later requests"
+            )
         durability = _pick(
             config.journal_durability,
             env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
@@ -220,6 +230,7 @@ class Runtime:
             on_reasoning=config.on_reasoning,
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
+            request_readable=readable,
             _journal=journal,
         )
         if enabled and require and not runtime.keeps_text:
@@ -228,6 +239,22 @@ class Runtime:
                 f"configured ({env.LOOM_OTEL_REASONING_STORE}): reasoning could not be carried forward"
             )
         return runtime
+
+
+_READABLE: Final = ("off", "summarized")
+
+
+def _request_readable(setting: str | None, environ: Mapping[str, str]) -> RequestReadable:
+    """``LOOM_OTEL_REQUEST_READABLE`` (argument, then environment, default ``off``): anything but
+    ``off`` / ``summarized`` is a ``ReasoningConfigError`` naming the setting (a typo must not silently
+    leave reasoning unreadable)."""
+    if setting is None:
+        value = env_choice(env.LOOM_OTEL_REQUEST_READABLE, _READABLE, environ)
+    elif isinstance(setting, str) and setting.strip().lower() in _READABLE:
+        value = setting.strip().lower()
+    else:
+        raise invalid_setting("ReasoningConfig.request_readable", str(setting), ", ".join(_READABLE))
+    return "summarized" if value == "summarized" else "off"
 
 
 def unusable_directory(directory: Path) -> str | None:

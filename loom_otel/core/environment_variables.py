@@ -27,6 +27,15 @@ LOOM_OTEL_REASONING_TRANSCRIPT: Final = "LOOM_OTEL_REASONING_TRANSCRIPT"
 """``keep``: the application receives the vendor response as is. ``redact``: readable reasoning is
 removed before the application sees it and put back from the store on the way out. Default: ``keep``."""
 
+LOOM_OTEL_REQUEST_READABLE: Final = "LOOM_OTEL_REQUEST_READABLE"
+"""``summarized``: where the application asked for thinking without readable output (Anthropic
+``display`` omitted, or unset on a model whose default is omitted; Gemini ``thinking_config`` without
+``include_thoughts``; OpenAI Responses ``reasoning`` without ``summary``), ask the vendor for readable
+reasoning, keep it in the store, and hand the application exactly what the bare call returns; the text
+is put back on later requests where the vendor needs it. Needs a store with capture on. ``off`` or
+unset: requests are sent as the application built them. Any other value is a ``ReasoningConfigError``.
+Default: ``off``."""
+
 LOOM_OTEL_REASONING_LIVE: Final = "LOOM_OTEL_REASONING_LIVE"
 """Deliver streamed reasoning deltas to the configured sink (``true``/``false``). Default: off."""
 

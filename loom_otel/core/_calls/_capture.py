@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -86,11 +86,13 @@ def capture(
     request_model: str,
     response_model: str | None,
     identity: CallIdentity | None = None,
+    request_attributes: Mapping[str, AttributeValue] | None = None,
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
     ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
-    call) it is decided from ``span`` and the current scopes. Raises ``ReasoningCaptureError`` when the
+    call) it is decided from ``span`` and the current scopes. ``request_attributes``: the request's
+    thinking settings (``loom.request.thinking.*``), recorded as they are. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured; then no event claims the parts.
     """
     if not reasonings or not runtime.enabled:
@@ -115,6 +117,8 @@ def capture(
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
+    if request_attributes:
+        attributes.update(request_attributes)
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
         attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
         attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"

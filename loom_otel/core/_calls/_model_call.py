@@ -25,6 +25,7 @@ from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
+from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._calls._peers import foreign_model_span
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
@@ -53,6 +54,8 @@ class RequestInfo:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     hints: Mapping[str, object] = field(default_factory=dict)
     """Vendor-private facts the vendor mapping needs again for the response (never exported)."""
+    thinking: Mapping[str, AttributeValue] = field(default_factory=dict)
+    """The request's thinking settings (``loom.request.thinking.*``): on the span and in the capture."""
 
     @property
     def records_content(self) -> bool:
@@ -67,6 +70,7 @@ class RequestInfo:
             attr.GEN_AI_REQUEST_MODEL: self.model,
             attr.GEN_AI_REQUEST_STREAM: self.stream,
             **self.attributes,
+            **self.thinking,
         }
 
 
@@ -342,9 +346,17 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
                 identity=self.identity,
+                request_attributes=self.request.thinking,
             )
             if response.output_messages is not None and self._genai:
                 shielded("recording message content", self._record_content, reasonings, response, result)
+            shielded(
+                "warning of omitted reasoning",
+                warn_if_only_omitted,
+                self.handler.runtime,
+                self.request.provider,
+                reasonings,
+            )
             if result is not None:
                 trace_id = span.get_span_context().trace_id
                 shielded("remembering captured reasoning for scrubbing", remember, reasonings, result.parts, trace_id)

@@ -120,12 +120,14 @@ def withhold_from_response(response: Any, texts: Iterable[str]) -> None:
             logger.warning("loom-otel: could not withhold reasoning from a raw response (%s)", type(error).__name__)
 
 
-def warn_if_sdk_debug_logs() -> None:
-    """Redact mode: the SDKs log request bodies at DEBUG, which loom-otel cannot reach; say so once."""
+def warn_if_sdk_debug_logs(setting: str) -> None:
+    """Text the application does not hold is put back into requests (``setting``: redact mode, or
+    readable reasoning by request): the SDKs log request bodies at DEBUG, which loom-otel cannot
+    reach; say so once."""
     noisy = [name for name in _SDK_LOGGERS if logging.getLogger(name).isEnabledFor(logging.DEBUG)]
     if noisy:
         warn(
-            f"LOOM_OTEL_REASONING_TRANSCRIPT=redact, but the {', '.join(noisy)} logger(s) log at DEBUG: the SDKs "
+            f"{setting}, but the {', '.join(noisy)} logger(s) log at DEBUG: the SDKs "
             "write request bodies there, readable reasoning put back into a request included",
             once=("sdk-debug-logs", tuple(noisy)),
         )

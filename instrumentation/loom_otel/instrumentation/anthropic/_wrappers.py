@@ -127,11 +127,11 @@ def _weakly(stream: Any) -> Callable[[], Any]:
 
 
 def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any) -> StreamAccumulator:
-    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, redact)."""
+    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, blanked thinking)."""
     adapter = handler.adapter
     assert isinstance(adapter, AnthropicAdapter)
     outgoing = outgoing_of(call)
-    if call.handler.live_sink is not None or (outgoing is not None and outgoing.adapter.redact):
+    if call.handler.live_sink is not None or (outgoing is not None and outgoing.blanks):
         return adapter.accumulator(call)
     return _Snapshot(stream, call)
 

@@ -21,7 +21,7 @@ hop's response are recorded once the call's reasoning is captured.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from loom_otel.core._calls._capture import Capture
@@ -42,6 +42,7 @@ from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
+from loom_otel.instrumentation.google_genai._readable import withhold_thoughts
 
 __all__ = ["GeminiContinuation", "GeminiSession"]
 
@@ -310,9 +311,10 @@ class GeminiSession:
             kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
         return kwargs
 
-    def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
-        """A stream's accumulator: as it is, or (redact mode) blanking each chunk after capture saw it."""
-        return _Scrubbing(self, inner) if self.adapter.redact else inner
+    def tap(self, inner: StreamAccumulator, withhold: Callable[[Any], None] | None) -> StreamAccumulator:
+        """A stream's accumulator: as it is, or under a layer that, after capture saw each chunk, blanks
+        its thought text (redact mode) and gives it to ``withhold`` (the thoughts only loom-otel asked for)."""
+        return inner if withhold is None and not self.adapter.redact else _Scrubbing(self, inner, withhold)
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application gets no readable thought text (the chat history and
@@ -324,21 +326,37 @@ class GeminiSession:
         _blank([c.content for c in getattr(response, "candidates", None) or () if c.content is not None])
         _blank(getattr(response, "automatic_function_calling_history", None) or ())
 
+    def withhold(self, response: Any) -> bool:
+        """Readable by request: the thought parts only loom-otel asked for are taken out of a response
+        or chunk (and the automatic-function-calling history) once its parts were read for the bindings;
+        whether a content was left with no part."""
+        for hop in self.hops:
+            hop.parts()
+        emptied = withhold_thoughts([c.content for c in getattr(response, "candidates", None) or () if c.content])
+        withhold_thoughts(getattr(response, "automatic_function_calling_history", None) or ())
+        return emptied
+
     def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         for hop in self.hops:
             self.adapter.record(hop.plan, hop.parts(), capture, reasonings, self.call())
 
 
 class _Scrubbing(AccumulatorLayer):
-    """Redact mode: blanks each chunk's thought text AFTER capture (and the bindings) saw it."""
+    """Blanks each chunk's thought text (redact mode) and withholds the thoughts only loom-otel asked
+    for, AFTER capture (and the bindings) saw it."""
 
-    def __init__(self, session: GeminiSession, inner: StreamAccumulator) -> None:
+    def __init__(
+        self, session: GeminiSession, inner: StreamAccumulator, withhold: Callable[[Any], None] | None
+    ) -> None:
         self._session = session
+        self._withhold = withhold
         super().__init__(inner)
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
         self._session.scrub(chunk)
+        if self._withhold is not None:
+            self._withhold(chunk)
         return deltas
 
 

@@ -31,6 +31,7 @@ from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
+from loom_otel.instrumentation.google_genai._readable import thinking_settings
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
@@ -76,7 +77,9 @@ def provider_of(instance: Any) -> str:
     return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
 
 
-def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool, readable: bool = False) -> RequestInfo:
+    """What the span says at start; ``readable``: loom-otel asks for the thoughts the application did
+    not ask for (``LOOM_OTEL_REQUEST_READABLE``)."""
     attributes: dict[str, AttributeValue] = {}
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     server_attributes(getattr(options, "base_url", None), attributes)
@@ -106,6 +109,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         stream=stream,
         attributes=attributes,
         hints=hints,
+        thinking=thinking_settings(config, readable=readable),
     )
 
 

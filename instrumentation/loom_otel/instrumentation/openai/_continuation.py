@@ -20,7 +20,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
@@ -46,12 +46,14 @@ from loom_otel.core._continuation._rule import (
 )
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._shapes import field as _get
+from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 
 FIELDS: Final = ("reasoning_content", "reasoning")
 _SEPARATOR: Final = "\n\n"
 _TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
+_SUMMARY_EVENTS: Final = "response.reasoning_summary_"
 _DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 
 
@@ -283,7 +285,7 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "plan", "texts")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "plan", "readable", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -297,6 +299,15 @@ class Outgoing:
         """Chat positions whose reasoning could not be put back (redact mode)."""
         self.texts: list[str] = []
         """The readable texts put back (redact mode)."""
+        self.readable = False
+        """loom-otel asked for the summary the application did not (``LOOM_OTEL_REQUEST_READABLE``): the
+        application gets the reasoning items without it."""
+
+    @property
+    def blanks(self) -> bool:
+        """Whether readable reasoning is kept from the application (redact mode, or a summary only
+        loom-otel asked for)."""
+        return self.adapter.redact or self.readable
 
     def put_back(self) -> list[str]:
         return self.texts
@@ -369,7 +380,10 @@ class Outgoing:
             )
 
     def scrub(self, response: Any) -> None:
-        """``transcript="redact"``: the application never holds readable reasoning."""
+        """``transcript="redact"``: the application never holds readable reasoning; a summary only
+        loom-otel asked for is taken out whole (the bare response has none)."""
+        if self.readable:
+            withhold_summaries(response, self._app_summary())
         if not self.adapter.redact:
             return
         if self.chat:
@@ -381,6 +395,10 @@ class Outgoing:
 
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
         return _RedactingLayer(self, inner)
+
+    def _app_summary(self) -> object:
+        reasoning = self.original.get("reasoning")
+        return reasoning.get("summary") if isinstance(reasoning, Mapping) else None
 
 
 def _drop_fields(obj: Any) -> None:
@@ -398,6 +416,23 @@ def _blank_item(item: Any) -> None:
             piece.text = ""
 
 
+def _summary_events() -> Callable[[Any], bool]:
+    """Whether a Responses event belongs to a summary (withheld); the later events'
+    ``sequence_number`` close the gap, as the bare stream numbers them."""
+    withheld = 0
+
+    def summary_event(event: Any) -> bool:
+        nonlocal withheld
+        if str(getattr(event, "type", "")).startswith(_SUMMARY_EVENTS):
+            withheld += 1
+            return True
+        if withheld and isinstance(getattr(event, "sequence_number", None), int):
+            event.sequence_number -= withheld
+        return False
+
+    return summary_event
+
+
 class _RedactingLayer(AccumulatorLayer):
     """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
 
@@ -406,10 +441,13 @@ class _RedactingLayer(AccumulatorLayer):
         super().__init__(inner)
         self._final: Any = None
         self._messages: dict[int, dict[str, Any]] = {}
+        self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
+        """A summary only loom-otel asked for: its events are not handed on (a bare request streams
+        none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
-        if keeps and self._outgoing.adapter.redact:
+        if keeps and self._outgoing.blanks:
             # The inner accumulator keeps the event's response or item, which is blanked below.
             deltas = self._inner.feed(chunk.model_copy(deep=True))
         else:
@@ -444,6 +482,8 @@ class _RedactingLayer(AccumulatorLayer):
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = final
             self._outgoing.finish(final)
+        if self._outgoing.readable:
+            self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
         if kind in _DELTA_EVENTS:
@@ -458,6 +498,21 @@ class _RedactingLayer(AccumulatorLayer):
             _blank_item(item)
         for output in getattr(final, "output", None) or ():
             _blank_item(output)
+
+    def _withhold(self, event: Any, kind: str | None, final: Any) -> None:
+        """A summary only loom-otel asked for: its events carry no text (they still arrive, empty: a
+        stream cannot lose events), its items and responses none at all."""
+        if kind in _DELTA_EVENTS:
+            event.delta = ""
+        elif kind in _TEXT_EVENTS:
+            event.text = ""
+        part = getattr(event, "part", None)
+        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
+            part.text = ""
+        item = getattr(event, "item", None)
+        if item is not None:
+            withhold_item(item)
+        withhold_summaries(final, self._outgoing._app_summary())
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         result = self._inner.result()
