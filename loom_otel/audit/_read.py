@@ -86,6 +86,8 @@ class AttemptReading:
     seq: int
     time: int
     parts: tuple[PartReading, ...]
+    layout: tuple[str, ...] = ()
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
     @property
     def superseded(self) -> bool:
@@ -209,6 +211,7 @@ def _attempt(resolver: PartResolver, record: CaptureRecord, received: bool) -> A
         record.seq,
         record.time,
         parts,
+        record.layout,
     )
 
 

@@ -66,6 +66,8 @@ class CaptureRecord:
     origin: str
     seq: int
     time: int
+    layout: tuple[str, ...] = ()
+    """``loom.reasoning.layout``: reasoning parts, text blocks and tool calls in vendor order."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -104,6 +106,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             origin=origin,
             seq=seq,
             time=time,
+            layout=_strs(attributes.get(attr.LAYOUT)),
         )
     except (KeyError, TypeError, ValueError):
         return None

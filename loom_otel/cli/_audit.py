@@ -27,6 +27,7 @@ from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import default_journal_dir
+from loom_otel.core._layout import describe, parse_layout
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
@@ -156,6 +157,9 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
                 rows.append(tuple(clean(str(c)) for c in row))
         headers = ("attempt", "#", "kind", "status", "size", "digest", "provider", "model")
         print(render_table(headers, rows), file=out)
+        for attempt in step.attempts:
+            if attempt.layout:
+                print(f"attempt {attempt.attempt}: {clean(describe(attempt.layout))}", file=out)
         if text:
             for attempt in step.attempts:
                 for part in attempt.parts:
@@ -198,6 +202,7 @@ def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
                     "seq": a.seq,
                     "time": a.time,
                     "parts": parts,
+                    "layout": parse_layout(a.layout),
                 }
             )
         steps.append({"step_id": step.step_id, "attempts": attempts})

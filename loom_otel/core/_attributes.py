@@ -27,6 +27,8 @@ PART_REF: Final = "loom.reasoning.part.ref"
 PART_DIGEST: Final = "loom.reasoning.part.digest"
 PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
+LAYOUT: Final = "loom.reasoning.layout"
+"""The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 # Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
 # trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.

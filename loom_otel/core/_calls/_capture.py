@@ -84,11 +84,13 @@ def capture(
     request_model: str,
     response_model: str | None,
     identity: CallIdentity | None = None,
+    layout: Sequence[str] = (),
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
     ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
-    call) it is decided from ``span`` and the current scopes. Raises ``ReasoningCaptureError`` when the
+    call) it is decided from ``span`` and the current scopes. ``layout``: the response's entries in vendor
+    order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured; then no event claims the parts.
     """
     if not reasonings or not runtime.enabled:
@@ -113,6 +115,8 @@ def capture(
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
+    if layout:
+        attributes[attr.LAYOUT] = tuple(layout)
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
         attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
         attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"

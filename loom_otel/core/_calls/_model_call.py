@@ -78,6 +78,8 @@ class ResponseInfo:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     output_messages: Sequence[Mapping[str, Any]] | None = None
     """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
+    layout: tuple[str, ...] = ()
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 
 class ReasoningHandler:
@@ -342,6 +344,7 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
                 identity=self.identity,
+                layout=response.layout,
             )
             if response.output_messages is not None and self._genai:
                 shielded("recording message content", self._record_content, reasonings, response, result)
