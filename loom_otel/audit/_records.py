@@ -19,6 +19,7 @@ __all__ = [
     "CaptureRecord",
     "ReasoningSource",
     "SpanLike",
+    "any_value",
     "iter_captures",
     "parse_collector_line",
     "parse_journal_line",
@@ -137,7 +138,7 @@ def parse_journal_line(line: bytes) -> CaptureRecord | None:
     return _journal_record(record) if isinstance(record, dict) else None
 
 
-def _any_value(value: Mapping[str, Any]) -> object:
+def any_value(value: Mapping[str, Any]) -> object:
     """An OTLP JSON ``AnyValue`` as a Python value (ints arrive as strings)."""
     if "stringValue" in value:
         return value["stringValue"]
@@ -148,7 +149,7 @@ def _any_value(value: Mapping[str, Any]) -> object:
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
-        return [_any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
     return None
 
 
@@ -179,7 +180,7 @@ def parse_collector_line(line: bytes) -> list[CaptureRecord]:
                     if event.get("name") != attr.EVENT_CAPTURED:
                         continue
                     try:
-                        attributes = {a["key"]: _any_value(a.get("value") or {}) for a in event.get("attributes", ())}
+                        attributes = {a["key"]: any_value(a.get("value") or {}) for a in event.get("attributes", ())}
                         time = int(event.get("timeUnixNano") or 0)
                     except (KeyError, TypeError, ValueError, AttributeError):
                         continue

@@ -21,14 +21,13 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
+from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir
 from loom_otel.core._layout import describe, parse_layout
-from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
@@ -125,15 +124,6 @@ def open_store(url: str | None) -> ReasoningStore:
     if url is None:
         raise ReasoningConfigError(f"no reasoning store: pass --store URL or set {env.LOOM_OTEL_REASONING_STORE}")
     return store_from_uri(url, fsync=False)
-
-
-def journal_of(setting: str | None, store: ReasoningStore | None) -> Path:
-    setting = setting or os.environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None
-    if setting is not None:
-        return Path(setting).expanduser()
-    if isinstance(store, FileReasoningStore):
-        return store.root / "journal"
-    return default_journal_dir()
 
 
 def _model(attempt: AttemptReading) -> str:
