@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,6 +16,7 @@ from loom_otel.core._calls._identity import CallIdentity, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._journal._attempts import highest_in
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
@@ -99,7 +101,10 @@ def capture(
     if identity is None:
         identity = decide(context, current_execution(), None, current_step())
     parts = tuple([_part(runtime, identity, r) for r in reasonings])
-    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
+    recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
+    attempt = next_attempt(
+        identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step, recorded=recorded
+    )
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,
