@@ -150,6 +150,9 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
         for attempt in step.attempts:
             if attempt.layout:
                 print(f"attempt {attempt.attempt}: {clean(describe(attempt.layout))}", file=out)
+        erasures = (p.erasure for a in step.attempts for p in a.parts if p.erasure is not None)
+        for tombstone in dict.fromkeys(erasures):
+            print(f"erased {_when(tombstone.time)} by {clean(tombstone.by)}: {clean(tombstone.reason)}", file=out)
         if text:
             for attempt in step.attempts:
                 for part in attempt.parts:
@@ -177,6 +180,13 @@ def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
                     "digest": p.digest,
                     "ref": p.ref,
                 }
+                if p.erasure is not None:
+                    entry["erasure"] = {
+                        "time": p.erasure.time,
+                        "reason": p.erasure.reason,
+                        "by": p.erasure.by,
+                        "scope": p.erasure.scope,
+                    }
                 if text and p.text is not None:
                     entry["text"] = p.text.text
                     entry["untrusted_origin"] = p.text.origin

@@ -4,8 +4,9 @@ a tenant last captured before a time (``--older-than 30d``, ``--before DATE``).
 Each erasure appends a chained tombstone (scope, who, reason, time) to the journal, then deletes the
 blobs (and digest key); the capture records stay, so the chain still verifies and reads report
 ``erased`` with the tombstone's time and reason. Erasing an execution again is harmless. Exit codes: 0
-done, 1 the store or the journal failed, 2 a usage or configuration error, 3 the execution was captured
-only under other tenants (named; pass ``--tenant``).
+done, 1 the store or the journal failed, 2 a usage or configuration error (among them: no journal where
+the captures went, so no tombstone could prove the erasure), 3 the execution was captured only under
+other tenants (named; pass ``--tenant``).
 """
 
 from __future__ import annotations
@@ -116,9 +117,7 @@ def _payload(result: ErasureResult) -> dict[str, object]:
 
 def _other_tenants(journal: Path, execution_id: str, tenant: str | None) -> list[str] | None:
     """The tenants ``execution_id`` was captured under when none of its records is ``tenant``'s (``None``
-    when it was captured under ``tenant``, or nowhere, or there is no journal to tell)."""
-    if not journal.exists():
-        return None
+    when it was captured under ``tenant``, or nowhere)."""
     tenants = {r.tenant for r in iter_captures(journal) if r.execution_id == execution_id}
     if not tenants or tenant in tenants:
         return None
@@ -128,8 +127,6 @@ def _other_tenants(journal: Path, execution_id: str, tenant: str | None) -> list
 def _select(args: argparse.Namespace, journal: Path) -> tuple[list[Expired], int, str]:
     cutoff: _Cutoff = args.older_than if args.older_than is not None else args.before
     scope = f"older-than {cutoff.text}" if args.older_than is not None else f"before {cutoff.text}"
-    if not journal.exists():
-        return [], 0, scope
     expired, covered = expired_executions(journal, lambda tenant: cutoff.ns if tenant == args.tenant else None)
     return expired, covered, scope
 
@@ -143,6 +140,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"loom-otel erase: {exc}", file=err)
         return EXIT_USAGE
     journal = journal_of(args.journal, store)
+    if not journal.is_dir():  # a tombstone anywhere else would be no proof: reads of the records say missing
+        print(
+            f"loom-otel erase: no journal at {str(journal)!r}: pass --journal DIR, the journal the captures "
+            f"went to (or set {env.LOOM_OTEL_AUDIT_JOURNAL}); its tombstones prove the erasure; nothing erased",
+            file=err,
+        )
+        return EXIT_USAGE
     by = f"{operator()} (loom-otel erase)"
     try:
         if args.execution is not None:

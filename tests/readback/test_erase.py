@@ -83,6 +83,12 @@ def test_cli_erase(tmp_path: Path) -> None:
     code, out, err = erase("--tenant", "globex")  # captured only under acme: named again
     assert code == 3 and "acme" in err
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-c", tenant="acme").parts[0].status == "erased"
+    # no journal where the captures went: a tombstone elsewhere would prove nothing, so nothing is erased
+    url = f"file://{tmp_path / 'store'}"
+    args = build_parser().parse_args(["erase", "--execution", "run-c", "--tenant", "acme", "--store", url])
+    err = io.StringIO()
+    assert args.func(args, out=io.StringIO(), err=err) == 2 and "pass --journal" in err.getvalue()
+    assert not (tmp_path / "store" / "journal").exists()
     args = build_parser().parse_args(["erase", "--execution", "x"])
     err = io.StringIO()
     assert args.func(args, out=io.StringIO(), err=err) == 2 and "--store" in err.getvalue()

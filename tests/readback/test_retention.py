@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from pathlib import Path
 
@@ -121,6 +122,13 @@ def test_erase_a_tenants_older_executions(recorder: Recorder, store: FileReasoni
     assert part.erasure is not None
     assert (part.erasure.scope, part.erasure.reason) == ("older-than 30d", "request")
     assert "loom-otel erase" in part.erasure.by
+    code, out, _ = _cli(tmp_path, recorder, "audit", "show", "--execution", "run-1", "--tenant", "acme")
+    assert (
+        code == 0 and "erased" in out and re.search(r"erased \d{4}-\d\d-\d\d .* by .*loom-otel erase.*: request", out)
+    )
+    code, out, _ = _cli(tmp_path, recorder, "audit", "show", "--execution", "run-1", "--tenant", "acme", "--json")
+    (shown,) = json.loads(out)["steps"][0]["attempts"][0]["parts"]
+    assert shown["status"] == "erased" and shown["erasure"]["scope"] == "older-than 30d"
 
     code, out, _ = _cli(tmp_path, recorder, "erase", "--tenant", "acme", "--older-than", "30d")
     assert code == 0 and "erased 0 execution(s)" in out and "2 older execution(s) were already erased" in out
