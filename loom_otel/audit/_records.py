@@ -19,6 +19,7 @@ __all__ = [
     "CaptureRecord",
     "ReasoningSource",
     "SpanLike",
+    "any_value",
     "iter_captures",
     "parse_collector_line",
     "parse_journal_line",
@@ -66,6 +67,8 @@ class CaptureRecord:
     origin: str
     seq: int
     time: int
+    layout: tuple[str, ...] = ()
+    """``loom.reasoning.layout``: reasoning parts, text blocks and tool calls in vendor order."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -104,6 +107,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             origin=origin,
             seq=seq,
             time=time,
+            layout=_strs(attributes.get(attr.LAYOUT)),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -134,7 +138,7 @@ def parse_journal_line(line: bytes) -> CaptureRecord | None:
     return _journal_record(record) if isinstance(record, dict) else None
 
 
-def _any_value(value: Mapping[str, Any]) -> object:
+def any_value(value: Mapping[str, Any]) -> object:
     """An OTLP JSON ``AnyValue`` as a Python value (ints arrive as strings)."""
     if "stringValue" in value:
         return value["stringValue"]
@@ -145,7 +149,7 @@ def _any_value(value: Mapping[str, Any]) -> object:
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
-        return [_any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
     return None
 
 
@@ -176,7 +180,7 @@ def parse_collector_line(line: bytes) -> list[CaptureRecord]:
                     if event.get("name") != attr.EVENT_CAPTURED:
                         continue
                     try:
-                        attributes = {a["key"]: _any_value(a.get("value") or {}) for a in event.get("attributes", ())}
+                        attributes = {a["key"]: any_value(a.get("value") or {}) for a in event.get("attributes", ())}
                         time = int(event.get("timeUnixNano") or 0)
                     except (KeyError, TypeError, ValueError, AttributeError):
                         continue

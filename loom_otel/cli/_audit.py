@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
+from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir
-from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._layout import describe, parse_layout
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
@@ -151,15 +151,6 @@ def open_store(url: str | None) -> ReasoningStore:
     return store_from_uri(url, fsync=False)
 
 
-def journal_of(setting: str | None, store: ReasoningStore | None) -> Path:
-    setting = setting or os.environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None
-    if setting is not None:
-        return Path(setting).expanduser()
-    if isinstance(store, FileReasoningStore):
-        return store.root / "journal"
-    return default_journal_dir()
-
-
 def _model(attempt: AttemptReading) -> str:
     if attempt.response_model and attempt.response_model != attempt.request_model:
         return f"{attempt.request_model} -> {attempt.response_model}"
@@ -181,6 +172,12 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
                 rows.append(tuple(clean(str(c)) for c in row))
         headers = ("attempt", "#", "kind", "status", "size", "digest", "provider", "model")
         print(render_table(headers, rows), file=out)
+        for attempt in step.attempts:
+            if attempt.layout:
+                print(f"attempt {attempt.attempt}: {clean(describe(attempt.layout))}", file=out)
+        erasures = (p.erasure for a in step.attempts for p in a.parts if p.erasure is not None)
+        for tombstone in dict.fromkeys(erasures):
+            print(f"erased {_when(tombstone.time)} by {clean(tombstone.by)}: {clean(tombstone.reason)}", file=out)
         if text:
             for attempt in step.attempts:
                 for part in attempt.parts:
@@ -208,6 +205,13 @@ def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
                     "digest": p.digest,
                     "ref": p.ref,
                 }
+                if p.erasure is not None:
+                    entry["erasure"] = {
+                        "time": p.erasure.time,
+                        "reason": p.erasure.reason,
+                        "by": p.erasure.by,
+                        "scope": p.erasure.scope,
+                    }
                 if text and p.text is not None:
                     entry["text"] = p.text.text
                     entry["untrusted_origin"] = p.text.origin
@@ -223,6 +227,7 @@ def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
                     "seq": a.seq,
                     "time": a.time,
                     "parts": parts,
+                    "layout": parse_layout(a.layout),
                 }
             )
         steps.append({"step_id": step.step_id, "attempts": attempts})

@@ -16,6 +16,16 @@ EVENT_CHECKPOINT: Final = "loom.audit.checkpoint"
 # Journal record types.
 RECORD_CAPTURE: Final = "capture"
 RECORD_CHECKPOINT: Final = "checkpoint"
+RECORD_ERASURE: Final = "erasure"
+"""A tombstone: one execution's reasoning was erased (DESIGN "Reading and erasure")."""
+
+# Tombstone fields (with ``loom.execution.id`` and ``loom.tenant``; the record's ``time`` is the erasure's).
+ERASURE_SCOPE: Final = "loom.erasure.scope"
+"""What was selected: ``execution``, ``older-than 30d``, ``before 2026-01-01T00:00:00Z``, ``retention 30d``."""
+ERASURE_BY: Final = "loom.erasure.by"
+"""Who asked (the operating-system user and the command), or which policy."""
+ERASURE_REASON: Final = "loom.erasure.reason"
+"""``request`` (a person asked) or ``retention`` (a policy expired it), or the caller's word."""
 
 # Capture fields (event and record).
 EXECUTION_ID: Final = "loom.execution.id"
@@ -27,6 +37,8 @@ PART_REF: Final = "loom.reasoning.part.ref"
 PART_DIGEST: Final = "loom.reasoning.part.digest"
 PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
+LAYOUT: Final = "loom.reasoning.layout"
+"""The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 # Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
 # trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.

@@ -25,6 +25,7 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
+from loom_otel.core._retention import parse_retention
 from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
@@ -195,6 +196,7 @@ class Runtime:
                 f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
                 f"{type(store).__name__} does not"
             )
+        parse_retention(environ.get(env.LOOM_OTEL_RETENTION) or "none")  # used by retain and serve: checked here
         journal_setting = _pick(config.journal, env_path(env.LOOM_OTEL_AUDIT_JOURNAL, environ))
         journal: Journal | None = None
         if isinstance(journal_setting, Journal):

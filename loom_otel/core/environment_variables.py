@@ -88,3 +88,8 @@ LOOM_OTEL_CHAIN_INNER: Final = "LOOM_OTEL_CHAIN_INNER"
 LOOM_OTEL_DIGEST: Final = "LOOM_OTEL_DIGEST"
 """Digest of readable text in events and records: ``sha256`` (plain) or ``hmac-sha256`` (keyed per
 execution; the key is erased with the execution). Default: ``sha256``."""
+
+LOOM_OTEL_RETENTION: Final = "LOOM_OTEL_RETENTION"
+"""How long reasoning is kept: a duration (``30d``, ``12h``, ``90m``, ``2w``) or ``none`` (kept until
+erased). ``loom-otel retain`` (and ``serve``) erase each execution whose newest capture is older, with a
+chained tombstone naming this policy; a tenant's ``retention`` in the policy file wins. Default: none."""

@@ -44,6 +44,7 @@ def test_statuses() -> None:
         "ok",
         "redacted",
         "erased",
+        "missing",
         "digest-mismatch",
         "empty",
         "not-kept",

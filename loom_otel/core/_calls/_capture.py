@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -16,6 +17,7 @@ from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
 from loom_otel.core._io_error import failure_detail, store_location
+from loom_otel.core._journal._attempts import highest_in
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
@@ -87,12 +89,14 @@ def capture(
     response_model: str | None,
     identity: CallIdentity | None = None,
     request_attributes: Mapping[str, AttributeValue] | None = None,
+    layout: Sequence[str] = (),
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
     ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
     call) it is decided from ``span`` and the current scopes. ``request_attributes``: the request's
-    thinking settings (``loom.request.thinking.*``), recorded as they are. Raises ``ReasoningCaptureError`` when the
+    thinking settings (``loom.request.thinking.*``), recorded as they are. ``layout``: the response's entries in vendor
+    order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured; then no event claims the parts.
     """
     if not reasonings or not runtime.enabled:
@@ -101,7 +105,10 @@ def capture(
     if identity is None:
         identity = decide(context, current_execution(), None, current_step())
     parts = tuple([_part(runtime, identity, r) for r in reasonings])
-    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
+    recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
+    attempt = next_attempt(
+        identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step, recorded=recorded
+    )
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,
@@ -119,6 +126,8 @@ def capture(
         attributes[attr.TENANT] = identity.tenant
     if request_attributes:
         attributes.update(request_attributes)
+    if layout:
+        attributes[attr.LAYOUT] = tuple(layout)
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
         attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
         attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"

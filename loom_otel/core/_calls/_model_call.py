@@ -82,6 +82,8 @@ class ResponseInfo:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     output_messages: Sequence[Mapping[str, Any]] | None = None
     """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
+    layout: tuple[str, ...] = ()
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 
 class ReasoningHandler:
@@ -347,6 +349,7 @@ class ModelCall:
                 response_model=response.model,
                 identity=self.identity,
                 request_attributes=self.request.thinking,
+                layout=response.layout,
             )
             if response.output_messages is not None and self._genai:
                 shielded("recording message content", self._record_content, reasonings, response, result)

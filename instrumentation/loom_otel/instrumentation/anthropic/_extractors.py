@@ -17,6 +17,7 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
 from loom_otel.instrumentation.anthropic._readable import summarises, thinking_settings
@@ -190,6 +191,25 @@ def _output_messages(message: Any, reasons: Sequence[str]) -> list[dict[str, Any
     return _answer([_part(b) for b in blocks if getattr(b, "type", None) not in _REASONING_BLOCKS], reasons)
 
 
+def _is_tool_call(block_type: object) -> bool:
+    """``tool_use``, ``server_tool_use``, ``mcp_tool_use``: the blocks that call a tool."""
+    return isinstance(block_type, str) and block_type.endswith("tool_use")
+
+
+def _layout(blocks: Any) -> tuple[str, ...]:
+    """The message's thinking, text and tool-use blocks in order (``core._layout``)."""
+    layout = LayoutBuilder()
+    for block in blocks or ():
+        block_type = getattr(block, "type", None)
+        if block_type in _REASONING_BLOCKS:
+            layout.reasoning()
+        elif block_type == "text":
+            layout.text()
+        elif _is_tool_call(block_type):
+            layout.tool_call(getattr(block, "id", None), getattr(block, "name", None), getattr(block, "input", None))
+    return layout.entries()
+
+
 def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasoning | None:
     block_type = getattr(block, "type", None)
     if block_type == "thinking":
@@ -250,7 +270,12 @@ def response_info(message: Any, request: RequestInfo) -> ResponseInfo:
     _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
     content = _output_messages(message, reasons) if request.records_content else None
-    return ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
+    return ResponseInfo(
+        model=str(model) if model else None,
+        attributes=attributes,
+        output_messages=content,
+        layout=_layout(getattr(message, "content", None)),
+    )
 
 
 class _Block:
@@ -358,8 +383,27 @@ class MessageStreamAccumulator:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
         content = self._output_messages(reasons) if self._request.records_content else None
-        info = ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
+        info = ResponseInfo(
+            model=str(model) if model else None,
+            attributes=attributes,
+            output_messages=content,
+            layout=self._layout(),
+        )
         return reasonings, info
+
+    def _layout(self) -> tuple[str, ...]:
+        """As ``_layout`` reads a complete message: a tool call's arguments are its joined JSON deltas."""
+        layout = LayoutBuilder()
+        for _, block in sorted(self.blocks.items()):
+            block_type = getattr(block.start, "type", None)
+            if block_type in _REASONING_BLOCKS:
+                layout.reasoning()
+            elif block_type == "text":
+                layout.text()
+            elif _is_tool_call(block_type):
+                arguments = "".join(block.json) or getattr(block.start, "input", None)
+                layout.tool_call(getattr(block.start, "id", None), getattr(block.start, "name", None), arguments)
+        return layout.entries()
 
     def _output_messages(self, reasons: Sequence[str]) -> list[dict[str, Any]]:
         parts = []
