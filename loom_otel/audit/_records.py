@@ -66,6 +66,8 @@ class CaptureRecord:
     origin: str
     seq: int
     time: int
+    principal: str | None = None
+    owner: str | None = None
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -87,6 +89,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
         sizes = tuple(int(v) for v in attributes.get(attr.PART_SIZE) or (0,) * n)
         omitted = tuple(v is True or v == "true" for v in attributes.get(attr.PART_OMITTED) or (False,) * n)
         tenant = attributes.get(attr.TENANT)
+        principal, owner = attributes.get(attr.PRINCIPAL), attributes.get(attr.OWNER)
         request_model = str(attributes.get(attr.GEN_AI_REQUEST_MODEL) or "")
         record = CaptureRecord(
             execution_id=str(attributes[attr.EXECUTION_ID]),
@@ -104,6 +107,8 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             origin=origin,
             seq=seq,
             time=time,
+            principal=str(principal) if principal else None,
+            owner=str(owner) if owner else None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -76,3 +76,18 @@ LOOM_OTEL_CHAIN_INNER: Final = "LOOM_OTEL_CHAIN_INNER"
 LOOM_OTEL_DIGEST: Final = "LOOM_OTEL_DIGEST"
 """Digest of readable text in events and records: ``sha256`` (plain) or ``hmac-sha256`` (keyed per
 execution; the key is erased with the execution). Default: ``sha256``."""
+
+# -- who may read, and where (DESIGN "Who may read (live view and viewer)") --------------------------
+
+LOOM_OTEL_PRINCIPAL_BAGGAGE: Final = "LOOM_OTEL_PRINCIPAL_BAGGAGE"
+"""The OpenTelemetry baggage key naming the principal of a call that has no
+``execution(principal=...)`` (recorded as ``loom.principal``). Default: ``user.id``."""
+
+LOOM_OTEL_POLICY: Final = "LOOM_OTEL_POLICY"
+"""The reading policy file (TOML): ``[global] auditors = [...]`` and per tenant
+``[tenants.<name>] auditors = [...]``, ``retention = "30d"``. Read by the live view and
+``loom-otel serve``. Default: none (a part is read by its principal and owner only)."""
+
+LOOM_OTEL_VIEWER_URL: Final = "LOOM_OTEL_VIEWER_URL"
+"""Base URL of ``loom-otel serve`` (``https://viewer.example``): each capture event and its model-call span
+then carry ``loom.reasoning.url``, the viewer's page of the call. Default: none."""
