@@ -68,6 +68,8 @@ class CaptureRecord:
     time: int
     principal: str | None = None
     owner: str | None = None
+    trace_id: str | None = None
+    """The model-call span's trace (``loom.call.trace_id``), where the record says."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -109,6 +111,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             time=time,
             principal=str(principal) if principal else None,
             owner=str(owner) if owner else None,
+            trace_id=str(attributes.get(attr.CALL_TRACE_ID) or "") or None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Final, TextIO
 
+from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
@@ -168,42 +169,6 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
     print("\n" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), file=out)
 
 
-def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
-    steps = []
-    for step in reading.steps:
-        attempts = []
-        for a in step.attempts:
-            parts = []
-            for p in a.parts:
-                entry: dict[str, object] = {
-                    "index": p.index,
-                    "kind": p.kind.value,
-                    "status": p.status.value,
-                    "size": p.size,
-                    "digest": p.digest,
-                    "ref": p.ref,
-                }
-                if text and p.text is not None:
-                    entry["text"] = p.text.text
-                    entry["untrusted_origin"] = p.text.origin
-                parts.append(entry)
-            attempts.append(
-                {
-                    "attempt": a.attempt,
-                    "received": a.received,
-                    "provider": a.provider,
-                    "request_model": a.request_model,
-                    "response_model": a.response_model,
-                    "origin": a.origin,
-                    "seq": a.seq,
-                    "time": a.time,
-                    "parts": parts,
-                }
-            )
-        steps.append({"step_id": step.step_id, "attempts": attempts})
-    return {"execution_id": reading.execution_id, "tenant": reading.tenant, "steps": steps}
-
-
 def _tenants_with(source: Path, execution_id: str) -> list[str]:
     found = {r.tenant for r in iter_captures(source) if r.execution_id == execution_id}
     return sorted("(none)" if t is None else t for t in found)
@@ -230,7 +195,7 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             print(f"  records exist under tenant(s): {clean(', '.join(tenants))} (pass --tenant)", file=err)
         return EXIT_NOT_FOUND
     if args.json:
-        json.dump(_json(reading, text=args.text), out, indent=2)
+        json.dump(reading_document(reading, text=args.text), out, indent=2)
         print(file=out)
     else:
         _table(reading, text=args.text, out=out)
