@@ -33,7 +33,7 @@ from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
-__all__ = ["parse_since", "register", "run_list", "run_show"]
+__all__ = ["parse_since", "register", "run_list", "run_reads", "run_show"]
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
@@ -92,6 +92,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("--journal", default=None, help=_JOURNAL_HELP)
     show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     show.set_defaults(func=run_show)
+    reads = commands.add_parser(
+        "reads",
+        help="list who read which reasoning through loom-otel serve",
+        description="One row per read record (loom.reasoning.read) of the viewer's journal: time (UTC), reader, "
+        "tenant, execution, ref, digest prefix, outcome (a part's status, or not-found). `loom-otel verify` "
+        "checks their chain. Exit 0 listed, 2 usage error, 3 nothing found.",
+    )
+    reads.add_argument("--journal", default=None, help="the viewer's reads journal (default: as for show)")
+    reads.add_argument("--reader", default=None, help="only this reader's reads")
+    reads.add_argument("--execution", default=None, help="only reads of this execution")
+    reads.add_argument("--tenant", default=None, help="only reads in this tenant")
+    reads.add_argument("--json", action="store_true", help="machine-readable output")
+    reads.set_defaults(func=run_reads)
 
 
 def parse_since(value: str, *, now: float | None = None) -> int:
@@ -275,3 +288,49 @@ def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(f"loom-otel audit list: no capture records in {str(source)!r} match", file=err)
         return EXIT_NOT_FOUND
     return EXIT_OK if all(s.intact for s in summaries) else EXIT_MISMATCH
+
+
+def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from loom_otel.viewer._reads import read_records
+
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    source = journal_of(args.journal, None)
+    if not source.is_dir():
+        print(f"loom-otel audit reads: no journal directory at {str(source)!r}", file=err)
+        return EXIT_USAGE
+    found = [
+        r
+        for r in read_records(source)
+        if (args.reader is None or r.reader == args.reader)
+        and (args.execution is None or r.execution_id == args.execution)
+        and (args.tenant is None or r.tenant == args.tenant)
+    ]
+    found.sort(key=lambda r: (r.time, r.origin, r.seq))
+    if args.json:
+        keys = ("time", "reader", "tenant", "execution_id", "ref", "digest", "outcome", "origin", "seq")
+        json.dump([{k: getattr(r, k) for k in keys} for r in found], out, indent=2)
+        print(file=out)
+    elif found:
+        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome")
+        rows = [
+            tuple(
+                clean(str(c))
+                for c in (
+                    _when(r.time),
+                    r.reader,
+                    r.tenant or "-",
+                    r.execution_id,
+                    r.ref or "-",
+                    r.digest[:12] or "-",
+                    r.outcome,
+                )
+            )
+            for r in found
+        ]
+        print(render_table(headers, rows), file=out)
+        print(f"\n{len(found)} read(s) in {source}", file=out)
+    if not found:
+        print(f"loom-otel audit reads: no read records in {str(source)!r} match", file=err)
+        return EXIT_NOT_FOUND
+    return EXIT_OK

@@ -194,3 +194,31 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path):
         assert CountingStore.gets == 60
         html = _get(running, "/executions/run-many?tenant=acme", headers=bearer("alice")).text
         assert 'rel="next"' in html and CountingStore.gets == 160
+
+
+def test_audit_reads_lists_who_read_what(captured):
+    from loom_otel.cli.__main__ import main
+
+    app = _app(captured)
+    with Server(app) as running:
+        assert _get(running, "/api/executions/run-bob?tenant=acme", headers=bearer("bob")).status_code == 200
+        assert _get(running, "/api/executions/run-bob?tenant=acme", headers=bearer("alice")).status_code == 404
+    app.state.reads.close()
+    reads_dir = str(captured.root / "reads")
+    out = io.StringIO()
+    from contextlib import redirect_stdout
+
+    with redirect_stdout(out):
+        assert main(["audit", "reads", "--journal", reads_dir, "--json"]) == 0
+    listed = json.loads(out.getvalue())
+    assert [(r["reader"], r["execution_id"], r["outcome"]) for r in listed] == [
+        ("bob", "run-bob", "ok"),
+        ("alice", "run-bob", "not-found"),
+    ]
+    table = io.StringIO()
+    with redirect_stdout(table):
+        assert main(["audit", "reads", "--journal", reads_dir, "--reader", "alice"]) == 0
+    assert "not-found" in table.getvalue() and " ok" not in table.getvalue() and "1 read(s)" in table.getvalue()
+    assert main(["audit", "reads", "--journal", reads_dir, "--reader", "nobody"]) == 3
+    with redirect_stdout(io.StringIO()):
+        assert main(["verify", reads_dir]) == 0
