@@ -63,6 +63,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8377, help="port (default: 8377)")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
+    parser.add_argument(
+        "--forward",
+        action="store_true",
+        help="forward the read records like captures, through the chained exporter "
+        f"(to ${env.LOOM_OTEL_CHAIN_INNER}, default OTLP over HTTP)",
+    )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
     parser.set_defaults(func=run)
 
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         trusted_proxy=args.trusted_proxy,
         trace_url=args.trace_url,
         secure_cookie=args.secure_cookie,
+        forward=args.forward,
     )
     try:
         settings.check()

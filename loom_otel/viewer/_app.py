@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs
 
+from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -260,19 +261,22 @@ def create_app(
     trace_url: str | None = None,
     hub: LiveReasoningHub | None = None,
     secure_cookie: bool = False,
+    forward_to: SpanExporter | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
     ``jwt_authenticator``, or ``header_authenticator`` behind a trusted proxy); ``policy`` names the
     auditors (default: principal and owner only); ``trace_url`` is the trace link template
     (``{trace_id}``); every read is recorded in ``reads_journal`` (this process's own origin); ``hub``
-    (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages."""
+    (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages;
+    ``forward_to`` (an OTLP exporter, say) receives the read records through a ``ChainedSpanExporter``
+    on the reads journal, like captures."""
     evidence = Evidence(Path(source).expanduser().absolute())
     if not evidence.source.exists():
         from loom_otel.core.exceptions import ReasoningConfigError
 
         raise ReasoningConfigError(f"no journal directory or collector archive at {str(evidence.source)!r}")
-    reads = ReadLog(reads_journal)
+    reads = ReadLog(reads_journal, forward_to)
     view = _Viewer(
         evidence, store, policy or ReadingPolicy(), authenticator, reads, trace_url, hub is not None, secure_cookie
     )

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from opentelemetry.sdk.trace.export import SpanExporter
+
 from loom_otel.audit._read import PartReading
 from loom_otel.core import _attributes as attr
 from loom_otel.core._journal._writer import AttributeValue, Journal, iter_records, open_journal
@@ -25,15 +27,21 @@ NOT_FOUND: Final = "not-found"
 class ReadLog:
     """The viewer process's read journal (opened on first use: a worker process gets its own origin)."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], forward_to: SpanExporter | None = None) -> None:
         self.directory = Path(directory)
+        self._forward_to = forward_to
         self._journal: Journal | None = None
+        self._chain: SpanExporter | None = None
         self._lock = threading.Lock()
 
     def _open(self) -> Journal:
         with self._lock:
             if self._journal is None:
                 self._journal = open_journal(self.directory, durability="batch")
+                if self._forward_to is not None:  # the chained exporter's sweeper delivers each read record
+                    from loom_otel.exporters.chain import ChainedSpanExporter
+
+                    self._chain = ChainedSpanExporter(self._forward_to, journal=self._journal)
             return self._journal
 
     def parts(self, reader: str, tenant: str | None, execution_id: str, parts: Iterable[PartReading]) -> int:
@@ -61,6 +69,8 @@ class ReadLog:
         if self._journal is not None:
             self._journal.checkpoint()
             self._journal.flush()
+        if self._chain is not None:
+            self._chain.force_flush()
 
 
 def _attributes(  # noqa: PLR0917 - the fields of one record, in DESIGN's order

@@ -36,6 +36,8 @@ class ServeSettings:
     trusted_proxy: bool = False
     trace_url: str | None = None
     secure_cookie: bool = False
+    forward: bool = False
+    """Forward the read records through a chained exporter (inner: ``LOOM_OTEL_CHAIN_INNER``)."""
 
     def authenticator(self) -> Authenticator:
         """Exactly one way to prove a reader: tokens, JWTs, or a declared trusted proxy (warned)."""
@@ -69,6 +71,7 @@ class ServeSettings:
         return json.dumps(asdict(self))
 
     def app(self) -> Starlette:
+        from loom_otel.exporters.chain._inner import inner_from_environment
         from loom_otel.viewer._app import create_app
 
         return create_app(
@@ -79,6 +82,7 @@ class ServeSettings:
             policy=self.reading_policy(),
             trace_url=self.trace_url,
             secure_cookie=self.secure_cookie,
+            forward_to=inner_from_environment() if self.forward else None,
         )
 
 

@@ -222,3 +222,17 @@ def test_audit_reads_lists_who_read_what(captured):
     assert main(["audit", "reads", "--journal", reads_dir, "--reader", "nobody"]) == 3
     with redirect_stdout(io.StringIO()):
         assert main(["verify", reads_dir]) == 0
+
+
+def test_read_records_are_forwarded_by_the_chained_exporter(captured):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    downstream = InMemorySpanExporter()
+    app = _app(captured, forward_to=downstream)
+    with Server(app) as running:
+        assert _get(running, "/api/executions/run-alice?tenant=acme", headers=bearer("alice")).status_code == 200
+    app.state.reads.close()
+    events = [e for s in downstream.get_finished_spans() for e in s.events if e.name == "loom.reasoning.read"]
+    (read,) = [r for r in read_records(captured.root / "reads")]
+    assert [(e.attributes["loom.read.reader"], e.attributes["loom.audit.seq"]) for e in events] == [("alice", read.seq)]
+    assert not find_leaks([CANARY], spans=downstream.get_finished_spans())
