@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,15 +36,28 @@ class Captured:
     tokens: Path
     policy: Path
     trace_id: str
+    spans: tuple[Any, ...] = ()
 
 
-def capture_run(config: ReasoningConfig, text: str, run: str, *, principal: str | None, steps: int = 1) -> str:
+def capture_run(
+    config: ReasoningConfig,
+    text: str,
+    run: str,
+    *,
+    principal: str | None,
+    steps: int = 1,
+    spans: list[Any] | None = None,
+) -> str:
+    """Capture ``steps`` calls of execution ``run`` (tenant acme); the trace id of the first. ``spans``
+    collects the finished spans (to send them to a tracing backend)."""
     sim = Simulator(reasoning_text=text)
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
         with execution(run, tenant="acme", principal=principal, owner=None):
             for n in range(steps):
                 with step(f"s{n}"):
                     MODES["sync"](sim, request())
+    if spans is not None:
+        spans.extend(telemetry.spans)
     span = next(s for s in telemetry.spans if any(e.name == "loom.reasoning.captured" for e in s.events))
     return f"{span.context.trace_id:032x}"
 
@@ -51,14 +65,15 @@ def capture_run(config: ReasoningConfig, text: str, run: str, *, principal: str 
 def capture_evidence(root: Path, *, viewer_url: str | None = None) -> Captured:
     store_dir, journal = root / "store", root / "journal"
     config = ReasoningConfig(store=f"file://{store_dir}", journal=journal, viewer_url=viewer_url)
-    trace_id = capture_run(config, HOSTILE, "run-alice", principal="alice")
-    capture_run(config, BOB_TEXT, "run-bob", principal="bob")
-    capture_run(config, NOBODY_TEXT, "run-nobody", principal=None)
+    spans: list[Any] = []
+    trace_id = capture_run(config, HOSTILE, "run-alice", principal="alice", spans=spans)
+    capture_run(config, BOB_TEXT, "run-bob", principal="bob", spans=spans)
+    capture_run(config, NOBODY_TEXT, "run-nobody", principal=None, spans=spans)
     tokens = root / "tokens.toml"
     tokens.write_text("[tokens]\n" + "".join(f'{p} = "{t}"\n' for p, t in TOKENS.items()))
     policy = root / "policy.toml"
     policy.write_text(POLICY)
-    return Captured(root, f"file://{store_dir}", journal, tokens, policy, trace_id)
+    return Captured(root, f"file://{store_dir}", journal, tokens, policy, trace_id, tuple(spans))
 
 
 @pytest.fixture
