@@ -59,6 +59,8 @@ def _safe_next(value: str | None) -> str:
     """Only a path on this site (never ``//host`` or a scheme): no open redirect through sign-in."""
     if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
         return "/"
+    if any(c.isspace() or not c.isprintable() for c in value):  # a browser drops tabs: "/\t/host" is "//host"
+        return "/"
     return value
 
 
@@ -101,7 +103,9 @@ class _Viewer:
         since_ns = None
         if since:
             try:
-                since_ns = int(dt.datetime.fromisoformat(since).timestamp() * 1e9)
+                when = dt.datetime.fromisoformat(since)
+                when = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)  # UTC unless it says
+                since_ns = int(when.timestamp() * 1e9)
             except ValueError:
                 since_ns = None
         return await asyncio.to_thread(

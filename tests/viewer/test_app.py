@@ -236,3 +236,14 @@ def test_read_records_are_forwarded_by_the_chained_exporter(captured):
     (read,) = [r for r in read_records(captured.root / "reads")]
     assert [(e.attributes["loom.read.reader"], e.attributes["loom.audit.seq"]) for e in events] == [("alice", read.seq)]
     assert not find_leaks([CANARY], spans=downstream.get_finished_spans())
+
+
+@pytest.mark.parametrize("target", ["//evil.example/", "https://evil.example/", "/\t/evil.example", "\\\\evil", ""])
+def test_sign_in_never_redirects_off_site(server, target):
+    response = httpx2.post(f"{server.url}/signin", data={"token": TOKENS["alice"], "next": target}, timeout=30)
+    assert response.status_code == 303 and response.headers["location"] == "/"
+
+
+def test_listing_filters_by_time(server):
+    assert _get(server, "/api/executions?since=2000-01-01T00:00", headers=bearer("ada")).json()
+    assert _get(server, "/api/executions?since=2999-01-01T00:00Z", headers=bearer("ada")).json() == []
