@@ -88,3 +88,19 @@ def test_serve_needs_exactly_one_authenticator_and_warns_for_a_trusted_proxy(tmp
         auth = ServeSettings(**base, trusted_proxy=True).authenticator()
     connection = HTTPConnection({"type": "http", "headers": [(b"x-loom-principal", b"ada")], "query_string": b""})
     assert auth(connection).principal == "ada"
+
+
+def test_jwt_keys_fetched_from_a_jwks_url(keys):
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from tests.live.conftest import Server
+
+    private, _, path = keys
+    body = path.read_text()
+    issuer_keys = Starlette(routes=[Route("/jwks", lambda request: Response(body, media_type="application/json"))])
+    with Server(issuer_keys) as server:
+        auth = jwt_authenticator(f"{server.url}/jwks", issuer=ISSUER, audience=AUDIENCE)
+        assert auth(_connection(_token(private))).principal == "alice"
+        assert auth(_connection(_token(keys[1]))) is None
