@@ -247,3 +247,28 @@ def test_sign_in_never_redirects_off_site(server, target):
 def test_listing_filters_by_time(server):
     assert _get(server, "/api/executions?since=2000-01-01T00:00", headers=bearer("ada")).json()
     assert _get(server, "/api/executions?since=2999-01-01T00:00Z", headers=bearer("ada")).json() == []
+
+
+def test_a_reader_never_gets_another_principals_attempt_of_the_same_step(tmp_path):
+    from loom_otel.core import ReasoningConfig
+    from tests.viewer.conftest import capture_run
+
+    config = ReasoningConfig(store=f"file://{tmp_path / 'store'}", journal=tmp_path / "journal")
+    capture_run(config, "CANARY-viewer-shared-alice-1c", "run-shared", principal="alice")
+    capture_run(config, "CANARY-viewer-shared-bob-2d", "run-shared", principal="bob")
+    (tmp_path / "tokens.toml").write_text(f'[tokens]\nalice = "{TOKENS["alice"]}"\nbob = "{TOKENS["bob"]}"\n')
+    app = create_app(
+        tmp_path / "journal",
+        FileReasoningStore(tmp_path / "store"),
+        authenticator=tokens_file_authenticator(tmp_path / "tokens.toml"),
+        reads_journal=tmp_path / "reads",
+    )
+    with Server(app) as running:
+        for reader, mine, theirs in (("alice", "alice-1c", "bob-2d"), ("bob", "bob-2d", "alice-1c")):
+            response = _get(running, "/api/executions/run-shared?tenant=acme", headers=bearer(reader))
+            (step_doc,) = response.json()["steps"]
+            (attempt,) = step_doc["attempts"]
+            assert step_doc["step_id"] == "s0" and attempt["received"] is True
+            assert mine in attempt["parts"][0]["text"] and theirs not in response.text
+            page = _get(running, "/executions/run-shared?tenant=acme", headers=bearer(reader)).text
+            assert mine in page and theirs not in page
