@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--journal", help="journal directory to serve")
-    where.add_argument("--archive", help="collector file exporter output (OTLP JSON lines) to serve")
+    where.add_argument(
+        "--archive", help="collector file exporter output (OTLP JSON lines) to serve: a path or s3://bucket/key"
+    )
     parser.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
     parser.add_argument("--policy", default=None, help=f"reading policy TOML (default: ${env.LOOM_OTEL_POLICY})")
     auth = parser.add_argument_group("authentication (exactly one)")
@@ -82,7 +84,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if not store:
         print(f"loom-otel serve: name the store (--store or ${env.LOOM_OTEL_REASONING_STORE})", file=err)
         return EXIT_USAGE
-    source = str(Path(args.journal or args.archive).expanduser().absolute())
+    from loom_otel.viewer._archive import is_remote
+
+    given = args.journal or args.archive
+    source = given if is_remote(given) else str(Path(given).expanduser().absolute())
     reads = args.reads_journal or (source if args.journal else str(default_journal_dir()))
     settings = ServeSettings(
         source=source,

@@ -31,6 +31,7 @@ from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
 from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
+from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
 from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, list_readable, read_page
 from loom_otel.viewer._reads import ReadLog
@@ -266,6 +267,7 @@ def create_app(
     hub: LiveReasoningHub | None = None,
     secure_cookie: bool = False,
     forward_to: SpanExporter | None = None,
+    archive_options: dict[str, Any] | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
@@ -274,8 +276,14 @@ def create_app(
     (``{trace_id}``); every read is recorded in ``reads_journal`` (this process's own origin); ``hub``
     (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages;
     ``forward_to`` (an OTLP exporter, say) receives the read records through a ``ChainedSpanExporter``
-    on the reads journal, like captures."""
-    evidence = Evidence(Path(source).expanduser().absolute())
+    on the reads journal, like captures. ``source`` may be an archive's fsspec URL (``s3://bucket/key``;
+    ``archive_options``: the fsspec storage options, default from the environment)."""
+    if isinstance(source, str) and is_remote(source):
+        remote = RemoteArchive(source, **(archive_options or {}))
+        remote.check()
+        evidence = Evidence(remote.sync(), remote)
+    else:
+        evidence = Evidence(Path(source).expanduser().absolute())
     if not evidence.source.exists():
         from loom_otel.core.exceptions import ReasoningConfigError
 

@@ -17,6 +17,7 @@ from loom_otel.audit._read import AttemptReading, PartReading, PartResolver, Rea
 from loom_otel.audit._records import CaptureRecord
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.viewer._archive import RemoteArchive
 
 __all__ = ["ExecutionPage", "ExecutionRow", "Evidence", "list_readable", "read_page"]
 
@@ -39,9 +40,11 @@ class ExecutionRow:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """Where the evidence is: a journal directory or a collector ``file`` exporter archive (the source
-    of the capture index, kept beside it or, where that is not writable, in the temporary directory)."""
+    of the capture index, kept beside it or, where that is not writable, in the temporary directory);
+    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror."""
 
     source: Path
+    remote: RemoteArchive | None = None
 
     @property
     def index_path(self) -> Path:
@@ -52,6 +55,8 @@ class Evidence:
         return Path(tempfile.gettempdir()) / f"loom-otel-index-{name}.sqlite"
 
     def open(self) -> CaptureIndex:
+        if self.remote is not None:
+            self.remote.sync()
         index = CaptureIndex(self.source, self.index_path)
         index.refresh()
         return index

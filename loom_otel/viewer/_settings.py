@@ -15,6 +15,7 @@ from loom_otel.core._policy import ReadingPolicy, load_policy
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.live._auth import Authenticator, header_authenticator, jwt_authenticator, tokens_file_authenticator
+from loom_otel.viewer._archive import RemoteArchive, is_remote
 
 __all__ = ["SETTINGS_VARIABLE", "ServeSettings", "app_from_environment"]
 
@@ -60,7 +61,9 @@ class ServeSettings:
 
     def check(self) -> None:
         """Everything a worker will build, built once now, so a bad setting stops the command early."""
-        if not Path(self.source).exists():
+        if is_remote(self.source):
+            RemoteArchive(self.source).check()
+        elif not Path(self.source).exists():
             raise ReasoningConfigError(f"no journal directory or collector archive at {self.source!r}")
         if self.trace_url is not None and "{trace_id}" not in self.trace_url:
             raise ReasoningConfigError(f"--trace-url {self.trace_url!r} must contain {{trace_id}}")
