@@ -19,6 +19,7 @@ PUBLIC_MODULES = [
     "loom_otel.instrumentation.google_genai",
     "loom_otel.instrumentation.openai",
     "loom_otel.exporters.chain",
+    "loom_otel.viewer",
 ]
 
 CONTRACT = {
@@ -113,6 +114,7 @@ def test_environment_variables_are_registered_and_documented():
         "loom_otel/audit",
         "loom_otel/testing",
         "loom_otel/cli",
+        "loom_otel/viewer",
         "instrumentation/loom_otel/instrumentation/anthropic",
         "instrumentation/loom_otel/instrumentation/google_genai",
         "instrumentation/loom_otel/instrumentation/openai",

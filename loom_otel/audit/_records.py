@@ -69,6 +69,10 @@ class CaptureRecord:
     time: int
     layout: tuple[str, ...] = ()
     """``loom.reasoning.layout``: reasoning parts, text blocks and tool calls in vendor order."""
+    principal: str | None = None
+    owner: str | None = None
+    trace_id: str | None = None
+    """The model-call span's trace (``loom.call.trace_id``), where the record says."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -90,6 +94,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
         sizes = tuple(int(v) for v in attributes.get(attr.PART_SIZE) or (0,) * n)
         omitted = tuple(v is True or v == "true" for v in attributes.get(attr.PART_OMITTED) or (False,) * n)
         tenant = attributes.get(attr.TENANT)
+        principal, owner = attributes.get(attr.PRINCIPAL), attributes.get(attr.OWNER)
         request_model = str(attributes.get(attr.GEN_AI_REQUEST_MODEL) or "")
         record = CaptureRecord(
             execution_id=str(attributes[attr.EXECUTION_ID]),
@@ -108,6 +113,9 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             seq=seq,
             time=time,
             layout=_strs(attributes.get(attr.LAYOUT)),
+            principal=str(principal) if principal else None,
+            owner=str(owner) if owner else None,
+            trace_id=str(attributes.get(attr.CALL_TRACE_ID) or "") or None,
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -19,6 +19,7 @@ COMMANDS: Final = (
     "loom_otel.cli._forward",
     "loom_otel.cli._keygen",
     "loom_otel.cli._retain",
+    "loom_otel.cli._serve",
     "loom_otel.cli._simulate",
     "loom_otel.cli._tail",
     "loom_otel.cli._verify",

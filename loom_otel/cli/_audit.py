@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Final, TextIO
 
+from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
@@ -27,12 +28,12 @@ from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._layout import describe, parse_layout
+from loom_otel.core._layout import describe
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
-__all__ = ["parse_since", "register", "run_list", "run_show"]
+__all__ = ["parse_since", "register", "run_list", "run_reads", "run_show"]
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
@@ -98,6 +99,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"store URL: check each stored part; needed by --text (default: ${env.LOOM_OTEL_REASONING_STORE})",
     )
     show.set_defaults(func=run_show)
+    reads = commands.add_parser(
+        "reads",
+        help="list who read which reasoning through loom-otel serve",
+        description="One row per read record (loom.reasoning.read) of the viewer's journal: time (UTC), reader, "
+        "tenant, execution, ref, digest prefix, outcome (a part's status, or not-found). `loom-otel verify` "
+        "checks their chain. Exit 0 listed, 2 usage error, 3 nothing found.",
+    )
+    reads.add_argument("--journal", default=None, help="the viewer's reads journal (default: as for show)")
+    reads.add_argument("--reader", default=None, help="only this reader's reads")
+    reads.add_argument("--execution", default=None, help="only reads of this execution")
+    reads.add_argument("--tenant", default=None, help="only reads in this tenant")
+    reads.add_argument("--json", action="store_true", help="machine-readable output")
+    reads.set_defaults(func=run_reads)
+
     from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
 
     _verify.register(commands)
@@ -190,50 +205,6 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
     print("\n" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), file=out)
 
 
-def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
-    steps = []
-    for step in reading.steps:
-        attempts = []
-        for a in step.attempts:
-            parts = []
-            for p in a.parts:
-                entry: dict[str, object] = {
-                    "index": p.index,
-                    "kind": p.kind.value,
-                    "status": p.status.value,
-                    "size": p.size,
-                    "digest": p.digest,
-                    "ref": p.ref,
-                }
-                if p.erasure is not None:
-                    entry["erasure"] = {
-                        "time": p.erasure.time,
-                        "reason": p.erasure.reason,
-                        "by": p.erasure.by,
-                        "scope": p.erasure.scope,
-                    }
-                if text and p.text is not None:
-                    entry["text"] = p.text.text
-                    entry["untrusted_origin"] = p.text.origin
-                parts.append(entry)
-            attempts.append(
-                {
-                    "attempt": a.attempt,
-                    "received": a.received,
-                    "provider": a.provider,
-                    "request_model": a.request_model,
-                    "response_model": a.response_model,
-                    "origin": a.origin,
-                    "seq": a.seq,
-                    "time": a.time,
-                    "parts": parts,
-                    "layout": parse_layout(a.layout),
-                }
-            )
-        steps.append({"step_id": step.step_id, "attempts": attempts})
-    return {"execution_id": reading.execution_id, "tenant": reading.tenant, "steps": steps}
-
-
 def _not_checked(out: TextIO) -> None:
     print(
         f"'{STORED}' parts are in the store, not checked: pass --store URL "
@@ -268,7 +239,7 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             print(f"  records exist under tenant(s): {clean(', '.join(tenants))} (pass --tenant)", file=err)
         return EXIT_NOT_FOUND
     if args.json:
-        json.dump(_json(reading, text=args.text), out, indent=2)
+        json.dump(reading_document(reading, text=args.text), out, indent=2)
         print(file=out)
     else:
         _table(reading, text=args.text, out=out)
@@ -346,3 +317,49 @@ def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(f"loom-otel audit list: no capture records in {str(source)!r} match", file=err)
         return EXIT_NOT_FOUND
     return EXIT_OK if all(s.intact for s in summaries) else EXIT_MISMATCH
+
+
+def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from loom_otel.viewer._reads import read_records
+
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    source = journal_of(args.journal, None)
+    if not source.is_dir():
+        print(f"loom-otel audit reads: no journal directory at {str(source)!r}", file=err)
+        return EXIT_USAGE
+    found = [
+        r
+        for r in read_records(source)
+        if (args.reader is None or r.reader == args.reader)
+        and (args.execution is None or r.execution_id == args.execution)
+        and (args.tenant is None or r.tenant == args.tenant)
+    ]
+    found.sort(key=lambda r: (r.time, r.origin, r.seq))
+    if args.json:
+        keys = ("time", "reader", "tenant", "execution_id", "ref", "digest", "outcome", "origin", "seq")
+        json.dump([{k: getattr(r, k) for k in keys} for r in found], out, indent=2)
+        print(file=out)
+    elif found:
+        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome")
+        rows = [
+            tuple(
+                clean(str(c))
+                for c in (
+                    _when(r.time),
+                    r.reader,
+                    r.tenant or "-",
+                    r.execution_id,
+                    r.ref or "-",
+                    r.digest[:12] or "-",
+                    r.outcome,
+                )
+            )
+            for r in found
+        ]
+        print(render_table(headers, rows), file=out)
+        print(f"\n{len(found)} read(s) in {source}", file=out)
+    if not found:
+        print(f"loom-otel audit reads: no read records in {str(source)!r} match", file=err)
+        return EXIT_NOT_FOUND
+    return EXIT_OK

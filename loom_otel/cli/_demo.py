@@ -5,15 +5,20 @@ No API key, no network."""
 from __future__ import annotations
 
 import argparse
+import hashlib
+import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from loom_otel.cli._invocation import command_line
 from loom_otel.cli._table import render_table
 
 __all__ = ["register"]
+
+VIEWER_PORT: Final = 8377
+"""Where the demo's closing hint serves the viewer (``loom-otel serve``'s default port)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     key = root / "checkpoint.key"
     if not key.exists():
         generate_key(key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
-    config = ReasoningConfig(store=f"file://{store_dir}", journal=journal_dir, checkpoint_key=key)
+    config = ReasoningConfig(
+        store=f"file://{store_dir}",
+        journal=journal_dir,
+        checkpoint_key=key,
+        viewer_url=f"http://127.0.0.1:{VIEWER_PORT}",
+    )
     instrumentors: list[AnthropicInstrumentor | GoogleGenAiInstrumentor] = [
         AnthropicInstrumentor(),
         GoogleGenAiInstrumentor(),
@@ -165,4 +175,18 @@ def run(args: argparse.Namespace) -> int:
     show = ("audit", "show", "--execution", anthropic_id, "--tenant", "acme", "--journal", str(journal_dir))
     print(f"  {command_line(*show, '--store', f'file://{store_dir}', '--text')}")
     print(f"done in {time.perf_counter() - started:.1f} s")
+    _viewer_hint(root, journal_dir, store_dir, captured)
     return 0 if ok else 1
+
+
+def _viewer_hint(root: Path, journal_dir: Path, store_dir: Path, captured: list[dict[str, Any]]) -> None:
+    """The one command that serves what the demo captured, and the page to open with a token made now
+    (the tokens file keeps only its SHA-256)."""
+    token = secrets.token_urlsafe(24)
+    tokens = root / "viewer-tokens.toml"
+    tokens.write_text(f'[tokens]\nalice = "sha256:{hashlib.sha256(token.encode()).hexdigest()}"\n', encoding="utf-8")
+    url = next((str(e["loom.reasoning.url"]) for e in captured if "loom.reasoning.url" in e), None)
+    serve = ("serve", "--journal", str(journal_dir), "--store", f"file://{store_dir}", "--tokens", str(tokens))
+    print("\nOpen the reasoning behind a trace in a browser (every span carries loom.reasoning.url):")
+    print(f"  {command_line(*serve, '--port', str(VIEWER_PORT))}")
+    print(f"  then open {url} and sign in as alice with the token {token}")

@@ -12,10 +12,13 @@ EVENT_VENDOR_DROPPED: Final = "loom.reasoning.vendor_dropped"
 EVENT_KEPT: Final = "loom.reasoning.kept"
 """A block the drop rule would drop, sent as the application holds it (never worse than bare)."""
 EVENT_CHECKPOINT: Final = "loom.audit.checkpoint"
+EVENT_READ: Final = "loom.reasoning.read"
+"""A read of captured reasoning through ``loom-otel serve`` (the viewer's own journal origin)."""
 
 # Journal record types.
 RECORD_CAPTURE: Final = "capture"
 RECORD_CHECKPOINT: Final = "checkpoint"
+RECORD_READ: Final = "read"
 RECORD_ERASURE: Final = "erasure"
 """A tombstone: one execution's reasoning was erased (DESIGN "Reading and erasure")."""
 
@@ -39,6 +42,17 @@ PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
 LAYOUT: Final = "loom.reasoning.layout"
 """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
+PRINCIPAL: Final = "loom.principal"
+"""Who asked (``execution(principal=...)``, else the baggage key ``LOOM_OTEL_PRINCIPAL_BAGGAGE``)."""
+OWNER: Final = "loom.owner"
+REASONING_URL: Final = "loom.reasoning.url"
+"""The viewer's page of the call (``LOOM_OTEL_VIEWER_URL``), on the capture event and the span."""
+
+# Read record fields (``loom.reasoning.read``): who read which part of which execution, and the outcome.
+READ_READER: Final = "loom.read.reader"
+READ_REF: Final = "loom.read.ref"
+READ_DIGEST: Final = "loom.read.digest"
+READ_OUTCOME: Final = "loom.read.outcome"
 
 # Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
 # trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.

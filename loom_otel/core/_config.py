@@ -62,6 +62,10 @@ def default_journal_dir() -> Path:
     return user_state_path(APP_NAME, appauthor=False) / "journal"
 
 
+DEFAULT_PRINCIPAL_BAGGAGE: Final = "user.id"
+"""``LOOM_OTEL_PRINCIPAL_BAGGAGE`` unless set."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningConfig:
     """What to do with model reasoning. ``None`` fields come from the environment, then the default.
@@ -86,6 +90,8 @@ class ReasoningConfig:
     require_continuation: bool | None = None
     digest: DigestMode | None = None
     request_readable: RequestReadable | None = None
+    principal_baggage: str | None = None
+    viewer_url: str | None = None
 
 
 def _pick(*values: Any) -> Any:
@@ -110,6 +116,8 @@ class Runtime:
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
     request_readable: RequestReadable = "off"
+    principal_baggage: str = DEFAULT_PRINCIPAL_BAGGAGE
+    viewer_url: str | None = None
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
@@ -233,6 +241,8 @@ class Runtime:
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
             request_readable=readable,
+            principal_baggage=_principal_baggage(config, environ),
+            viewer_url=_viewer_url(config, environ),
             _journal=journal,
         )
         if enabled and require and not runtime.keeps_text:
@@ -257,6 +267,40 @@ def _request_readable(setting: str | None, environ: Mapping[str, str]) -> Reques
     else:
         raise invalid_setting("ReasoningConfig.request_readable", str(setting), ", ".join(_READABLE))
     return "summarized" if value == "summarized" else "off"
+
+
+# -- who may read, and where: the principal's baggage key and the viewer's URL -----------------------
+
+
+def _principal_baggage(config: ReasoningConfig, environ: Mapping[str, str]) -> str:
+    """The baggage key naming a call's principal when no ``execution(principal=...)`` does."""
+    named_by = "ReasoningConfig.principal_baggage" if config.principal_baggage is not None else None
+    raw = _pick(config.principal_baggage, environ.get(env.LOOM_OTEL_PRINCIPAL_BAGGAGE) or None)
+    if raw is None:
+        return DEFAULT_PRINCIPAL_BAGGAGE
+    if not raw.strip() or any(c.isspace() or c in ",;=" for c in raw):
+        raise ReasoningConfigError(
+            f"{named_by or env.LOOM_OTEL_PRINCIPAL_BAGGAGE}={raw!r} is not a baggage key: "
+            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: user.id)"
+        )
+    return str(raw)
+
+
+def _viewer_url(config: ReasoningConfig, environ: Mapping[str, str]) -> str | None:
+    """The base URL of ``loom-otel serve``, without a trailing slash; ``None``: no link on captures."""
+    named_by = "ReasoningConfig.viewer_url" if config.viewer_url is not None else env.LOOM_OTEL_VIEWER_URL
+    raw = _pick(config.viewer_url, environ.get(env.LOOM_OTEL_VIEWER_URL) or None)
+    if raw is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(raw).strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ReasoningConfigError(
+            f"{named_by}={raw!r} is not a viewer URL: allowed is an http:// or https:// base URL "
+            "with no query or fragment, such as https://viewer.example/loom"
+        )
+    return parts.geturl().rstrip("/")
 
 
 def unusable_directory(directory: Path) -> str | None:

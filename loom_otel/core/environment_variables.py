@@ -93,3 +93,18 @@ LOOM_OTEL_RETENTION: Final = "LOOM_OTEL_RETENTION"
 """How long reasoning is kept: a duration (``30d``, ``12h``, ``90m``, ``2w``) or ``none`` (kept until
 erased). ``loom-otel retain`` (and ``serve``) erase each execution whose newest capture is older, with a
 chained tombstone naming this policy; a tenant's ``retention`` in the policy file wins. Default: none."""
+
+# -- who may read, and where (DESIGN "Who may read (live view and viewer)") --------------------------
+
+LOOM_OTEL_PRINCIPAL_BAGGAGE: Final = "LOOM_OTEL_PRINCIPAL_BAGGAGE"
+"""The OpenTelemetry baggage key naming the principal of a call that has no
+``execution(principal=...)`` (recorded as ``loom.principal``). Default: ``user.id``."""
+
+LOOM_OTEL_POLICY: Final = "LOOM_OTEL_POLICY"
+"""The reading policy file (TOML): ``[global] auditors = [...]`` and per tenant
+``[tenants.<name>] auditors = [...]``, ``retention = "30d"``. Read by the live view and
+``loom-otel serve``. Default: none (a part is read by its principal and owner only)."""
+
+LOOM_OTEL_VIEWER_URL: Final = "LOOM_OTEL_VIEWER_URL"
+"""Base URL of ``loom-otel serve`` (``https://viewer.example``): each capture event and its model-call span
+then carry ``loom.reasoning.url``, the viewer's page of the call. Default: none."""

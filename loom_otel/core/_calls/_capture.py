@@ -12,7 +12,7 @@ from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._as_built import add_event
-from loom_otel.core._calls._identity import CallIdentity, decide
+from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
@@ -22,6 +22,7 @@ from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, Envelope
+from loom_otel.core._viewer_link import reasoning_url
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "capture"]
@@ -79,6 +80,19 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
     return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature, ref, envelope.digest, envelope.size)
 
 
+def _audience(runtime: Runtime, identity: CallIdentity, attributes: dict[str, AttributeValue], attempt: int) -> None:
+    """Who may read the call back (``loom.principal``, ``loom.owner``) and, with ``LOOM_OTEL_VIEWER_URL``,
+    where (``loom.reasoning.url``): durable in the record, so every worker answers the same."""
+    if identity.principal:
+        attributes[attr.PRINCIPAL] = identity.principal
+    if identity.owner:
+        attributes[attr.OWNER] = identity.owner
+    if runtime.viewer_url is not None:
+        attributes[attr.REASONING_URL] = reasoning_url(
+            runtime.viewer_url, identity.execution_id, tenant=identity.tenant, step_id=identity.step_id, attempt=attempt
+        )
+
+
 def capture(
     runtime: Runtime,
     span: Span,
@@ -103,7 +117,8 @@ def capture(
         return None
     context = span.get_span_context()
     if identity is None:
-        identity = decide(context, current_execution(), None, current_step())
+        principal = baggage_principal(runtime.principal_baggage)
+        identity = decide(context, current_execution(), None, current_step(), principal)
     parts = tuple([_part(runtime, identity, r) for r in reasonings])
     recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
     attempt = next_attempt(
@@ -128,6 +143,7 @@ def capture(
         attributes.update(request_attributes)
     if layout:
         attributes[attr.LAYOUT] = tuple(layout)
+    _audience(runtime, identity, attributes, attempt)
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
         attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
         attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"
@@ -152,4 +168,7 @@ def capture(
         },
         entry.time,
     )
+    url = attributes.get(attr.REASONING_URL)
+    if url is not None and span.is_recording():  # backends that ignore span events (Langfuse) show the span's
+        span.set_attribute(attr.REASONING_URL, url)
     return Capture(identity, attempt, parts, attributes)

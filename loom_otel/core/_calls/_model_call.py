@@ -23,7 +23,7 @@ from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
-from loom_otel.core._calls._identity import CallIdentity, decide
+from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._calls._peers import foreign_model_span
@@ -258,7 +258,8 @@ class ModelCall:
         blocks belong to) unless a scope is explicit; once decided, later calls change nothing. The span
         gets it with its last attributes (``_last_attributes``)."""
         if self._identity is None:
-            self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step)
+            principal = baggage_principal(self.handler.runtime.principal_baggage)
+            self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step, principal)
         return self._identity
 
     def _last_attributes(self, attributes: dict[str, AttributeValue]) -> None:
