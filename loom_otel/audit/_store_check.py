@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from loom_otel.audit._read import PartResolver, PartStatus
 from loom_otel.audit._records import ReasoningSource, iter_captures
+from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._store._protocol import ReasoningStore
 
 __all__ = ["BlobProblem", "StoreCheck", "check_store"]
@@ -29,25 +30,29 @@ class BlobProblem:
 class StoreCheck:
     """``parts``: the parts kept in the store that the records name; ``ok``: read back whole.
     ``mismatched``: present but not what was recorded (changed, or sealed to another execution);
-    ``missing``: absent (erased with ``loom-otel erase``, or lost: the store alone cannot tell)."""
+    ``erased``: absent, and a tombstone of the source records the erasure; ``missing``: absent with no
+    tombstone (lost evidence)."""
 
     parts: int
     ok: int
     mismatched: tuple[BlobProblem, ...]
+    erased: tuple[BlobProblem, ...]
     missing: tuple[BlobProblem, ...]
 
 
 def check_store(source: ReasoningSource, store: ReasoningStore) -> StoreCheck:
-    """Read every blob the capture records of ``source`` name from ``store`` and check its digest."""
+    """Read every blob the capture records of ``source`` name from ``store`` and check its digest; a blob
+    that is gone is told apart by the tombstones of ``source``."""
     resolvers: dict[tuple[str | None, str], PartResolver] = {}
+    tombstones = TombstoneIndex(source)
     parts = ok = 0
+    found: dict[PartStatus, list[BlobProblem]] = {PartStatus.ERASED: [], PartStatus.MISSING: []}
     mismatched: list[BlobProblem] = []
-    missing: list[BlobProblem] = []
     for record in iter_captures(source):
         key = (record.tenant, record.execution_id)
         resolver = resolvers.get(key)
         if resolver is None:
-            resolver = resolvers[key] = PartResolver(store, record.tenant, record.execution_id)
+            resolver = resolvers[key] = PartResolver(store, record.tenant, record.execution_id, tombstones)
         for index in range(len(record.kinds)):
             if not record.refs[index]:
                 continue
@@ -59,5 +64,6 @@ def check_store(source: ReasoningSource, store: ReasoningStore) -> StoreCheck:
                 ok += 1
                 continue
             problem = BlobProblem(record.origin, record.seq, record.execution_id, record.tenant, index, status)
-            (missing if status is PartStatus.ERASED else mismatched).append(problem)
-    return StoreCheck(parts, ok, tuple(mismatched), tuple(missing))
+            found.get(status, mismatched).append(problem)
+    erased, missing = found[PartStatus.ERASED], found[PartStatus.MISSING]
+    return StoreCheck(parts, ok, tuple(mismatched), tuple(erased), tuple(missing))

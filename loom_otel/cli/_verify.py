@@ -9,7 +9,7 @@ Origin names and every other string read from the inputs are cleaned of terminal
 ``--store URL`` also reads every blob the capture records name and checks its digest; without it
 the OK line says that the store was not checked. Progress goes to stderr on large inputs. Exit
 codes: 0 verified, 1 problems found (including an unanchored tail, a disagreement with the witness,
-a blob that is not what its record says), 2 unreadable source or store.
+a blob that is not what its record says or is gone without a tombstone), 2 unreadable source or store.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         except (LoomOtelError, OSError) as exc:
             print(f"loom-otel verify: cannot check the store {clean(args.store)!r}: {clean(str(exc))}", file=err)
             return 2
-    ok = report.ok and (blobs is None or not blobs.mismatched)
+    ok = report.ok and (blobs is None or not (blobs.mismatched or blobs.missing))
     if args.json:
         document = report.to_dict()
         document["store"] = None if blobs is None else _store_dict(blobs)
@@ -126,6 +126,7 @@ def _store_dict(blobs: StoreCheck) -> dict[str, object]:
         "parts": blobs.parts,
         "ok": blobs.ok,
         "mismatched": where(blobs.mismatched),
+        "erased": where(blobs.erased),
         "missing": where(blobs.missing),
     }
 
@@ -133,9 +134,13 @@ def _store_dict(blobs: StoreCheck) -> dict[str, object]:
 def _store_lines(blobs: StoreCheck) -> list[str]:
     lines = [
         f"store: {blobs.parts} part(s) named by the records: {blobs.ok} whole, {len(blobs.mismatched)} "
-        f"digest-mismatch, {len(blobs.missing)} missing"
+        f"digest-mismatch, {len(blobs.erased)} erased, {len(blobs.missing)} missing"
     ]
-    for label, problems in (("digest-mismatch", blobs.mismatched), ("missing (erased, or lost)", blobs.missing)):
+    for label, problems in (
+        ("digest-mismatch", blobs.mismatched),
+        ("erased (a tombstone records it)", blobs.erased),
+        ("missing (gone without a tombstone: lost evidence)", blobs.missing),
+    ):
         shown = [f"{p.origin} seq {p.seq} part {p.index} (execution {p.execution_id})" for p in problems[:_SHOWN]]
         if shown:
             lines.append(f"store: {label}: {'; '.join(shown)}{'; ...' if len(problems) > _SHOWN else ''}")
@@ -188,12 +193,14 @@ def _table(report: VerifyReport, out: TextIO, blobs: StoreCheck | None = None) -
         lines += _store_lines(blobs)
         if blobs.mismatched:
             problems.append(f"{len(blobs.mismatched)} blob(s) in the store differ from their records")
+        if blobs.missing:
+            problems.append(f"{len(blobs.missing)} blob(s) are gone from the store without a tombstone")
     if not problems:
         whole = "every chain is whole and anchored"
         if blobs is not None:
             whole += f", and the {blobs.ok} blob(s) the records name read back whole"
-            if blobs.missing:
-                whole += f" ({len(blobs.missing)} missing: erased, or lost)"
+            if blobs.erased:
+                whole += f" ({len(blobs.erased)} erased, each with its tombstone)"
         lines.append(f"OK: {whole}; not checked: {'; '.join(limits)}" if limits else f"OK: {whole}")
     else:
         lines.append(f"FAILED: {'; '.join(problems)}")

@@ -52,7 +52,7 @@ def test_verify_with_the_store_reads_every_blob_the_records_name(populated: File
     store = f"file://{tmp_path / 'store'}"
     code, out, err = run("verify", str(tmp_path / "journal"), "--store", store)
     assert code == 0, err
-    assert "store: 3 part(s) named by the records: 3 whole, 0 digest-mismatch, 0 missing" in out
+    assert "store: 3 part(s) named by the records: 3 whole, 0 digest-mismatch, 0 erased, 0 missing" in out
     assert "reasoning store" not in out.splitlines()[-1]  # checked: not listed as unchecked
     Blobs(populated).flip_last_byte(_refs(tmp_path, populated)[1])
     code, out, _ = run("verify", str(tmp_path / "journal"), "--store", store)
@@ -64,13 +64,17 @@ def test_verify_with_the_store_reads_every_blob_the_records_name(populated: File
     assert code == 1 and document["ok"] is False and len(document["store"]["mismatched"]) == 1
 
 
-def test_verify_with_the_store_reports_missing_blobs(populated: FileReasoningStore, tmp_path: Path) -> None:
+def test_verify_with_the_store_tells_erased_from_missing_blobs(populated: FileReasoningStore, tmp_path: Path) -> None:
     from loom_otel.audit import erase_execution
 
-    erase_execution(populated, "acme", "run-2")
+    erase_execution(populated, "acme", "run-2", journal=tmp_path / "journal")
     code, out, _ = run("verify", str(tmp_path / "journal"), "--store", str(tmp_path / "store"))
-    assert "1 missing" in out and "missing (erased, or lost)" in out and "execution run-2" in out
-    assert code == 0 and "(1 missing: erased, or lost)" in out.splitlines()[-1]
+    assert "1 erased, 0 missing" in out and "erased (a tombstone records it)" in out and "execution run-2" in out
+    assert code == 0 and "(1 erased, each with its tombstone)" in out.splitlines()[-1]
+    populated.delete(_refs(tmp_path, populated)[0])  # gone, and no tombstone says why
+    code, out, _ = run("verify", str(tmp_path / "journal"), "--store", str(tmp_path / "store"))
+    assert code == 1 and "1 missing" in out and "lost evidence" in out and "execution run-1" in out, out
+    assert out.splitlines()[-1].startswith("FAILED:") and "without a tombstone" in out.splitlines()[-1]
 
 
 def test_verify_with_a_store_that_cannot_be_opened_is_exit_2(populated: FileReasoningStore, tmp_path: Path) -> None:
@@ -144,5 +148,21 @@ def test_audit_verify_and_audit_erase_are_the_top_level_commands(
     assert main(["audit", "verify", str(tmp_path / "journal")]) == 0
     assert "OK: every chain is whole" in capsys.readouterr().out
     store = f"file://{tmp_path / 'store'}"
-    assert main(["audit", "erase", "--execution", "run-2", "--tenant", "acme", "--store", store]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "erase",
+                "--execution",
+                "run-2",
+                "--tenant",
+                "acme",
+                "--store",
+                store,
+                "--journal",
+                str(tmp_path / "journal"),
+            ]
+        )
+        == 0
+    )
     assert "erased 1 blob(s)" in capsys.readouterr().out
