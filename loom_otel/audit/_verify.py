@@ -12,7 +12,10 @@ each origin's chain is walked in ``seq`` order. Reported per origin:
 - ``reordered``: records found after a higher seq of their chain (journal input only: a journal is
   written in order, while an OTLP hop may legitimately reorder);
 - ``duplicates_identical`` (fine: at-least-once delivery) and ``duplicates_conflicting`` (the same
-  seq with different content: tampering);
+  seq with different content: tampering); ``duplicates_cut`` (fine, OTLP input only): copies whose
+  strings an attribute length limit (``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``) cut to one length, each a
+  cut of a whole copy of the same record that verifies (the chained exporter resends cut records
+  whole); a copy cut from the origin's name too is matched to the one origin that name starts;
 - checkpoints: ``bad_signatures``, ``checkpoint_mismatches`` (head or size disagree with the chain),
   unsigned ones counted, the keys that signed them listed; an origin whose checkpoints are partly
   signed and partly not (``mixed_signing``: signatures stripped), or signed by more than one key
@@ -91,6 +94,7 @@ class OriginReport:
     checkpoint_mismatches: tuple[int, ...] = ()
     unanchored: tuple[int, int] | None = None
     torn: int = 0
+    duplicates_cut: int = 0
 
     def problems(self, *, require_signed: bool = False) -> list[str]:
         found = [
@@ -250,13 +254,17 @@ def verify(
             db.executescript(
                 "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                 "CREATE TABLE r(src INTEGER, origin TEXT, seq INTEGER, pos INTEGER, hash TEXT, prev TEXT,"
-                " ok INTEGER, digest TEXT, cp INTEGER, cp_size INTEGER, cp_head TEXT, cp_sig TEXT, cp_key TEXT);"
+                " ok INTEGER, digest TEXT, cp INTEGER, cp_size INTEGER, cp_head TEXT, cp_sig TEXT, cp_key TEXT,"
+                " cut INTEGER DEFAULT 0);"
+                "CREATE TABLE body(src INTEGER, pos INTEGER, json TEXT, PRIMARY KEY (src, pos));"
             )
             ingest = _ingest(db, path, _SOURCE, trusted=trusted, progress=progress)
             seen = None
             if witness_path is not None:
                 seen = _ingest(db, witness_path, _WITNESS, trusted=trusted, progress=progress)
             db.execute("CREATE INDEX r_order ON r(src, origin, seq, pos)")
+            for src in (_SOURCE, _WITNESS):
+                _mark_cut_copies(db, src)
             origins = tuple(_walk(db, ingest))
             if witness_path is not None and seen is not None:
                 witness = _cross_check(db, str(witness_path), seen, ingest.kind)
@@ -332,6 +340,8 @@ class _Ingest:
         self.trusted = trusted
         self.kind = kind
         self.rows: list[tuple[object, ...]] = []
+        self.bodies: list[tuple[int, int, str]] = []
+        """The records of an OTLP input, kept to tell a copy cut by an attribute length limit."""
         self.pos = 0
         self.lines = 0
         self.malformed = 0
@@ -354,13 +364,22 @@ class _Ingest:
             self.max_seq[origin] = max(highest, seq)
         self.pos += 1
         self.rows.append((self.src, row[0], row[1], self.pos, *row[2:]))
+        if self.kind == "otlp" and record is not None:
+            self.bodies.append((self.src, self.pos, json.dumps(record, sort_keys=True)))
         if len(self.rows) >= _BATCH:
             self.flush()
 
     def flush(self) -> None:
         if self.rows:
-            self.db.executemany("INSERT INTO r VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", self.rows)
+            self.db.executemany(
+                "INSERT INTO r (src, origin, seq, pos, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                self.rows,
+            )
             self.rows.clear()
+        if self.bodies:
+            self.db.executemany("INSERT INTO body VALUES (?,?,?)", self.bodies)
+            self.bodies.clear()
 
 
 def _row(record: dict[str, object], trusted: frozenset[str]) -> tuple[object, ...] | None:
@@ -483,6 +502,67 @@ def _records_of_line(data: bytes) -> Iterator[dict[str, object] | None]:
 # -- walk --------------------------------------------------------------------------------------
 
 
+def _mark_cut_copies(db: sqlite3.Connection, src: int) -> None:
+    """Mark (``cut=1``) each copy that is a cut of a whole copy of the same record which verifies: first
+    re-home the origins seen only cut (their name cut too) to the one origin whose name they start."""
+    origins = {
+        str(o): bool(ok) for o, ok in db.execute("SELECT origin, max(ok) FROM r WHERE src=? GROUP BY origin", (src,))
+    }
+    for origin, whole in origins.items():
+        if whole:
+            continue
+        longer = [o for o, ok in origins.items() if ok and o != origin and o.startswith(origin)]
+        if len(longer) == 1:
+            db.execute("UPDATE r SET origin=? WHERE src=? AND origin=?", (longer[0], src, origin))
+    groups = db.execute(
+        "SELECT origin, seq FROM r WHERE src=? GROUP BY origin, seq HAVING max(ok)=1 AND min(ok)=0", (src,)
+    ).fetchall()
+    for origin, seq in groups:
+        copies = db.execute(
+            "SELECT r.pos, r.ok, body.json FROM r JOIN body ON body.src=r.src AND body.pos=r.pos"
+            " WHERE r.src=? AND r.origin=? AND r.seq=?",
+            (src, origin, seq),
+        ).fetchall()
+        wholes = [json.loads(text) for _, ok, text in copies if ok]
+        for pos, ok, text in copies:
+            if not ok and any(_cut_of(json.loads(text), whole) for whole in wholes):
+                db.execute("UPDATE r SET cut=1 WHERE src=? AND pos=?", (src, pos))
+
+
+def _cut_of(copy: object, whole: object) -> bool:
+    """Whether ``copy`` is ``whole`` with some strings cut, all to one length (what a span attribute
+    length limit does): the same shape, numbers and booleans, every other string equal; it cannot add
+    or change anything (a tampered copy is not a cut)."""
+    lengths: set[int] = set()
+
+    def same(a: object, b: object) -> bool:
+        if isinstance(a, str) and isinstance(b, str):
+            if a == b:
+                return True
+            if len(a) < len(b) and b.startswith(a):
+                lengths.add(len(a))
+                return True
+            return False
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return type(a) is type(b) and a == b
+
+    return same(copy, whole) and len(lengths) == 1 and all(len(s) <= next(iter(lengths)) for s in _strings(copy))
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 def _walk(db: sqlite3.Connection, ingest: _Ingest) -> Iterator[OriginReport]:
     origins = [str(r[0]) for r in db.execute("SELECT DISTINCT origin FROM r WHERE src=? ORDER BY origin", (_SOURCE,))]
     for origin in origins:
@@ -522,7 +602,7 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
     chain = _Chain()
     rows = db.execute(
         "SELECT seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key FROM r"
-        " WHERE src=? AND origin=? ORDER BY seq, pos",
+        " WHERE src=? AND origin=? AND cut=0 ORDER BY seq, pos",
         (_SOURCE, origin),
     )
     group: list[tuple[Any, ...]] = []
@@ -554,6 +634,9 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
         checkpoint_mismatches=tuple(chain.lists["mismatches"]),
         unanchored=unanchored,
         torn=ingest.torn.get(origin, 0),
+        duplicates_cut=int(
+            db.execute("SELECT count(*) FROM r WHERE src=? AND origin=? AND cut=1", (_SOURCE, origin)).fetchone()[0]
+        ),
     )
 
 
@@ -643,7 +726,8 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kin
             holder = "source" if side == _SOURCE else "witness"
             contradicted += [(holder, origin, int(row[0])) for row in heads][: MAX_LOCATIONS - len(contradicted)]
         rows = db.execute(
-            "SELECT seq FROM (SELECT DISTINCT seq, digest, src FROM r WHERE src IN (0, 1) AND origin=?) GROUP BY seq"
+            "SELECT seq FROM (SELECT DISTINCT seq, digest, src FROM r WHERE src IN (0, 1) AND origin=? AND cut=0)"
+            " GROUP BY seq"
             " HAVING count(DISTINCT src)=2 AND count(*)!=2*count(DISTINCT digest) ORDER BY seq",
             (origin,),
         )

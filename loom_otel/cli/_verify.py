@@ -177,6 +177,11 @@ def _table(report: VerifyReport, out: TextIO, blobs: StoreCheck | None = None) -
             )
         if len(origin.signing_keys) > 1:
             lines.append(f"{origin.origin}: checkpoints signed by {len(origin.signing_keys)} keys (re-signed?)")
+        if origin.duplicates_cut:
+            lines.append(
+                f"{origin.origin}: {origin.duplicates_cut} copies cut short by an attribute length limit "
+                "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT); their whole copies verify"
+            )
         if origin.torn:
             lines.append(
                 f"{origin.origin}: torn tail: {origin.torn} bytes after seq {origin.last_seq} (writer crashed)"

@@ -35,7 +35,7 @@ def _settled() -> int:
     return min(_tracked() for _ in range(3))
 
 
-CALLS: Final = 100
+CALLS: Final = 50
 """Calls between the first reading and the second; the third comes after twice as many more: the slope
 between the second and the third is what a call keeps, whatever the warm-up and load left behind."""
 
