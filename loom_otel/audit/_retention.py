@@ -144,32 +144,25 @@ def apply_retention(
         if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
             raise ValueError("apply_retention needs journal= when source is not a journal directory")
         journal = source
-    results: list[ErasureResult] = []
-    by_policy: dict[str, list[Expired]] = {}
-    for item in expired:
-        retention = policy(item.tenant)
-        assert retention is not None  # cutoff() selected it
-        by_policy.setdefault(f"{retention.named_by}={retention.text}", []).append(item)
     target = journal if isinstance(journal, Journal) else open_journal(journal, durability="always")
+    who = operator()
+    results: list[ErasureResult] = []
     try:
-        done = 0
-        for named, items in by_policy.items():
-
-            def counted(_: int, __: int, result: ErasureResult) -> None:
-                nonlocal done
-                done += 1
-                if progress is not None:
-                    progress(done, len(expired), result)
-
-            results += erase_expired(
+        for number, item in enumerate(expired, 1):
+            retention = policy(item.tenant)
+            assert retention is not None  # cutoff() selected it
+            result = erase_execution(
                 store,
-                items,
+                item.tenant,
+                item.execution_id,
                 journal=target,
-                scope=f"retention {named.rsplit('=', 1)[1]}",
-                by=f"policy {named} (run by {operator()})",
                 reason="retention",
-                progress=counted,
+                by=f"policy {retention.named_by}={retention.text} (run by {who})",
+                scope=f"retention {retention.text}",
             )
+            results.append(result)
+            if progress is not None:
+                progress(number, len(expired), result)
     finally:
         if not isinstance(journal, Journal):
             target.close()

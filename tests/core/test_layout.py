@@ -13,6 +13,7 @@ import pytest
 from google.genai import types
 
 from loom_otel.audit import verify
+from loom_otel.audit._records import iter_captures
 from loom_otel.cli.__main__ import main
 from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
 from loom_otel.core._canonical import canonical_json, sha256_hex
@@ -53,6 +54,8 @@ def _check(telemetry: Any, journal_dir: Path, caplog: pytest.LogCaptureFixture) 
     layout = record["attributes"]["loom.reasoning.layout"]
     (event,) = reasoning_events(telemetry.spans)
     assert list(event["loom.reasoning.layout"]) == layout
+    (read_back,) = iter_captures(telemetry.spans)  # what a reader of the exported spans gets
+    assert list(read_back.layout) == layout
     assert find_leaks([CANARY, ARGUMENT], spans=telemetry.spans, directories=[journal_dir], texts=[caplog.text]) == []
     return parse_layout(layout)
 
