@@ -73,9 +73,9 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
 
 def failed(call: ModelCall, exc: BaseException) -> None:
     """The SDK raised: the call ends with the error type; in redact mode (and with
-    ``LOOM_OTEL_REQUEST_READABLE``, whose texts the application never held either), the texts loom-otel
-    put back into the request are taken out of the exception (its message, body, request and response)
-    before the application gets it, unchanged otherwise."""
+    ``LOOM_OTEL_REQUEST_READABLE``, whose texts the application never held either), the texts loom-otel put back into
+    the request are taken out of the exception (its message, body, request and response) before the
+    application gets it, unchanged otherwise."""
     call.fail(exc)
     outgoing = call.outgoing
     runtime = call.handler.runtime
