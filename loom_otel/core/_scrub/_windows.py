@@ -30,11 +30,11 @@ from typing import Final
 __all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
 
 WINDOW: Final = 12
-STEP: Final = 4
+STEP: Final = 8
 """Forms are indexed at every ``STEP``-th position, texts checked at the first ``STEP`` positions of
 every ``WINDOW`` bytes: one of those meets an indexed position of any run long enough."""
 MIN_RUN: Final = 2 * WINDOW + STEP - 2
-"""The shortest run of skeleton bytes (letters and digits) found wherever it sits (26)."""
+"""The shortest run of skeleton bytes (letters and digits) found wherever it sits (30)."""
 _DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
 _BLOCK: Final = 64
 _CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
@@ -44,6 +44,7 @@ _RESYNC: Final = sorted(((k, j) for k in range(13) for j in range(5) if k or j),
 """Skips (bytes of the text, bytes of the form) tried where a run breaks: an escape's letters in the
 text (up to 12: ``\\ud83d\\ude00``), a character's bytes the escape replaced in the form (up to 4)."""
 _MAP_BLOCK: Final = 512
+_FEW: Final = 8
 
 
 def skeleton(data: bytes) -> bytes:
@@ -162,10 +163,20 @@ class WindowIndex:
     def runs(self, skel: bytes) -> list[tuple[int, int, str, bool]]:
         """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
         overlapping. Only where a window is shared (a set intersection) is a run looked for."""
-        where = dict(zip(_windows_of(skel), _positions(len(skel)), strict=True))  # the last place of each
-        shared = self._young.windows.keys() & where.keys()
-        shared |= self._old.windows.keys() & where.keys()
-        positions = sorted(where[window] for window in shared)
+        windows = list(_windows_of(skel))
+        shared = self._young.windows.keys() & windows
+        shared |= self._old.windows.keys() & windows
+        if len(shared) <= _FEW:  # most often one phrase the text shares with other text: its places
+            places: set[int] = set()
+            for window in shared:
+                at = skel.find(window)
+                while at >= 0:
+                    places.add(at)
+                    at = skel.find(window, at + 1)
+            positions = sorted(places)
+        else:  # a secret written out: each window's (last) place at once
+            where = dict(zip(windows, _positions(len(skel)), strict=True))
+            positions = sorted(where[window] for window in shared)
         found: list[tuple[int, int, str, bool]] = []
         reverse = skel[::-1]
         for position in positions:
