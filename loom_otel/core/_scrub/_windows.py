@@ -83,20 +83,10 @@ def _every(form: bytes) -> Iterator[bytes]:
     return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
 
 
-class _Form:
-    """One indexed form of a secret: its skeleton and what replaces a run of it."""
-
-    __slots__ = ("encoded", "replacement", "siblings", "skel", "windows")
-
-    def __init__(self, skel: bytes, replacement: str, siblings: list[_Form], encoded: bool) -> None:
-        self.skel = skel
-        self.replacement = replacement
-        self.encoded = encoded
-        """A base64 form: the text holding it is decoded to be scrubbed."""
-        self.windows = max(0, len(skel) - WINDOW + STEP) // STEP
-        self.siblings = siblings
-        """The forms of the same secret (this one included): a window they share is extended in each."""
-        siblings.append(self)
+_Form = tuple[bytes, str, bool, int, int]
+"""One indexed form of a secret: its skeleton, what replaces a run of it, whether it is a base64 copy
+(the text holding it is decoded to be scrubbed), and the numbers of the secret's forms (first, how
+many: a window they share is extended in each). A plain tuple: the collector stops tracking it."""
 
 
 class _Generation:
@@ -127,17 +117,16 @@ class WindowIndex:
 
     def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
         """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
+        kept = [(f, False) for f in forms if len(f) >= MIN_RUN] + [(f, True) for f in encoded if len(f) >= MIN_RUN]
         with self._lock:
-            siblings: list[_Form] = []
             young = self._young
-            for skel, is_encoded in [*((f, False) for f in forms), *((f, True) for f in encoded)]:
-                if len(skel) < MIN_RUN:
-                    continue
-                form = _Form(skel, replacement, siblings, is_encoded)
-                number = next(self._numbers)
-                young.forms[number] = form
+            first = next(self._numbers)
+            for _ in kept[1:]:
+                next(self._numbers)
+            for number, (skel, is_encoded) in enumerate(kept, first):
+                young.forms[number] = (skel, replacement, is_encoded, first, len(kept))
                 young.windows.update(dict.fromkeys(_every(skel), number))
-                young.size += form.windows
+                young.size += max(0, len(skel) - WINDOW + STEP) // STEP
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
 
@@ -156,14 +145,15 @@ class WindowIndex:
             shared |= self._old.windows.keys() & windows
         return windows, shared
 
-    def _form(self, window: bytes) -> _Form | None:
+    def _forms(self, window: bytes) -> list[_Form]:
+        """The forms of the secret that has ``window`` (none when it was dropped meanwhile)."""
         for generation in (self._young, self._old):
             number = generation.windows.get(window)
-            if number is not None:
-                form = generation.forms.get(number)
-                if form is not None:
-                    return form
-        return None
+            form = generation.forms.get(number) if number is not None else None
+            if form is not None:
+                first, many = form[3], form[4]
+                return [f for f in map(generation.forms.get, range(first, first + many)) if f is not None]
+        return []
 
     def runs(self, skel: bytes, windows: list[bytes], shared: set[bytes]) -> list[tuple[int, int, str, bool]]:
         """The runs of forms in ``skel`` (``windows`` and ``shared``: what ``shared`` answered): (start,
@@ -192,20 +182,19 @@ class WindowIndex:
     def _run(self, skel: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
         """The run of a form through ``skel[position:]`` (not before ``floor``), if one is long enough."""
         window = skel[position : position + WINDOW]
-        form = self._form(window)
-        if form is None:
-            return None
-        start, end, best = position, position, form
-        for sibling in form.siblings:
-            offset = sibling.skel.find(window)
+        start, end, best = position, position, None
+        for form in self._forms(window):
+            offset = form[0].find(window)
             if offset < 0:
                 continue
-            after = _forward(skel, position, sibling.skel, offset)
-            before = _backward(skel, position, sibling.skel, offset)
+            after = _forward(skel, position, form[0], offset)
+            before = _backward(skel, position, form[0], offset)
             if after - before > end - start:
-                start, end, best = before, after, sibling
+                start, end, best = before, after, form
         start = max(start, floor)
-        return (start, end, best.replacement, best.encoded) if end - start >= MIN_RUN else None
+        if best is None or end - start < MIN_RUN:
+            return None
+        return start, end, best[1], best[2]
 
 
 def _common(a: bytes, i: int, b: bytes, j: int) -> int:
