@@ -92,17 +92,33 @@ def _log_texts(exporter: InMemoryLogRecordExporter) -> list[str]:
     return found
 
 
-def _capture(provider: TracerProvider, config: ReasoningConfig) -> tuple[AnthropicInstrumentor, str]:
-    """One Anthropic call loom-otel captures (its own trace); returns the instrumentor and the signature."""
+def _capture(
+    provider: TracerProvider, config: ReasoningConfig, mode: str = "sync"
+) -> tuple[AnthropicInstrumentor, str]:
+    """One Anthropic call loom-otel captures (its own trace, in call ``mode``); returns the instrumentor
+    and the signature."""
+    import asyncio
+
     loom = AnthropicInstrumentor()
     loom.instrument(tracer_provider=provider, config=config, skip_dep_check=True)
-    client = Simulator(reasoning_text=TEXT).anthropic_client()
-    message = client.messages.create(
-        model="claude-sonnet-4-6",
-        max_tokens=2048,
-        thinking={"type": "enabled", "budget_tokens": 1024},
-        messages=[{"role": "user", "content": "Weather in Paris?"}],
-    )
+    sim = Simulator(reasoning_text=TEXT)
+    request: dict[str, Any] = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 2048,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+    }
+    if mode == "sync":
+        message = sim.anthropic_client().messages.create(**request)
+    elif mode == "stream":
+        with sim.anthropic_client().messages.stream(**request) as streamed:
+            message = streamed.get_final_message()
+    else:
+
+        async def create() -> Any:
+            return await sim.async_anthropic_client().messages.create(**request)
+
+        message = asyncio.run(create())
     (signature,) = [b.signature for b in message.content if b.type == "thinking"]
     assert [b.thinking for b in message.content if b.type == "thinking"] == [TEXT]
     return loom, signature
@@ -129,10 +145,11 @@ def _encodings(signature: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def peer(config: ReasoningConfig) -> Iterator[tuple[Telemetry, str]]:
+@pytest.fixture(params=["sync", "stream", "async"])
+def peer(config: ReasoningConfig, request: pytest.FixtureRequest) -> Iterator[tuple[Telemetry, str]]:
+    """The text and signature captured in one call of each mode, the providers left to the peer."""
     telemetry = Telemetry.in_memory()
-    loom, signature = _capture(telemetry.provider, config)
+    loom, signature = _capture(telemetry.provider, config, request.param)
     try:
         yield telemetry, signature
     finally:

@@ -45,21 +45,29 @@ def _theirs(telemetry: Telemetry) -> list[Any]:
     return [s for s in telemetry.spans if not s.instrumentation_scope.name.startswith("loom_otel")]
 
 
+def _call(client: Any, stream: bool, **request: Any) -> Any:
+    if not stream:
+        return client.messages.create(**request)
+    with client.messages.stream(**request) as streamed:
+        return streamed.get_final_message()
+
+
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("name", PEERS)
-def test_a_thought_sent_back_as_plain_text_in_a_later_trace(name, config):
+def test_a_thought_sent_back_as_plain_text_in_a_later_trace(name, stream, config):
     """google-adk's way: the next turn's input holds the previous turn's thought as a text part."""
     telemetry = Telemetry.in_memory()
     loom, other = _beside(name, config, telemetry)
     client = Simulator(reasoning_text=CANARY).anthropic_client()
     try:
-        first = client.messages.create(**_request([{"role": "user", "content": "Weather in Paris?"}]))
+        first = _call(client, stream, **_request([{"role": "user", "content": "Weather in Paris?"}]))
         thought = next(b.thinking for b in first.content if b.type == "thinking")
         history = [
             {"role": "user", "content": "Weather in Paris?"},
             {"role": "assistant", "content": [{"type": "text", "text": f"(thinking) {thought}"}]},
             {"role": "user", "content": "And tomorrow?"},
         ]
-        client.messages.create(**{**_request(history), "thinking": {"type": "disabled"}})
+        _call(client, stream, **{**_request(history), "thinking": {"type": "disabled"}})
     finally:
         other.uninstrument()
         loom.uninstrument()
@@ -69,9 +77,10 @@ def test_a_thought_sent_back_as_plain_text_in_a_later_trace(name, config):
     assert find_leaks([CANARY], spans=telemetry.spans) == []
 
 
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("limit", [120, 200, 300, 450, 700])
 @pytest.mark.parametrize("name", PEERS)
-def test_values_cut_by_the_attribute_limit(name, limit, config, monkeypatch):
+def test_values_cut_by_the_attribute_limit(name, limit, stream, config, monkeypatch):
     """Every string attribute cut at ``limit``: no prefix of the text or a signature long enough to be
     unambiguous (48 characters) is exported."""
     monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", str(limit))
@@ -80,9 +89,9 @@ def test_values_cut_by_the_attribute_limit(name, limit, config, monkeypatch):
     client = Simulator(reasoning_text=CANARY).anthropic_client()
     try:
         messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-        first = client.messages.create(**_request(messages))
+        first = _call(client, stream, **_request(messages))
         messages += _follow_up(first)
-        second = client.messages.create(**_request(messages))
+        second = _call(client, stream, **_request(messages))
     finally:
         other.uninstrument()
         loom.uninstrument()

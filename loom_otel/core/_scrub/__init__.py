@@ -18,7 +18,6 @@ from __future__ import annotations
 from loom_otel.core._scrub._install import (
     ReasoningLogScrubber,
     ReasoningScrubber,
-    _installed,
     install_scrubber,
     leave_alone,
 )
@@ -29,7 +28,6 @@ __all__ = [
     "REMOVED",
     "ReasoningLogScrubber",
     "ReasoningScrubber",
-    "_installed",
     "forget_all",
     "install_scrubber",
     "leave_alone",

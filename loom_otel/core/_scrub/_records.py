@@ -48,53 +48,63 @@ def _write(holder: Any, name: str, changed: Mapping[str, Any]) -> None:
         setattr(holder, name, {**(attributes or {}), **changed})
 
 
-class _Texts:
-    """The texts of one record, in order, each with how to put a new one in its place."""
+_Place = _Setter | tuple[Any, str, str, int | None]
+"""Where a text goes back: a setter, or (holder, attribute map name, key, index in a sequence or
+``None``); a tuple costs less to make for every attribute of every span, and most are never put back."""
 
-    __slots__ = ("setters", "texts")
+
+class _Texts:
+    """The texts of one record, in order, each with its place."""
+
+    __slots__ = ("places", "texts")
 
     def __init__(self) -> None:
         self.texts: list[Text] = []
-        self.setters: list[_Setter] = []
+        self.places: list[_Place] = []
 
-    def add(self, text: Text, setter: _Setter) -> None:
+    def add(self, text: Text, place: _Place) -> None:
         if text:
             self.texts.append(text)
-            self.setters.append(setter)
+            self.places.append(place)
 
     def extend(self, other: _Texts) -> None:
         self.texts += other.texts
-        self.setters += other.setters
+        self.places += other.places
 
     def attributes(self, holder: Any, name: str, attributes: Mapping[str, Any]) -> None:
+        texts, places = self.texts, self.places
         for key, value in attributes.items():
             if isinstance(value, str | bytes):
-                self.add(value, _attribute_setter(holder, name, key))
+                if value:
+                    texts.append(value)
+                    places.append((holder, name, key, None))
             elif isinstance(value, tuple | list):
                 for index, item in enumerate(value):
-                    if isinstance(item, str | bytes):
-                        self.add(item, _item_setter(holder, name, key, index))
+                    if isinstance(item, str | bytes) and item:
+                        texts.append(item)
+                        places.append((holder, name, key, index))
 
     def apply(self) -> None:
         scrubbed = scrub_texts(self.texts)
         if scrubbed is None:
             return
-        for old, new, setter in zip(self.texts, scrubbed, self.setters, strict=True):
-            if new is not old:
-                setter(new)
+        for old, new, place in zip(self.texts, scrubbed, self.places, strict=True):
+            if new is old:
+                continue
+            if isinstance(place, tuple):
+                _put(*place, new)
+            else:
+                place(new)
 
 
-def _attribute_setter(holder: Any, name: str, key: str) -> _Setter:
-    return lambda new: _write(holder, name, {key: new})
-
-
-def _item_setter(holder: Any, name: str, key: str, index: int) -> _Setter:
-    def put(new: Text) -> None:
-        items = list(_read(holder, name)[key])
-        items[index] = new
-        _write(holder, name, {key: tuple(items)})
-
-    return put
+def _put(holder: Any, name: str, key: str, index: int | None, new: Text) -> None:
+    """Put ``new`` at ``key`` (item ``index`` of a sequence) of ``holder.<name>``."""
+    if index is None:
+        _write(holder, name, {key: new})
+        return
+    items = list(_read(holder, name)[key])
+    items[index] = new
+    _write(holder, name, {key: tuple(items)})
 
 
 def _attributes(holder: Any, name: str, trace_id: int | None, texts: _Texts) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from loom_otel.core._scrub._registry import registry
 from loom_otel.core._scrub._shapes import is_marker, may_hold_reasoning, replacement, scrub_json, walk
-from loom_otel.core._scrub._windows import WINDOW, SkeletonMap, skeleton
+from loom_otel.core._scrub._windows import SkeletonMap, skeleton
 
 __all__ = ["Text", "scrub_any", "scrub_attributes", "scrub_texts", "scrub_value"]
 
@@ -126,9 +126,10 @@ def _pass(texts: Sequence[Text], depth: int) -> list[Text] | None:
     data = [_encode(text) for text in texts]
     joined = b"".join(data)
     skel = skeleton(joined)
-    if len(skel) < WINDOW or not registry.windows.hit(skel):
+    windows, shared = registry.windows.shared(skel)
+    if not shared:
         return None
-    runs = registry.windows.runs(skel)
+    runs = registry.windows.runs(skel, windows, shared)
     if not runs:
         return None
     places = SkeletonMap(joined)

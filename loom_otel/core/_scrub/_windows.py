@@ -30,20 +30,27 @@ from typing import Final
 __all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
 
 WINDOW: Final = 12
-STEP: Final = 4
+STEP: Final = 8
 """Forms are indexed at every ``STEP``-th position, texts checked at the first ``STEP`` positions of
 every ``WINDOW`` bytes: one of those meets an indexed position of any run long enough."""
 MIN_RUN: Final = 2 * WINDOW + STEP - 2
-"""The shortest run of skeleton bytes (letters and digits) found wherever it sits (26)."""
+"""The shortest run of skeleton bytes (letters and digits) found wherever it sits (30)."""
 _DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
 _BLOCK: Final = 64
 _CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
 _CHUNK: Final = struct.Struct(f"{WINDOW}s")
 _SYNC: Final = 4
-_RESYNC: Final = sorted(((k, j) for k in range(13) for j in range(5) if k or j), key=sum)
-"""Skips (bytes of the text, bytes of the form) tried where a run breaks: an escape's letters in the
-text (up to 12: ``\\ud83d\\ude00``), a character's bytes the escape replaced in the form (up to 4)."""
+_RESYNC: Final = sorted(
+    [(k, 0) for k in range(1, 7)]
+    + [(0, j) for j in range(1, 5)]
+    + [(3, 2), (4, 3), (5, 2), (5, 3), (7, 3), (9, 4), (10, 4)],
+    key=sum,
+)
+"""Skips (letters of the text, bytes of the form) tried where a run breaks: an escape's letters in the
+text (``n``, ``quot``, ``amp``), a character written as an escape (``xe9``, ``u00e9``, ``9730``,
+``ud83dude00``) in place of its UTF-8 bytes, or a character the text lost (up to 4 bytes)."""
 _MAP_BLOCK: Final = 512
+_FEW: Final = 8
 
 
 def skeleton(data: bytes) -> bytes:
@@ -76,20 +83,10 @@ def _every(form: bytes) -> Iterator[bytes]:
     return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
 
 
-class _Form:
-    """One indexed form of a secret: its skeleton and what replaces a run of it."""
-
-    __slots__ = ("encoded", "replacement", "siblings", "skel", "windows")
-
-    def __init__(self, skel: bytes, replacement: str, siblings: list[_Form], encoded: bool) -> None:
-        self.skel = skel
-        self.replacement = replacement
-        self.encoded = encoded
-        """A base64 form: the text holding it is decoded to be scrubbed."""
-        self.windows = max(0, len(skel) - WINDOW + STEP) // STEP
-        self.siblings = siblings
-        """The forms of the same secret (this one included): a window they share is extended in each."""
-        siblings.append(self)
+_Form = tuple[bytes, str, bool, int, int]
+"""One indexed form of a secret: its skeleton, what replaces a run of it, whether it is a base64 copy
+(the text holding it is decoded to be scrubbed), and the numbers of the secret's forms (first, how
+many: a window they share is extended in each). A plain tuple: the collector stops tracking it."""
 
 
 class _Generation:
@@ -120,17 +117,16 @@ class WindowIndex:
 
     def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
         """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
+        kept = [(f, False) for f in forms if len(f) >= MIN_RUN] + [(f, True) for f in encoded if len(f) >= MIN_RUN]
         with self._lock:
-            siblings: list[_Form] = []
             young = self._young
-            for skel, is_encoded in [*((f, False) for f in forms), *((f, True) for f in encoded)]:
-                if len(skel) < MIN_RUN:
-                    continue
-                form = _Form(skel, replacement, siblings, is_encoded)
-                number = next(self._numbers)
-                young.forms[number] = form
+            first = next(self._numbers)
+            for _ in kept[1:]:
+                next(self._numbers)
+            for number, (skel, is_encoded) in enumerate(kept, first):
+                young.forms[number] = (skel, replacement, is_encoded, first, len(kept))
                 young.windows.update(dict.fromkeys(_every(skel), number))
-                young.size += form.windows
+                young.size += max(0, len(skel) - WINDOW + STEP) // STEP
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
 
@@ -138,91 +134,139 @@ class WindowIndex:
         with self._lock:
             self._young, self._old = _Generation(), _Generation()
 
-    def hit(self, skel: bytes) -> bool:
-        """Whether ``skel`` shares a window with a form (those at the first ``STEP`` positions of every
-        ``WINDOW`` bytes): the pre-filter."""
+    def shared(self, skel: bytes) -> tuple[list[bytes], set[bytes]]:
+        """The windows of ``skel`` checked (those at the first ``STEP`` positions of every ``WINDOW``
+        bytes) and those of them a form has: the pre-filter, one C-level pass."""
         if len(skel) < WINDOW:
-            return False
-        young, old = self._young.windows, self._old.windows
-        windows = _windows_of(skel)
-        if not old:
-            return not young.keys().isdisjoint(windows)
-        cut = list(windows)
-        return not young.keys().isdisjoint(cut) or not old.keys().isdisjoint(cut)
+            return [], set()
+        windows = list(_windows_of(skel))
+        shared = self._young.windows.keys() & windows
+        if self._old.windows:
+            shared |= self._old.windows.keys() & windows
+        return windows, shared
 
-    def _form(self, window: bytes) -> _Form | None:
+    def _forms(self, window: bytes) -> list[_Form]:
+        """The forms of the secret that has ``window`` (none when it was dropped meanwhile)."""
         for generation in (self._young, self._old):
             number = generation.windows.get(window)
-            if number is not None:
-                form = generation.forms.get(number)
-                if form is not None:
-                    return form
-        return None
+            form = generation.forms.get(number) if number is not None else None
+            if form is not None:
+                first, many = form[3], form[4]
+                return [f for f in map(generation.forms.get, range(first, first + many)) if f is not None]
+        return []
 
-    def runs(self, skel: bytes) -> list[tuple[int, int, str, bool]]:
-        """The runs of forms in ``skel``: (start, end, replacement, in a base64 form), in order, not
-        overlapping. Only where a window is shared (a set intersection) is a run looked for."""
-        where = dict(zip(_windows_of(skel), _positions(len(skel)), strict=True))  # the last place of each
-        shared = self._young.windows.keys() & where.keys()
-        shared |= self._old.windows.keys() & where.keys()
-        positions = sorted(where[window] for window in shared)
+    def runs(self, skel: bytes, windows: list[bytes], shared: set[bytes]) -> list[tuple[int, int, str, bool]]:
+        """The runs of forms in ``skel`` (``windows`` and ``shared``: what ``shared`` answered): (start,
+        end, replacement, in a base64 form), in order, not overlapping."""
+        if len(shared) <= _FEW:  # most often one phrase the text shares with other text: its places
+            places: set[int] = set()
+            for window in shared:
+                at = skel.find(window)
+                while at >= 0:
+                    places.add(at)
+                    at = skel.find(window, at + 1)
+            positions = sorted(places)
+        else:  # a secret written out: each window's (last) place at once
+            where = dict(zip(windows, _positions(len(skel)), strict=True))
+            positions = sorted(where[window] for window in shared)
         found: list[tuple[int, int, str, bool]] = []
-        reverse = skel[::-1]
         for position in positions:
             floor = found[-1][1] if found else 0
             if position < floor:
                 continue
-            run = self._run(skel, reverse, position, floor)
+            run = self._run(skel, position, floor)
             if run is not None:
                 found.append(run)
         return found
 
-    def _run(self, skel: bytes, reverse: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
+    def _run(self, skel: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
         """The run of a form through ``skel[position:]`` (not before ``floor``), if one is long enough."""
         window = skel[position : position + WINDOW]
-        form = self._form(window)
-        if form is None:
-            return None
-        size = len(skel)
-        start, end, best = position, position, form
-        for sibling in form.siblings:
-            offset = sibling.skel.find(window)
+        start, end, best = position, position, None
+        for form in self._forms(window):
+            offset = form[0].find(window)
             if offset < 0:
                 continue
-            after, _ = _extend(skel, position, sibling.skel, offset)
-            back, _ = _extend(reverse, size - position, sibling.skel[::-1], len(sibling.skel) - offset)
-            if after - (size - back) > end - start:
-                start, end, best = size - back, after, sibling
+            after = _forward(skel, position, form[0], offset)
+            before = _backward(skel, position, form[0], offset)
+            if after - before > end - start:
+                start, end, best = before, after, form
         start = max(start, floor)
-        return (start, end, best.replacement, best.encoded) if end - start >= MIN_RUN else None
+        if best is None or end - start < MIN_RUN:
+            return None
+        return start, end, best[1], best[2]
 
 
 def _common(a: bytes, i: int, b: bytes, j: int) -> int:
-    """The length of the longest common prefix of ``a[i:]`` and ``b[j:]`` (binary search on slices)."""
-    low, high = 0, min(len(a) - i, len(b) - j)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[i : i + middle] == b[j : j + middle]:
+    """The length of the longest common prefix of ``a[i:]`` and ``b[j:]`` (galloping, then binary
+    search on slices: a chance match ends after a few bytes, a copy of a secret runs long)."""
+    limit, low, step = min(len(a) - i, len(b) - j), 0, WINDOW
+    while low < limit:
+        high = min(low + step, limit)
+        if a[i + low : i + high] != b[j + low : j + high]:
+            break
+        low, step = high, step * 2
+    else:
+        return low
+    while high - low > 1:  # a[i:i+low] matches, a[i:i+high] does not
+        middle = (low + high) // 2
+        if a[i + low : i + middle] == b[j + low : j + middle]:
             low = middle
         else:
-            high = middle - 1
+            high = middle
     return low
 
 
-def _extend(a: bytes, i: int, b: bytes, j: int) -> tuple[int, int]:
-    """Where the run of ``b`` from ``b[j]`` found at ``a[i]`` ends in each, over escape letters."""
+def _common_back(a: bytes, i: int, b: bytes, j: int) -> int:
+    """The length of the longest common suffix of ``a[:i]`` and ``b[:j]``."""
+    limit, low, step = min(i, j), 0, WINDOW
+    while low < limit:
+        high = min(low + step, limit)
+        if a[i - high : i - low] != b[j - high : j - low]:
+            break
+        low, step = high, step * 2
+    else:
+        return low
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[i - middle : i - low] == b[j - middle : j - low]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _forward(a: bytes, i: int, b: bytes, j: int) -> int:
+    """Where in ``a`` the run of ``b`` found at ``a[i] == b[j]`` ends, over escape letters."""
     while True:
         step = _common(a, i, b, j)
         i, j = i + step, j + step
         if i >= len(a) or j >= len(b):
-            return i, j
+            return i
         for skip_a, skip_b in _RESYNC:
             ahead = a[i + skip_a : i + skip_a + _SYNC]
             if len(ahead) == _SYNC and ahead == b[j + skip_b : j + skip_b + _SYNC]:
                 i, j = i + skip_a, j + skip_b
                 break
         else:
-            return i, j
+            return i
+
+
+def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
+    """Where in ``a`` the run of ``b`` found at ``a[i] == b[j]`` starts, over escape letters."""
+    while True:
+        step = _common_back(a, i, b, j)
+        i, j = i - step, j - step
+        if i <= 0 or j <= 0:
+            return i
+        for skip_a, skip_b in _RESYNC:
+            if skip_a + _SYNC > i or skip_b + _SYNC > j:
+                continue
+            if a[i - skip_a - _SYNC : i - skip_a] == b[j - skip_b - _SYNC : j - skip_b]:
+                i, j = i - skip_a, j - skip_b
+                break
+        else:
+            return i
 
 
 class SkeletonMap:
