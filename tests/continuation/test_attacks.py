@@ -283,25 +283,37 @@ def test_a_responses_conversation_is_still_one_execution(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("mode", ["sync", "stream", "async_messages.stream"])
 def test_a_restarted_process_never_writes_into_a_named_execution(mode: str, tmp_path: Path) -> None:
-    """A second process (binding records read from disk) continuing a conversation an ``execution()``
-    named, without one: its capture is its own execution, so reading or erasing the victim's reaches
-    nothing of the second process's, and the other way round."""
+    """A second process (instrumented anew, its binding records read from the files) continuing a
+    conversation an ``execution()`` named, without one: its capture is its own execution, so reading or
+    erasing the victim's reaches nothing of the second process's."""
     sim = _simulator()
     store = MemoryReasoningStore()
     settings = ReasoningConfig(store=store, journal=tmp_path / "j")
     send = MODES[mode]
-    with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
-        with execution("victim-run"):
-            history = _tool_round(send, sim)
-        forget_bindings()  # a new process: the records come back from the binding files
+    with instrumented(AnthropicInstrumentor(), config=settings) as first, execution("victim-run"):
+        history = _tool_round(send, sim)
+    forget_bindings()  # a new process: nothing in memory, the records come back from the binding files
+    with instrumented(AnthropicInstrumentor(), config=settings) as second:
         send(sim, {**KW, "messages": history})
-    captured = reasoning_events(telemetry.spans)
-    assert captured[0]["loom.execution.id"] == "victim-run"
-    second = captured[-1]
-    assert second["loom.execution.id"] != "victim-run"
-    (ref,) = second["loom.reasoning.part.ref"]
+    assert [e["loom.execution.id"] for e in reasoning_events(first.spans)] == ["victim-run"]
+    (captured,) = reasoning_events(second.spans)
+    assert captured["loom.execution.id"] != "victim-run"
+    (ref,) = captured["loom.reasoning.part.ref"]
     store.erase_execution(None, "victim-run")
-    assert store.get(ref, tenant=None, execution_id=str(second["loom.execution.id"])) is not None
+    assert store.get(ref, tenant=None, execution_id=str(captured["loom.execution.id"])) is not None
+
+
+def test_the_same_process_still_joins_its_own_named_execution(tmp_path: Path) -> None:
+    """A call that lost its ``execution()`` context (a worker thread) in the process that named it still
+    continues it: the in-flight tool round is accepted and captured in that execution."""
+    sim = _simulator()
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j", transcript="redact")
+    with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
+        with execution("run-1"):
+            history = _tool_round(MODES["sync"], sim)
+        final = MODES["sync"](sim, {**KW, "messages": history})
+    assert final.stop_reason == "end_turn"
+    assert {e["loom.execution.id"] for e in reasoning_events(telemetry.spans)} == {"run-1"}
 
 
 # --- cross-tenant and cross-principal -------------------------------------------------------------------
