@@ -8,6 +8,7 @@ trace, as under ``opentelemetry-instrument`` without a framework span."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -18,14 +19,18 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from google.genai import errors
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.continuation.gemini.modes import MODES as GEMINI_MODES
+from tests.continuation.gemini.scenario import QUESTION, answers, as_dict, config, signatures
 from tests.continuation.openai.test_openai_continuation import MODES as OPENAI_MODES
 from tests.continuation.openai.test_openai_continuation import (
     RESPONSES_TOOL,
@@ -337,6 +342,24 @@ def test_another_tenant_never_gets_a_stripped_round_back(mode: str, tmp_path: Pa
             reachable = _send(send, sim, {**KW, **omitted, "messages": [history[0], stripped, history[2]]})
     assert signature not in json.dumps(sim.requests[-1].body)
     assert find_leaks([signature], texts=reachable) == []
+
+
+@pytest.mark.parametrize("mode", list(GEMINI_MODES))
+def test_another_tenant_never_gets_a_gemini_call_signature_back(mode: str, tmp_path: Path) -> None:
+    """A current-turn function call that lost its signature gets the recorded one back only in the tenant
+    that produced it: another tenant sending the same call unsigned never gets the first one's."""
+    sim = Simulator(strict=True, reasoning_text=f"Think it through. {CANARY}", max_tool_rounds=1)
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j")
+    send, cfg = GEMINI_MODES[mode], config()
+    with instrumented(GoogleGenAiInstrumentor(), config=settings):
+        with execution("run-acme", tenant="acme"):
+            mid, seen = send(sim, [], QUESTION, cfg)
+        unsigned = [mid[0], *(as_dict(c, signatures=False) for c in mid[1:])]
+        with execution("run-globex", tenant="globex"), contextlib.suppress(errors.ClientError):
+            send(sim, unsigned, answers(mid), cfg)
+    secrets = signatures(seen)
+    assert secrets
+    assert find_leaks(secrets, texts=[json.dumps(sim.requests[-1].body)]) == []
 
 
 @pytest.mark.parametrize("transcript", ["keep", "redact"])
