@@ -8,6 +8,7 @@ trace, as under ``opentelemetry-instrument`` without a framework span."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -18,14 +19,18 @@ import anthropic
 import httpx2
 import openai
 import pytest
+from google.genai import errors
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.continuation.gemini.modes import MODES as GEMINI_MODES
+from tests.continuation.gemini.scenario import QUESTION, answers, as_dict, config, signatures
 from tests.continuation.openai.test_openai_continuation import MODES as OPENAI_MODES
 from tests.continuation.openai.test_openai_continuation import (
     RESPONSES_TOOL,
@@ -283,25 +288,37 @@ def test_a_responses_conversation_is_still_one_execution(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("mode", ["sync", "stream", "async_messages.stream"])
 def test_a_restarted_process_never_writes_into_a_named_execution(mode: str, tmp_path: Path) -> None:
-    """A second process (binding records read from disk) continuing a conversation an ``execution()``
-    named, without one: its capture is its own execution, so reading or erasing the victim's reaches
-    nothing of the second process's, and the other way round."""
+    """A second process (instrumented anew, its binding records read from the files) continuing a
+    conversation an ``execution()`` named, without one: its capture is its own execution, so reading or
+    erasing the victim's reaches nothing of the second process's."""
     sim = _simulator()
     store = MemoryReasoningStore()
     settings = ReasoningConfig(store=store, journal=tmp_path / "j")
     send = MODES[mode]
-    with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
-        with execution("victim-run"):
-            history = _tool_round(send, sim)
-        forget_bindings()  # a new process: the records come back from the binding files
+    with instrumented(AnthropicInstrumentor(), config=settings) as first, execution("victim-run"):
+        history = _tool_round(send, sim)
+    forget_bindings()  # a new process: nothing in memory, the records come back from the binding files
+    with instrumented(AnthropicInstrumentor(), config=settings) as second:
         send(sim, {**KW, "messages": history})
-    captured = reasoning_events(telemetry.spans)
-    assert captured[0]["loom.execution.id"] == "victim-run"
-    second = captured[-1]
-    assert second["loom.execution.id"] != "victim-run"
-    (ref,) = second["loom.reasoning.part.ref"]
+    assert [e["loom.execution.id"] for e in reasoning_events(first.spans)] == ["victim-run"]
+    (captured,) = reasoning_events(second.spans)
+    assert captured["loom.execution.id"] != "victim-run"
+    (ref,) = captured["loom.reasoning.part.ref"]
     store.erase_execution(None, "victim-run")
-    assert store.get(ref, tenant=None, execution_id=str(second["loom.execution.id"])) is not None
+    assert store.get(ref, tenant=None, execution_id=str(captured["loom.execution.id"])) is not None
+
+
+def test_the_same_process_still_joins_its_own_named_execution(tmp_path: Path) -> None:
+    """A call that lost its ``execution()`` context (a worker thread) in the process that named it still
+    continues it: the in-flight tool round is accepted and captured in that execution."""
+    sim = _simulator()
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j", transcript="redact")
+    with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
+        with execution("run-1"):
+            history = _tool_round(MODES["sync"], sim)
+        final = MODES["sync"](sim, {**KW, "messages": history})
+    assert final.stop_reason == "end_turn"
+    assert {e["loom.execution.id"] for e in reasoning_events(telemetry.spans)} == {"run-1"}
 
 
 # --- cross-tenant and cross-principal -------------------------------------------------------------------
@@ -325,6 +342,24 @@ def test_another_tenant_never_gets_a_stripped_round_back(mode: str, tmp_path: Pa
             reachable = _send(send, sim, {**KW, **omitted, "messages": [history[0], stripped, history[2]]})
     assert signature not in json.dumps(sim.requests[-1].body)
     assert find_leaks([signature], texts=reachable) == []
+
+
+@pytest.mark.parametrize("mode", list(GEMINI_MODES))
+def test_another_tenant_never_gets_a_gemini_call_signature_back(mode: str, tmp_path: Path) -> None:
+    """A current-turn function call that lost its signature gets the recorded one back only in the tenant
+    that produced it: another tenant sending the same call unsigned never gets the first one's."""
+    sim = Simulator(strict=True, reasoning_text=f"Think it through. {CANARY}", max_tool_rounds=1)
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j")
+    send, cfg = GEMINI_MODES[mode], config()
+    with instrumented(GoogleGenAiInstrumentor(), config=settings):
+        with execution("run-acme", tenant="acme"):
+            mid, seen = send(sim, [], QUESTION, cfg)
+        unsigned = [mid[0], *(as_dict(c, signatures=False) for c in mid[1:])]
+        with execution("run-globex", tenant="globex"), contextlib.suppress(errors.ClientError):
+            send(sim, unsigned, answers(mid), cfg)
+    secrets = signatures(seen)
+    assert secrets
+    assert find_leaks(secrets, texts=[json.dumps(sim.requests[-1].body)]) == []
 
 
 @pytest.mark.parametrize("transcript", ["keep", "redact"])

@@ -33,14 +33,15 @@ class Outgoing(Protocol):
         ...
 
     def attach(self, call: ModelCall) -> None:
-        """The call's span exists: the call joins the request's lineage (``call.join``: the execution
-        this process recorded the request's latest known reasoning block for), the pass's decisions
-        become span events, and the capture is hooked. A vendor that plans per HTTP request (Gemini)
-        joins at its first request instead."""
+        """The call's span exists: the call joins the request's lineage (``call.join``: the execution of
+        the request's latest reasoning block whose recorded binding holds, ``Plan.lineage``), the pass's
+        decisions become span events, and the capture is hooked. A vendor that plans per HTTP request
+        (Gemini) joins at its first request instead."""
         ...
 
     def put_back(self) -> list[str]:
-        """The readable texts loom-otel put into the request (taken out of an SDK error in redact mode)."""
+        """The readable texts loom-otel put into the request (taken out of an SDK error or a returned
+        object's HTTP request, in any mode)."""
         ...
 
 

@@ -1,9 +1,10 @@
 """Whose a model call is (DESIGN "Execution identity"): decided once per call, in one place.
 
 1. an explicit ``execution()`` scope;
-2. else the transcript's lineage: the execution (of no tenant, and named by no ``execution()``) that
-   this process's binding records attribute the request's latest reasoning block whose recorded binding
-   holds in the request as it will be sent to (``Continuation.plan``); never visible text, ids or digests;
+2. else the transcript's lineage: the execution (of no tenant, and named by no ``execution()`` of another
+   process) that this process's binding records attribute the request's latest reasoning block whose
+   recorded binding holds in the request as it will be sent to (``Continuation.plan``); never visible
+   text, ids or digests;
 3. else a new execution whose id is the trace id of the call's span.
 
 The step is the ``step()`` scope, else the model-call span id. ``ModelCall`` owns the decision; capture,

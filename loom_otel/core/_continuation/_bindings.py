@@ -70,9 +70,12 @@ class BlockRecord(NamedTuple):
     tenant: str | None = None
     principal: str | None = None
     """The principal the producing call named, if any: a call naming another never reads the block."""
-    joinable: bool = False
-    """The execution was not named by ``execution()`` (a default or joined one): a request with no scope
-    that holds the block may join it (DESIGN "Execution identity"). ``False`` in older files."""
+    named: bool = True
+    """The execution was named by ``execution()``: only this process (``local``) joins it from a request
+    with no scope (a call that lost its context), never another process reading the file; ``True`` in
+    older files."""
+    local: bool = False
+    """Recorded by this process (never written: a record read from a file is not)."""
 
     def to_json(self, key: bytes) -> str:
         """One line of the binding file: the JSON object ``from_json`` reads, formatted directly (the
@@ -81,7 +84,7 @@ class BlockRecord(NamedTuple):
         owner = "" if self.execution is None else f',"e":{_string(self.execution)}'
         owner += "" if self.tenant is None else f',"n":{_string(self.tenant)}'
         owner += "" if self.principal is None else f',"w":{_string(self.principal)}'
-        owner += ',"j":1' if self.joinable else ""
+        owner += "" if self.named else ',"a":1'
         return (
             f'{{"v":{_VERSION},"k":"{key.hex()}","b":"{self.binding.hex()}","p":{_string(self.provider)},'
             f'"m":{_string(self.model)},"s":"{self.system.hex()}","t":"{self.tools.hex()}",'
@@ -106,7 +109,7 @@ class BlockRecord(NamedTuple):
                 _text_or_none(raw.get("e")),
                 _text_or_none(raw.get("n")),
                 _text_or_none(raw.get("w")),
-                raw.get("j") == 1,
+                raw.get("a") != 1,
             )
             return bytes.fromhex(raw["k"]), record
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -240,10 +240,13 @@ def readable(record: BlockRecord, scope: ExecutionScope) -> bool:
 
 
 def _joinable(record: BlockRecord | None) -> ExecutionScope | None:
-    """The execution a call with no scope joins through ``record`` (a block whose binding holds): one no
-    ``execution()`` named (an application that names its executions decides who writes into them), of
-    no tenant."""
-    if record is None or record.execution is None or record.tenant is not None or not record.joinable:
+    """The execution a call with no scope joins through ``record`` (a block whose binding holds), of no
+    tenant: one no ``execution()`` named, or one this process named (a call that lost its context);
+    never, across a restart or from another process, one an application named (its blobs would be
+    sealed to that execution, read and erased with it)."""
+    if record is None or record.execution is None or record.tenant is not None:
+        return None
+    if record.named and not record.local:
         return None
     return ExecutionScope(record.execution, None, record.principal)
 
@@ -274,9 +277,10 @@ class Continuation:
         read back from that execution only. The lineage is the execution of the request's latest
         reasoning block whose recorded binding holds in the request as it will be sent (a block holds a
         vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
-        for an execution no ``execution()`` named; a first pass finds it without reading the store, a
-        second reads the texts from it (and, if a text it needs cannot be had there so that the block
-        no longer binds, the call joins nothing and nothing is read).
+        for an execution no ``execution()`` named, or one this process named (``_joinable``); a first
+        pass finds it without reading the store, a second reads the texts from it (and, if a text it
+        needs cannot be had there so that the block no longer binds, the call joins nothing and nothing
+        is read).
 
         Never worse than bare (DESIGN): with ``vendor_drops`` (the request asks the vendor to drop stale
         blocks itself) nothing is dropped here; a block at a ``protected`` position (one a vendor rule
@@ -482,7 +486,8 @@ class Continuation:
                         owner.execution_id,
                         owner.tenant,
                         owner.principal,
-                        not owner.named_execution,
+                        owner.named_execution,
+                        True,
                     ),
                 )
             )

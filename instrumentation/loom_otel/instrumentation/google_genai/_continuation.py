@@ -28,6 +28,7 @@ from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._model_call import CallRef, ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._config import Runtime
+from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
 from loom_otel.core._continuation._rule import (
     Block,
@@ -36,6 +37,7 @@ from loom_otel.core._continuation._rule import (
     Plan,
     Produced,
     digest_of,
+    readable,
     record_digest,
 )
 from loom_otel.core._memo import BoundedMemo
@@ -123,8 +125,10 @@ class GeminiContinuation:
     def session(self, call: ModelCall, provider: str, produced: list[Any]) -> GeminiSession:
         return GeminiSession(self, call, provider, produced)
 
-    def thread(self, contents: list[tuple[str, list[tr.Part]]]) -> list[tr.Part]:
-        """Give each current-turn function call that lost its signature the recorded one back."""
+    def thread(self, contents: list[tuple[str, list[tr.Part]]], scope: ExecutionScope | None) -> list[tr.Part]:
+        """Give each current-turn function call that lost its signature the recorded one back, when it was
+        recorded for the call's tenant (and execution and principal, when the call names them; for no
+        tenant, without a scope): a signature is a secret, found here by a visible call."""
         start = 0
         for c in range(len(contents) - 1, -1, -1):
             role, parts = contents[c]
@@ -147,11 +151,17 @@ class GeminiContinuation:
                     found = next(
                         (s for k in tr.call_keys(part.call, rank) if (s := self._signatures.get(k)) is not None), None
                     )
-                    if found is not None:
+                    if found is not None and self._may_restore(found, scope):
                         part.signature, part.restored = found, True
                         restored.append(part)
                 rank += 1
         return restored
+
+    def _may_restore(self, signature: bytes, scope: ExecutionScope | None) -> bool:
+        record = self.rule.bindings.block(tr.signature_key(signature))
+        if record is None:
+            return False
+        return record.tenant is None if scope is None else readable(record, scope)
 
     def missing_thoughts(self, contents: list[tuple[str, list[tr.Part]]]) -> dict[int, list[tuple[int, list[tr.Part]]]]:
         """Put back the thought runs a framework removed while their signature stays (pydantic-ai drops
@@ -291,7 +301,7 @@ class GeminiSession:
             if not resuming:
                 self._begin(plan)
             return kwargs
-        restored = self.adapter.thread(contents)
+        restored = self.adapter.thread(contents, call.request_scope())
         inserted = self.adapter.missing_thoughts(contents)
         views, layout = tr.views(contents)
         plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())

@@ -41,6 +41,7 @@ __all__ = [
     "config_value",
     "read_contents",
     "read_part",
+    "signature_key",
     "step_items",
     "system_value",
     "thought_key",
@@ -305,6 +306,11 @@ def _key(kind: str, signature: bytes, rank: int = 0) -> bytes:
         if rank < _MEMO_RANKS:
             _KEYS[(kind, rank)] = keys
     return keys(signature)
+
+
+def signature_key(signature: bytes) -> bytes:
+    """The record key of a signature on a part (a function call's, say)."""
+    return _key(SIGNATURE, signature)
 
 
 def thought_key(signature: bytes) -> bytes:
