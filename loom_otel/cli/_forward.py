@@ -14,6 +14,7 @@ from typing import TextIO
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import current_runtime
+from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["register", "run"]
 
@@ -46,7 +47,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from loom_otel.exporters.chain._inner import inner_from_environment
 
     directory = args.journal if args.journal is not None else current_runtime().journal_dir
-    exporter = ChainedSpanExporter(inner_from_environment(args.inner), journal=directory)
+    try:
+        inner = inner_from_environment(args.inner)
+    except ReasoningConfigError as exc:
+        print(f"loom-otel forward: {exc}", file=err)
+        return 2
+    exporter = ChainedSpanExporter(inner, journal=directory)
     try:
         delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))
     finally:
