@@ -345,6 +345,8 @@ class ChainedSpanExporter(SpanExporter):
             self._stop_sweeper(deadline)
             self._check_downstream()
             self._make_durable_and_deliver(deadline, "shutdown")
+        except Exception as exc:
+            _logger.warning("chained exporter: shutdown failed (%s)", type(exc).__name__)
         finally:
             self._shutdown = True
             with self._lock:

@@ -33,10 +33,10 @@ def endpoint_of(exporter: SpanExporter) -> str | None:
 def unreachable(endpoint: str, timeout: float = PROBE_SECONDS) -> bool:
     """Whether nothing accepts a TCP connection at ``endpoint`` within ``timeout`` seconds (an
     endpoint that cannot be parsed is not judged: ``False``)."""
-    parts = urlsplit(endpoint if "://" in endpoint else f"//{endpoint}")
     try:
+        parts = urlsplit(endpoint if "://" in endpoint else f"//{endpoint}")
         host, port = parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:
+    except ValueError:  # a bad port, an unclosed IPv6 bracket
         return False
     if not host or port is None:
         return False
