@@ -46,6 +46,7 @@ CONTRACT = {
     "loom_otel.instrumentation.google_genai": ["GoogleGenAiInstrumentor"],
     "loom_otel.instrumentation.openai": ["OpenAiInstrumentor"],
     "loom_otel.exporters.chain": ["ChainedSpanExporter"],
+    "loom_otel.testing": ["find_leaks", "instrumented", "reset_runtime"],
     "loom_otel.audit": ["read_reasoning", "read_reasoning_bounded", "verify", "erase_execution"],
 }
 

@@ -18,7 +18,7 @@ from typing import TextIO
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import current_runtime
 from loom_otel.core._journal._reader import all_segments
-from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
 
 __all__ = ["register", "run"]
 
@@ -76,7 +76,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if not directory.exists():
             out.write(f"nothing to forward: no journal at {directory} (the default; pass JOURNAL to name one)\n")
             return 0
-    exporter = ChainedSpanExporter(inner_from_environment(args.inner), journal=directory)
+    try:
+        inner = inner_from_environment(args.inner)
+    except ReasoningConfigError as exc:
+        print(f"loom-otel forward: {exc}", file=err)
+        return 2
+    exporter = ChainedSpanExporter(inner, journal=directory)
     try:
         delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))
     finally:

@@ -42,6 +42,7 @@ __all__ = [
     "configure",
     "current_runtime",
     "default_journal_dir",
+    "open_stores",
     "reset_runtime",
     "runtime_for",
 ]
@@ -394,6 +395,12 @@ def runtime_for(config: ReasoningConfig | None) -> Runtime:
     """What an instrumentor uses at ``instrument()``: its own ``config`` if given, else the process
     default (``current_runtime``)."""
     return Runtime.resolve(config) if config is not None else current_runtime()
+
+
+def open_stores() -> list[ReasoningStore]:
+    """The stores opened from a URL so far (shared by the runtimes naming the same one)."""
+    with _stores_lock:
+        return list(_stores.values())
 
 
 def reset_runtime() -> None:

@@ -18,10 +18,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core._config import ReasoningConfig, reset_runtime
+from loom_otel.core import _config
+from loom_otel.core._config import ReasoningConfig
+from loom_otel.core._lifecycle import close_everything
 from loom_otel.testing._otlp_file import OtlpJsonFileExporter
 
-__all__ = ["OtlpJsonFileExporter", "Telemetry", "find_leaks", "instrumented", "reasoning_events"]
+__all__ = ["OtlpJsonFileExporter", "Telemetry", "find_leaks", "instrumented", "reasoning_events", "reset_runtime"]
 
 
 @dataclass(slots=True)
@@ -41,6 +43,15 @@ class Telemetry:
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:
         return tuple(self.exporter.get_finished_spans())
+
+
+def reset_runtime() -> None:
+    """Close what loom-otel opened in this process (every store's pending blobs synced and its ready
+    directories removed, every audit journal checkpointed, synced and released: a temporary directory
+    holding them can be removed), then forget the process default configuration, the shared stores and
+    which one-time warnings were given. Instrumentations stay as they are; the next write reopens."""
+    close_everything()
+    _config.reset_runtime()
 
 
 def reasoning_events(spans: Sequence[ReadableSpan], name: str = "loom.reasoning.captured") -> list[dict[str, Any]]:
@@ -65,7 +76,7 @@ def instrumented(
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-    reset_runtime()
+    _config.reset_runtime()
     try:
         for instrumentor in instrumentors:
             instrumentor.instrument(tracer_provider=telemetry.provider, config=config, skip_dep_check=True)

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import LoomOtelWarning
+from loom_otel.core import ReasoningConfigError
 from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
 from loom_otel.core._journal._writer import Journal, iter_records
 from loom_otel.exporters.chain import ChainedSpanExporter
@@ -62,14 +62,12 @@ def test_builds_with_no_arguments_from_the_environment(tmp_path: Path, monkeypat
     exporter.shutdown()
 
 
-def test_bad_inner_name_warns_and_uses_otlp_http(monkeypatch: pytest.MonkeyPatch, journal_dir: Path) -> None:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
+def test_bad_inner_name_is_a_config_error(monkeypatch: pytest.MonkeyPatch, journal_dir: Path) -> None:
     monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", "carrier-pigeon")
-    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_CHAIN_INNER"):
-        exporter = ChainedSpanExporter(journal=journal_dir)
-    assert isinstance(exporter.inner, OTLPSpanExporter)
-    exporter.shutdown(timeout_millis=0)
+    with pytest.raises(
+        ReasoningConfigError, match=r"LOOM_OTEL_CHAIN_INNER='carrier-pigeon'.*allowed: .*otlp_proto_http"
+    ):
+        ChainedSpanExporter(journal=journal_dir)
 
 
 def test_dropped_spans_are_resent_from_the_journal(journal: Journal, do_capture) -> None:

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
+from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._inner import inner_choices
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -54,14 +55,15 @@ def test_forwards_to_any_registered_exporter(registered, monkeypatch, tmp_path):
     assert "work" in RecordingExporter.exported
 
 
-def test_the_chained_exporter_is_never_its_own_inner(monkeypatch, tmp_path):
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-    monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", "loom_chain")
-    with pytest.warns(Warning, match="LOOM_OTEL_CHAIN_INNER='loom_chain' names no registered span exporter"):
-        exporter = ChainedSpanExporter(journal=tmp_path / "journal")
-    assert isinstance(exporter.inner, OTLPSpanExporter)
-    exporter.shutdown(timeout_millis=0)
+@pytest.mark.parametrize("value", ["loom_chain", "banana"])
+def test_an_inner_exporter_nothing_registers_is_a_config_error(value, monkeypatch, tmp_path):
+    monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", value)
+    with pytest.raises(ReasoningConfigError) as raised:
+        ChainedSpanExporter(journal=tmp_path / "journal")
+    message = str(raised.value)
+    assert f"LOOM_OTEL_CHAIN_INNER={value!r}" in message  # the variable and the value
+    assert "otlp_proto_http, " in message and message.endswith(", none")  # what is allowed
+    assert "loom_chain," not in message  # never its own inner exporter
 
 
 def _record(seq: int, **extra: object) -> dict[str, object]:

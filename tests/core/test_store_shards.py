@@ -228,10 +228,11 @@ def test_new_conversations_through_the_sdk_make_no_directory_leak_nothing_and_er
     with caplog.at_level(logging.DEBUG), instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
         for n in range(4):  # a new conversation per call: a new execution each, named by its trace id
             MODES[mode](sim, {**kw, "messages": [{"role": "user", "content": f"question {n}"}]})
+        assert store._pool is not None and store._pool._ready == []  # (uninstrument closes the pool)
     captured = reasoning_events(telemetry.spans)
     executions = sorted({e["loom.execution.id"] for e in captured})
     assert len(captured) == 4 and len(executions) == 4
-    assert _scope_dirs(root) == [] and store._pool is not None and store._pool._ready == []
+    assert _scope_dirs(root) == []
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[tmp_path / "journal"], texts=[caplog.text]) == []
     assert find_leaks([CANARY], directories=[root]) != []  # kept, in the shared packs
     reader = FileReasoningStore(root)

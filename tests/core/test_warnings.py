@@ -36,11 +36,14 @@ def test_instrument_and_model_call_warnings_point_at_this_file(tmp_path: Path, m
     assert {w.filename for w in messages.values()} == {__file__}
 
 
-def test_the_chained_exporters_warning_points_at_its_construction(
+def test_the_chained_exporters_bad_inner_is_an_error_not_a_warning(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", "carrier-pigeon")
-    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_CHAIN_INNER") as caught:
-        exporter = ChainedSpanExporter(journal=tmp_path / "journal")
-    exporter.shutdown()
-    assert [w.filename for w in caught if "LOOM_OTEL_CHAIN_INNER" in str(w.message)] == [__file__]
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        pytest.raises(ReasoningConfigError, match="LOOM_OTEL_CHAIN_INNER"),
+    ):
+        warnings.simplefilter("always")
+        ChainedSpanExporter(journal=tmp_path / "journal")
+    assert [str(w.message) for w in caught if "LOOM_OTEL_CHAIN_INNER" in str(w.message)] == []

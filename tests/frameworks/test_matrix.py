@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+from loom_otel.audit import verify
 from loom_otel.testing import find_leaks
 
 from .harness import Case, bare, instrumented
@@ -120,3 +121,18 @@ def test_no_drop_where_nothing_was_edited(case: Case, mode: str) -> None:
     """One system prompt, the history as the framework keeps it: no block is stale, none is dropped."""
     run = instrumented(case, mode)
     assert run.span_events("loom.reasoning.dropped") == []
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("once"))
+def test_every_record_reaches_the_collector_once(case: Case, mode: str) -> None:
+    """Issue #27 point 2: the agent ends while the batch span processor still holds spans; the span
+    pipeline is flushed before anything owed is resent, so the receiver gets each journal record once
+    (1 to 7 of a run's 8-12 capture records arrived twice before) and none is lost."""
+    run = instrumented(case, mode)
+    assert run.exported is not None and run.exported.is_file() and run.journal_dir is not None
+    received = {o.origin: o for o in verify(run.exported).origins}
+    written = {o.origin: o for o in verify(run.journal_dir).origins}
+    assert received.keys() == written.keys() and received
+    for origin, chain in received.items():
+        assert (chain.duplicates_identical, chain.duplicates_conflicting) == (0, ())
+        assert (chain.records, chain.gaps) == (written[origin].records, ())

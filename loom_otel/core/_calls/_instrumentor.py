@@ -21,6 +21,7 @@ from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._model_call import ReasoningHandler
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import runtime_for
+from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._scrub import install_scrubber
 
@@ -54,6 +55,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
         elif runtime.enabled and runtime.request_readable != "off":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REQUEST_READABLE}={runtime.request_readable}")
         warn_if_truncating(kwargs.get("tracer_provider"))  # before the handler: a limit cuts its events
+        hold(self, runtime)
         adapter = type(self).adapter(runtime)
         tracer_provider = kwargs.get("tracer_provider")
         handler = ReasoningHandler(
@@ -69,9 +71,12 @@ class ReasoningInstrumentor(BaseInstrumentor):
             wrap_function_wrapper(module, name, factory(handler))
 
     def _uninstrument(self, **kwargs: Any) -> None:
+        """Unwrap, then stop the background work of the runtime ``instrument()`` used (``_lifecycle``:
+        its store and journal flushed and closed unless another instrumentor still uses them)."""
         for module, name, _ in (*self.wraps, *_present(self.optional_wraps)):
             owner, _, attribute = f"{module}.{name}".rpartition(".")
             unwrap(owner, attribute)
+        release(self)
 
 
 def _present(wraps: Sequence[Wrap]) -> list[Wrap]:

@@ -24,6 +24,7 @@ from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
+from loom_otel.exporters.chain._reach import endpoint_of, unreachable
 from loom_otel.exporters.chain._spans import RecordSpans
 
 __all__ = ["ChainedSpanExporter"]
@@ -35,9 +36,9 @@ SWEEP_INTERVAL: Final = 1.0
 MIN_BACKOFF: Final = 0.25
 MAX_BACKOFF: Final = 30.0
 BATCH: Final = 512
-EXIT_TIMEOUT: Final = 5.0
-"""At interpreter exit, how long the exporter keeps delivering what is owed (the rest stays in the
-outbox for the next process or ``loom-otel forward``)."""
+SHUTDOWN_AFTER_EXIT: Final = 1.0
+"""The least time a shutdown that comes after the exit delivery (the tracer provider's own, at exit)
+is given: it only checkpoints and sends what the exit delivery left."""
 
 
 class ChainedSpanExporter(SpanExporter):
@@ -67,9 +68,14 @@ class ChainedSpanExporter(SpanExporter):
 
     Whatever the sampler decides: the sweeper runs from construction (a process whose spans are all
     unsampled exports none, yet its records are owed), and when the process ends (``atexit``, before
-    the tracer provider's own shutdown; an unhandled ``SIGTERM``: ``_exit``) the exporter delivers
-    everything owed for up to ``EXIT_TIMEOUT`` seconds (nothing it needs is built that late: the
-    record spans' resource is made up front).
+    the tracer provider's own shutdown; an unhandled ``SIGTERM``: ``_exit``) the span pipeline is
+    flushed first, then the exporter delivers what is still owed, within ``EXIT_TIMEOUT`` seconds
+    (nothing it needs is built that late: the record spans' resource is made up front). Where nothing
+    failed, each record thus arrives once.
+
+    A collector that is not there at exit or shutdown (``_reach``: nothing accepts a connection at the
+    inner OTLP exporter's endpoint) is not retried: the exporter says so in one line, naming the
+    endpoint and ``loom-otel forward``, sends nothing more and leaves what is owed in the journal.
 
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
@@ -102,7 +108,7 @@ class ChainedSpanExporter(SpanExporter):
         self._init_runtime_state()
         warn_if_truncating()
         renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
-        deliver_on_exit(self._deliver_at_exit)
+        deliver_on_exit(self)
         self._ensure_sweeper()
 
     def _init_runtime_state(self) -> None:
@@ -117,6 +123,9 @@ class ChainedSpanExporter(SpanExporter):
         self._backoff = 0.0
         self._shutdown = False
         self._exiting = False
+        self._exit_deadline: float | None = None
+        self._offline: str | None = None
+        """The inner exporter's endpoint once it was found unreachable at exit or shutdown."""
 
     @property
     def inner(self) -> SpanExporter:
@@ -138,7 +147,7 @@ class ChainedSpanExporter(SpanExporter):
             marks, cut = _chain_marks(spans)
             if spans:
                 self._spans.use_resource(spans[0].resource)
-            result = self._call_inner(spans)
+            result = SpanExportResult.FAILURE if self._offline is not None else self._call_inner(spans)
         except Exception as exc:
             _logger.warning("chained exporter: inner export failed (%s)", type(exc).__name__)
             result = SpanExportResult.FAILURE
@@ -303,12 +312,16 @@ class ChainedSpanExporter(SpanExporter):
             _logger.warning("chained exporter: forward failed (%s)", type(exc).__name__)
             return False
 
-    def _deliver_all(self, deadline: float) -> bool:
+    def _checkpoint(self) -> None:
+        """Checkpoint this process's chains: their tails are anchored, delivered now or later."""
         for journal in local_journals(self._directory) if self._directory is not None else ():
             try:
                 journal.checkpoint()
             except OSError as exc:
                 _logger.warning("chained exporter: checkpoint failed (%s)", type(exc).__name__)
+
+    def _deliver_all(self, deadline: float) -> bool:
+        self._checkpoint()
         backoff = MIN_BACKOFF
         while True:
             if self._sweep(everything=True, deadline=deadline):
@@ -325,8 +338,15 @@ class ChainedSpanExporter(SpanExporter):
         Idempotent."""
         if self._shutdown:
             return
+        deadline = time.monotonic() + timeout_millis / 1000
+        if self._exit_deadline is not None:  # the tracer provider's shutdown after the exit delivery
+            deadline = min(deadline, max(self._exit_deadline, time.monotonic() + SHUTDOWN_AFTER_EXIT))
         try:
-            self._stop_and_deliver(time.monotonic() + timeout_millis / 1000, "shutdown")
+            self._stop_sweeper(deadline)
+            self._check_downstream()
+            self._make_durable_and_deliver(deadline, "shutdown")
+        except Exception as exc:
+            _logger.warning("chained exporter: shutdown failed (%s)", type(exc).__name__)
         finally:
             self._shutdown = True
             with self._lock:
@@ -338,23 +358,57 @@ class ChainedSpanExporter(SpanExporter):
             except Exception as exc:
                 _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
 
-    def _deliver_at_exit(self) -> None:
-        """``atexit``: stop the sweeper and deliver what is owed, within ``EXIT_TIMEOUT``; the span
-        path stays open (the tracer provider's shutdown, which may come next, still exports)."""
-        if self._shutdown or self._directory is None:
+    def prepare_exit(self, deadline: float) -> None:
+        """At exit, before the span pipeline is flushed (``_exit``): stop the sweeper (a resend now
+        could race the flush and send a record twice) and find out whether the collector answers.
+        The span path stays open: the flush, and the tracer provider's shutdown, still export."""
+        if self._shutdown:
             return
-        self._exiting = True
-        self._stop_and_deliver(time.monotonic() + EXIT_TIMEOUT, "delivery at exit")
+        self._exiting, self._exit_deadline = True, deadline
+        self._stop_sweeper(deadline)
+        self._check_downstream()
 
-    def _stop_and_deliver(self, deadline: float, what: str) -> None:
-        """Stop the sweeper, then deliver everything owed before ``deadline``; never raises."""
+    def deliver_at_exit(self, deadline: float) -> None:
+        """At exit, after the span pipeline was flushed: deliver what is still owed before ``deadline``."""
+        if not self._shutdown:
+            self._make_durable_and_deliver(deadline, "delivery at exit")
+
+    def _stop_sweeper(self, deadline: float) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _check_downstream(self) -> None:
+        """Once per exporter: if nothing accepts a connection at the inner exporter's endpoint, stop
+        sending to it and say, in one line, where what is owed stays and how to send it later."""
+        if self._offline is not None:
+            return
+        endpoint = endpoint_of(self._inner)
+        if endpoint is None or not unreachable(endpoint):
+            return
+        self._offline = endpoint
+        if self._directory is None:
+            _logger.warning("loom-otel: the collector at %s is unreachable; spans of this run were not sent", endpoint)
+        else:
+            _logger.warning(
+                "loom-otel: the collector at %s is unreachable; the audit records owed stay in the journal: "
+                "send them with `loom-otel forward %s`",
+                endpoint,
+                self._directory,
+            )
+
+    def _make_durable_and_deliver(self, deadline: float, what: str) -> None:
+        """Make the captures durable, then deliver everything owed before ``deadline`` (nothing when
+        the collector is unreachable); never raises."""
         try:
-            self._stop.set()
-            self._wake.set()
-            thread = self._thread
-            if thread is not None:
-                thread.join(max(0.0, deadline - time.monotonic()))
             force_flush(max(0, int((deadline - time.monotonic()) * 1000)))  # blobs and records durable
+            if self._offline is not None:
+                self._checkpoint()  # for `loom-otel forward`
+                return
+            if self._directory is None:
+                return
             if not self._deliver_all(deadline):
                 _logger.warning("chained exporter: %s timed out; undelivered records stay in the outbox", what)
         except Exception as exc:

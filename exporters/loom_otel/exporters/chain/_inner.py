@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._warnings import warn
+from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["NoneSpanExporter", "inner_choices", "inner_from_environment"]
 
@@ -45,21 +45,18 @@ def inner_from_environment(name: str | None = None) -> SpanExporter:
     span exporter registered under that name (built with no arguments, as ``OTEL_TRACES_EXPORTER``
     builds it; the OTLP exporters read the standard ``OTEL_EXPORTER_OTLP_*`` variables themselves).
 
-    A name nothing registers (or ``loom_chain`` itself) warns, naming the variable and the choices,
-    and falls back to the default.
+    A name nothing registers (or ``loom_chain`` itself) is a ``ReasoningConfigError`` naming the
+    variable, the value and the choices: a typo never sends the spans somewhere else.
     """
     choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
     if choice.lower() == _NONE:
         return NoneSpanExporter()
     found = [] if choice == _SELF else list(entry_points(group=GROUP, name=choice))
     if not found:
-        warn(
-            f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} names no registered span exporter "
-            f"(one of {', '.join(inner_choices())}); using {DEFAULT_INNER}"
+        raise ReasoningConfigError(
+            f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} names no registered span exporter; "
+            f"allowed: {', '.join(inner_choices())}"
         )
-        found = list(entry_points(group=GROUP, name=DEFAULT_INNER))
-        if not found:
-            return NoneSpanExporter()
     exporter = found[0].load()()
     if not isinstance(exporter, SpanExporter):
         raise TypeError(f"{env.LOOM_OTEL_CHAIN_INNER}={choice!r} names {type(exporter).__name__}, not a SpanExporter")
