@@ -22,6 +22,7 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
+from loom_otel.core._policy import policy_from_env
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
@@ -245,10 +246,12 @@ class Runtime:
             on_reasoning=config.on_reasoning,
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
-            principal_baggage=_principal_baggage(config, environ),
+            principal_baggage=_principal_baggage(config, environ),  # and LOOM_OTEL_POLICY, checked below
             viewer_url=_viewer_url(config, environ),
             _journal=journal,
         )
+        if enabled:
+            policy_from_env(environ)  # a policy file that cannot be read is reported now, naming the variable
         if enabled and require and not runtime.keeps_text:
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_REQUIRE_CONTINUATION} is set, but no reasoning store with capture is "
