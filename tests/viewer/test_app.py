@@ -255,7 +255,10 @@ def test_sign_in_never_redirects_off_site(server, target):
     assert response.status_code == 303 and response.headers["location"] == "/"
 
 
-def test_listing_filters_by_time(server):
+def test_listing_filters_by_tenant_and_time(server):
+    page = _get(server, "/?tenant=globex&since=", headers=bearer("ada")).text
+    assert 'name="tenant" value="globex"' in page and "run-alice" not in page
+    assert "run-alice" in _get(server, "/?tenant=&since=", headers=bearer("ada")).text
     assert _get(server, "/api/executions?since=2000-01-01T00:00", headers=bearer("ada")).json()
     assert _get(server, "/api/executions?since=2999-01-01T00:00Z", headers=bearer("ada")).json() == []
 
