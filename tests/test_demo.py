@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -80,7 +81,7 @@ def test_demo_runs_end_to_end_without_network_or_key(tmp_path, launcher):
     page, token = re.fullmatch(r"then open (\S+) and sign in as alice with the token (\S+)", opening).groups()
     assert page.startswith("http://127.0.0.1:8377/executions/demo-anthropic?tenant=acme&step=")
     port = _free_port()
-    served = subprocess.Popen(command.replace("--port 8377", f"--port {port}"), shell=True, env=env)
+    served = subprocess.Popen(shlex.split(command.replace("--port 8377", f"--port {port}")), env=env)
     try:
         import httpx2
 

@@ -17,7 +17,7 @@ import contextlib
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -25,7 +25,7 @@ from typing import Final
 from loom_otel.audit._records import CaptureRecord, parse_collector_line, parse_journal_line
 from loom_otel.core._journal._reader import all_segments
 
-__all__ = ["AudienceRow", "CaptureIndex", "StaleIndexError", "index_path_for"]
+__all__ = ["AudienceRow", "CaptureIndex", "IndexRow", "StaleIndexError", "index_path_for"]
 
 INDEX_VERSION: Final = "2"
 _BATCH: Final = 20_000
@@ -53,6 +53,23 @@ def index_path_for(source: Path) -> Path:
     """Where the index of ``source`` lives: beside it, ``<source>.loom-index.sqlite``."""
     source = source.absolute()
     return source.with_name(source.name + ".loom-index.sqlite")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    """One capture record as the index knows it: its keys, audience, part count and where its line is."""
+
+    origin: str
+    seq: int
+    execution_id: str
+    tenant: str | None
+    step_id: str
+    principal: str | None
+    owner: str | None
+    parts: int
+    file_id: int
+    offset: int
+    length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +229,16 @@ class CaptureIndex:
         self, execution_id: str, tenant: str | None, step_id: str | None, step_prefix: str | None
     ) -> Iterator[CaptureRecord]:
         """The matching capture records in log order, read back from the source lines."""
-        sql = "SELECT file_id, offset, length, origin, seq FROM records WHERE execution_id=? AND tenant IS ?"
+        return self.read(self.rows(execution_id, tenant, step_id, step_prefix))
+
+    def rows(
+        self, execution_id: str, tenant: str | None, step_id: str | None, step_prefix: str | None = None
+    ) -> list[IndexRow]:
+        """The matching records as the index alone knows them (no line is read), in log order."""
+        sql = (
+            "SELECT origin, seq, execution_id, tenant, step_id, principal, owner, parts, file_id, offset, length"
+            " FROM records WHERE execution_id=? AND tenant IS ?"
+        )
         params: list[object] = [execution_id, tenant]
         if step_id is not None:
             sql += " AND step_id=?"
@@ -221,17 +247,23 @@ class CaptureIndex:
             sql += " AND step_id>=? AND step_id<?"
             params += [step_prefix, step_prefix + "\U0010ffff"]
         sql += " ORDER BY time, origin, seq"
+        return [IndexRow(*row) for row in self._db.execute(sql, params)]
+
+    def read(self, rows: Iterable[IndexRow]) -> Iterator[CaptureRecord]:
+        """The records of ``rows``, re-read and re-parsed from their lines (``StaleIndexError`` when a line
+        no longer says what the index recorded)."""
         files = self._db.execute("SELECT id, path FROM files")
         paths = {fid: self.source / rel if rel else self.source for fid, rel in files}
         handles: dict[int, int] = {}
         try:
-            for file_id, offset, length, origin, seq in self._db.execute(sql, params):
-                fd = handles.get(file_id)
+            for row in rows:
+                fd = handles.get(row.file_id)
                 if fd is None:
-                    fd = handles[file_id] = os.open(paths[file_id], os.O_RDONLY)
-                line = os.pread(fd, length, offset)
+                    fd = handles[row.file_id] = os.open(paths[row.file_id], os.O_RDONLY)
+                line = os.pread(fd, row.length, row.offset)
+                origin, seq = row.origin, row.seq
                 record = next((r for r in self._parse(line) if r.seq == seq and (r.origin or origin) == origin), None)
-                if record is None or record.execution_id != execution_id or record.tenant != tenant:
+                if record is None or record.execution_id != row.execution_id or record.tenant != row.tenant:
                     raise StaleIndexError(f"index {str(self.path)!r} no longer matches {str(self.source)!r}")
                 yield record
         finally:

@@ -25,6 +25,7 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
+from loom_otel.core._policy import policy_from_env
 from loom_otel.core._retention import parse_retention
 from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting
 from loom_otel.core._store._file import FileReasoningStore
@@ -242,10 +243,12 @@ class Runtime:
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
             request_readable=readable,
-            principal_baggage=_principal_baggage(config, environ),
+            principal_baggage=_principal_baggage(config, environ),  # and LOOM_OTEL_POLICY, checked below
             viewer_url=_viewer_url(config, environ),
             _journal=journal,
         )
+        if enabled:
+            policy_from_env(environ)  # a policy file that cannot be read is reported now, naming the variable
         if enabled and require and not runtime.keeps_text:
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_REQUIRE_CONTINUATION} is set, but no reasoning store with capture is "

@@ -3,6 +3,7 @@ for a deployment behind a trusted proxy (the only case where identity from reque
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import os
@@ -223,10 +224,7 @@ def jwt_authenticator(
             raise jwt.InvalidTokenError("no single key matches the token's kid")
         return candidates[0].key
 
-    def authenticator(connection: HTTPConnection) -> Viewer | None:
-        token = presented_token(connection, cookie=cookie)
-        if not token:
-            return None
+    def verify(token: str) -> Viewer | None:
         try:
             claims = jwt.decode(
                 token,
@@ -241,5 +239,10 @@ def jwt_authenticator(
             return None
         principal = claims.get(principal_claim)
         return Viewer(principal) if isinstance(principal, str) and principal.strip() else None
+
+    async def authenticator(connection: HTTPConnection) -> Viewer | None:
+        token = presented_token(connection, cookie=cookie)
+        # off the event loop: fetching the issuer's keys (a JWKS URL) and checking the signature block
+        return await asyncio.to_thread(verify, token) if token else None
 
     return authenticator

@@ -115,7 +115,7 @@ class _Viewer:
             reader,
             self.policy,
             tenant=tenant or None,
-            any_tenant="tenant" not in query,
+            any_tenant=not tenant,
             since=since_ns,
             limit=_int(query.get("limit"), 200),
         )
@@ -125,7 +125,9 @@ class _Viewer:
         if reader is None:
             return self._not_found(request, None, html=True)
         rows = await self._rows(request, reader)
-        return HTMLResponse(index_html(rows, reader=reader), headers=_SECURITY_HEADERS)
+        query = request.query_params
+        body = index_html(rows, reader=reader, tenant=query.get("tenant") or "", since=query.get("since") or "")
+        return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
     async def api_index(self, request: Request) -> Response:
         reader = await self.reader(request)

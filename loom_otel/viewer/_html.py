@@ -52,7 +52,12 @@ def _execution_href(execution_id: str, tenant: str | None, **query: str) -> str:
     return execution_path(execution_id) + (f"?{urlencode(params)}" if params else "")
 
 
-def index_html(rows: Sequence[ExecutionRow], *, reader: str) -> str:
+def index_html(rows: Sequence[ExecutionRow], *, reader: str, tenant: str = "", since: str = "") -> str:
+    form = (
+        '<form method="get" action="/"><label>tenant <input name="tenant" value="'
+        f'{_e(tenant)}"></label> <label>since (UTC) <input name="since" placeholder="2026-12-01T09:00" value="'
+        f'{_e(since)}"></label> <button type="submit">filter</button></form>'
+    )
     if not rows:
         body = '<p class="muted">No execution holds reasoning you may read.</p>'
     else:
@@ -66,7 +71,7 @@ def index_html(rows: Sequence[ExecutionRow], *, reader: str) -> str:
             "<table><thead><tr><th>last capture</th><th>execution</th><th>tenant</th><th>calls</th><th>parts</th>"
             f"</tr></thead><tbody>{lines}</tbody></table>"
         )
-    return _page("Executions", body, reader=reader)
+    return _page("Executions", form + body, reader=reader)
 
 
 def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, step: str | None, live: bool) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from loom_otel.audit._index import CaptureIndex, StaleIndexError, index_path_for
+from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
 from loom_otel.audit._read import AttemptReading, PartReading, PartResolver, ReasoningReading, StepReading
 from loom_otel.audit._records import CaptureRecord
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
@@ -116,25 +116,43 @@ class ExecutionPage:
         return end if end < self.total_parts else None
 
 
-def _readable_records(
+def _page_records(
     evidence: Evidence,
     execution_id: str,
     tenant: str | None,
     step_id: str | None,
+    window: tuple[int, int],
     *,
     reader: str,
     policy: ReadingPolicy,
-) -> list[CaptureRecord]:
+) -> tuple[list[CaptureRecord], dict[str, tuple[str, int]], int, int] | None:
+    """From the index alone: the rows ``reader`` may read (``None``: none), their part count, the last of
+    each step (the attempt the application received); then only the lines of the rows that hold parts of
+    ``window`` (offset, end) are read. Returns (records, last of step, parts before the first record, total)."""
     for attempt in range(2):
         with evidence.open() as index:
+            rows = [
+                r
+                for r in index.rows(execution_id, tenant, step_id)
+                if may_read(reader, Audience(r.tenant, r.principal, r.owner), policy)
+            ]
+            if not rows:
+                return None
+            last = {r.step_id: (r.origin, r.seq) for r in rows}  # log order: the last one wins
+            chosen: list[IndexRow] = []
+            position, skipped = 0, 0
+            for row in rows:
+                if position + row.parts <= window[0]:
+                    skipped += row.parts
+                elif position < window[1]:
+                    chosen.append(row)
+                position += row.parts
             try:
-                records = list(index.select(execution_id, tenant, step_id, None))
+                return list(index.read(chosen)), last, skipped, position
             except StaleIndexError:
                 if attempt:
                     raise
                 index.rebuild()
-                continue
-        return [r for r in records if may_read(reader, Audience(r.tenant, r.principal, r.owner), policy)]
     raise AssertionError("unreachable")
 
 
@@ -151,17 +169,18 @@ def read_page(
     limit: int = PAGE_PARTS,
 ) -> ExecutionPage | None:
     """The parts ``offset`` .. ``offset + limit`` of what ``reader`` may read of the execution (``None``:
-    nothing, whether missing or forbidden). Store reads: the page's parts only."""
+    nothing, whether missing or forbidden). Journal lines and store reads: the page's only."""
     limit = max(1, min(limit, MAX_PAGE_PARTS))
     offset = max(0, offset)
-    records = _readable_records(evidence, execution_id, tenant, step_id, reader=reader, policy=policy)
-    if not records:
+    found = _page_records(
+        evidence, execution_id, tenant, step_id, (offset, offset + limit), reader=reader, policy=policy
+    )
+    if found is None:
         return None
-    last_of_step = {r.step_id: (r.origin, r.seq) for r in records}  # log order: the last one wins
+    records, last_of_step, position, total = found
     resolver = PartResolver(store, tenant, execution_id)
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
-    position = 0
     for record in records:
         count = len(record.kinds)
         start, end = max(offset - position, 0), min(offset + limit - position, count)
@@ -189,4 +208,4 @@ def read_page(
     reading = ReasoningReading(
         execution_id, tenant, tuple(StepReading(sid, tuple(attempts)) for sid, attempts in steps.items())
     )
-    return ExecutionPage(reading, offset, limit, position, trace_ids)
+    return ExecutionPage(reading, offset, limit, total, trace_ids)

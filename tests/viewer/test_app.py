@@ -162,7 +162,18 @@ def test_every_read_is_a_chained_record_that_verify_covers(captured):
     assert not tampered.ok and any(o.modified for o in tampered.origins)
 
 
-def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path):
+def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypatch):
+    from loom_otel.audit._index import CaptureIndex
+
+    lines: list[int] = []
+    original = CaptureIndex.read
+
+    def counting(self, rows):
+        rows = list(rows)
+        lines.append(len(rows))
+        return original(self, rows)
+
+    monkeypatch.setattr(CaptureIndex, "read", counting)
     from loom_otel.core import ReasoningConfig
     from tests.viewer.conftest import capture_run
 
@@ -188,7 +199,7 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path):
         first = _get(running, "/api/executions/run-many?tenant=acme&limit=50", headers=bearer("alice")).json()
         assert first["page"] == {"offset": 0, "limit": 50, "total_parts": 1000, "next_offset": 50}
         assert sum(len(a["parts"]) for s in first["steps"] for a in s["attempts"]) == 50
-        assert CountingStore.gets == 50
+        assert CountingStore.gets == 50 and lines == [50]  # journal lines too: the page's only
         last = _get(running, "/api/executions/run-many?tenant=acme&offset=990", headers=bearer("alice")).json()
         assert [s["step_id"] for s in last["steps"]] == [f"s{n}" for n in range(990, 1000)]
         assert CountingStore.gets == 60
@@ -244,7 +255,10 @@ def test_sign_in_never_redirects_off_site(server, target):
     assert response.status_code == 303 and response.headers["location"] == "/"
 
 
-def test_listing_filters_by_time(server):
+def test_listing_filters_by_tenant_and_time(server):
+    page = _get(server, "/?tenant=globex&since=", headers=bearer("ada")).text
+    assert 'name="tenant" value="globex"' in page and "run-alice" not in page
+    assert "run-alice" in _get(server, "/?tenant=&since=", headers=bearer("ada")).text
     assert _get(server, "/api/executions?since=2000-01-01T00:00", headers=bearer("ada")).json()
     assert _get(server, "/api/executions?since=2999-01-01T00:00Z", headers=bearer("ada")).json() == []
 

@@ -132,3 +132,17 @@ def test_policy_file(tmp_path):
         path.write_text(bad)
         with pytest.raises(ReasoningConfigError, match=match):
             load_policy(path)
+
+
+def test_a_bad_policy_file_is_reported_at_instrument(monkeypatch, store, journal_dir, tmp_path):
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tenants.acme]\nretention = "soon"\n')
+    monkeypatch.setenv("LOOM_OTEL_POLICY", str(policy))
+    with (
+        pytest.raises(ReasoningConfigError, match=r"LOOM_OTEL_POLICY.*retention"),
+        instrumented(AnthropicInstrumentor(), config=ReasoningConfig(store=store, journal=journal_dir)),
+    ):
+        pass
+    policy.write_text('[tenants.acme]\nauditors = ["ada"]\nretention = "30d"\n')
+    with instrumented(AnthropicInstrumentor(), config=ReasoningConfig(store=store, journal=journal_dir)):
+        pass

@@ -4,7 +4,9 @@ identity only behind a declared trusted proxy, with a warning."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import json
 import time
 
@@ -18,6 +20,16 @@ from loom_otel.live._auth import TOKEN_COOKIE, jwt_authenticator, tokens_file_au
 from loom_otel.viewer._settings import ServeSettings
 
 ISSUER, AUDIENCE = "https://idp.example", "loom-viewer"
+
+
+def _sync(authenticator):
+    """The authenticator as a plain function (the JWT one verifies off the event loop: a coroutine)."""
+
+    def call(connection):
+        result = authenticator(connection)
+        return asyncio.run(result) if inspect.isawaitable(result) else result
+
+    return call
 
 
 def _connection(token: str | None = None, cookie: str | None = None) -> HTTPConnection:
@@ -62,7 +74,7 @@ def _token(key, **claims) -> str:
 
 def test_jwt_bearer_tokens(keys):
     private, other, path = keys
-    auth = jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE)
+    auth = _sync(jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE))
     assert auth(_connection(_token(private))).principal == "alice"
     assert auth(_connection(cookie=_token(private, sub="bob"))).principal == "bob"
     assert auth(_connection(_token(other))) is None  # signed by a key the issuer does not publish
@@ -72,7 +84,7 @@ def test_jwt_bearer_tokens(keys):
     assert auth(_connection(_token(private, sub=""))) is None
     unsigned = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": time.time() + 60}, None, "none")
     assert auth(_connection(unsigned)) is None
-    by_email = jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE, principal_claim="email")
+    by_email = _sync(jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE, principal_claim="email"))
     assert by_email(_connection(_token(private, email="alice@example.com"))).principal == "alice@example.com"
 
 
@@ -101,6 +113,27 @@ def test_jwt_keys_fetched_from_a_jwks_url(keys):
     body = path.read_text()
     issuer_keys = Starlette(routes=[Route("/jwks", lambda request: Response(body, media_type="application/json"))])
     with Server(issuer_keys) as server:
-        auth = jwt_authenticator(f"{server.url}/jwks", issuer=ISSUER, audience=AUDIENCE)
+        auth = _sync(jwt_authenticator(f"{server.url}/jwks", issuer=ISSUER, audience=AUDIENCE))
         assert auth(_connection(_token(private))).principal == "alice"
         assert auth(_connection(_token(keys[1]))) is None
+
+
+def test_the_viewer_admits_a_jwt_reader_by_its_subject(keys, captured, tmp_path):
+    import httpx2
+
+    from loom_otel.core import FileReasoningStore
+    from loom_otel.viewer import create_app
+    from tests.live.conftest import Server
+
+    private, other, path = keys
+    app = create_app(
+        captured.journal,
+        FileReasoningStore(captured.root / "store"),
+        authenticator=jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE),
+        reads_journal=tmp_path / "reads",
+    )
+    with Server(app) as server:
+        url = f"{server.url}/api/executions/run-alice?tenant=acme"
+        assert httpx2.get(url, headers={"Authorization": f"Bearer {_token(private)}"}, timeout=30).status_code == 200
+        for token in (_token(private, sub="bob"), _token(other), _token(private, aud="x")):
+            assert httpx2.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30).status_code == 404
