@@ -199,6 +199,7 @@ class Journal:
         self._segment_bytes = max(1, segment_bytes)
         self._start_chain()
         _live.add(self)
+        _durability.register_journal(self)
         renew_after_fork(self, Journal._after_fork_in_child)
 
     def _start_chain(self) -> None:
@@ -539,11 +540,6 @@ def local_origins(directory: str | os.PathLike[str]) -> frozenset[str]:
     """Origins this process writes in ``directory`` (live ``Journal`` objects)."""
     key = Path(directory).expanduser().absolute()
     return frozenset(j.origin for j in list(_live) if j.directory == key)
-
-
-def live_journals() -> list[Journal]:
-    """Every journal of this process (``force_flush`` syncs them all)."""
-    return list(_live)
 
 
 def local_journals(directory: str | os.PathLike[str]) -> list[Journal]:
