@@ -55,7 +55,7 @@ def _variant(name: str, journal: Path) -> Iterator[Callable[[], None]]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_Discard()))
     if not name.endswith("scrub") and name != "+metrics":
-        scrub._installed.add(provider)  # keep the scrubber off this provider (the baseline)
+        scrub.leave_alone(provider)  # keep the scrubber off this provider (the baseline)
     meters = MeterProvider(metric_readers=[InMemoryMetricReader()]) if name == "+metrics" else None
     reset_runtime()
     loom = AnthropicInstrumentor()

@@ -82,3 +82,10 @@ def test_a_benchmark_runs(tmp_path: Path, args: list[str], expected: str) -> Non
     codes = (0, 1) if args[0] == "bench_live.py" else (0,)  # it exits 1 when its target is missed
     out = _run(tmp_path, *[arg.replace("{tmp}", str(tmp_path)) for arg in args], codes=codes)
     assert expected in out, out
+
+
+def test_the_viewer_benchmark_reads_parts_and_pages(tmp_path: Path) -> None:
+    out = _run(tmp_path, "bench_serve.py", "--captures", "300", "--readers", "4", "--seconds", "2")
+    assert "reads/s" in out
+    for row in ("part ", "page "):
+        assert any(line.startswith(row) and " p99 " in line for line in out.splitlines()), (row, out)

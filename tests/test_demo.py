@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,8 @@ LAUNCHERS = {
 @pytest.mark.parametrize("launcher", list(LAUNCHERS))
 def test_demo_runs_end_to_end_without_network_or_key(tmp_path, launcher):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # the venv is not on the PATH
+    if "PYTHONPATH" in os.environ:  # a checkout run against a shared venv: its own sources first
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     done = subprocess.run(
         [*LAUNCHERS[launcher], "demo", "--dir", str(tmp_path)],
         capture_output=True,
@@ -69,3 +73,36 @@ def test_demo_runs_end_to_end_without_network_or_key(tmp_path, launcher):
     assert shown.returncode == 0, shown.stderr
     assert "execution demo-anthropic (tenant acme): 3 steps, 3 parts" in shown.stdout
     assert text.decode() in shown.stdout  # --text: the hint reads the reasoning back
+
+    # The closing command serves what the demo captured; the printed page opens with the printed token.
+    viewer = out.split("Open the reasoning behind a trace in a browser")[1].splitlines()
+    command, opening = viewer[1].strip(), viewer[2].strip()
+    page, token = re.fullmatch(r"then open (\S+) and sign in as alice with the token (\S+)", opening).groups()
+    assert page.startswith("http://127.0.0.1:8377/executions/demo-anthropic?tenant=acme&step=")
+    port = _free_port()
+    served = subprocess.Popen(command.replace("--port 8377", f"--port {port}"), shell=True, env=env)
+    try:
+        import httpx2
+
+        url = page.replace(":8377/", f":{port}/")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx2.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
+                break
+            except httpx2.TransportError:
+                assert time.monotonic() < deadline, "loom-otel serve did not start"
+                time.sleep(0.3)
+        assert response.status_code == 200 and "Untrusted model output" in response.text
+        assert httpx2.get(url, timeout=5).status_code == 404  # without the token: nothing
+    finally:
+        served.terminate()
+        served.wait(20)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -20,6 +20,7 @@ PUBLIC_MODULES = [
     "loom_otel.instrumentation.openai",
     "loom_otel.exporters.chain",
     "loom_otel.live",
+    "loom_otel.viewer",
 ]
 
 CONTRACT = {
@@ -116,6 +117,7 @@ def test_environment_variables_are_registered_and_documented():
         "loom_otel/testing",
         "loom_otel/cli",
         "loom_otel/live",
+        "loom_otel/viewer",
         "instrumentation/loom_otel/instrumentation/anthropic",
         "instrumentation/loom_otel/instrumentation/google_genai",
         "instrumentation/loom_otel/instrumentation/openai",

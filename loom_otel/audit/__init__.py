@@ -1,4 +1,5 @@
-"""Reading the evidence back: verify the chain, read reasoning (as ``Untrusted``), erase an execution."""
+"""Reading the evidence back: verify the chain, read reasoning (as ``Untrusted``), erase an execution
+(with a chained tombstone), apply a retention policy."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from loom_otel.audit._read import (
     StepReading,
     read_reasoning,
 )
+from loom_otel.audit._retention import Retention, apply_retention, parse_retention, retention_from_environment
+from loom_otel.audit._tombstones import Tombstone
 from loom_otel.audit._verify import OriginReport, VerifyReport, verify
 
 __all__ = [
@@ -31,10 +34,15 @@ __all__ = [
     "ReasoningLimits",
     "ReasoningQuery",
     "ReasoningReading",
+    "Retention",
     "StepReading",
+    "Tombstone",
     "VerifyReport",
+    "apply_retention",
     "erase_execution",
+    "parse_retention",
     "read_reasoning",
     "read_reasoning_bounded",
+    "retention_from_environment",
     "verify",
 ]

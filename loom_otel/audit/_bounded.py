@@ -136,7 +136,9 @@ def read_reasoning_bounded(
     (default: beside it, ``<source>.loom-index.sqlite``).
     """
     limits = limits or ReasoningLimits()
-    resolver = PartResolver(store, query.tenant, query.execution_id)
+    if not isinstance(source, (str, os.PathLike)):
+        source = tuple(source)  # read twice: the captures, then (only if a blob is gone) the tombstones
+    resolver = PartResolver(store, query.tenant, query.execution_id, source)
     if not isinstance(source, (str, os.PathLike)):
         records, last = _scan(source, query)
         parts, truncated, used = _take(records, last.get, resolver, limits)

@@ -4,25 +4,28 @@ One summary per (tenant, execution): its model calls (capture records), steps, p
 statuses, the providers and the time of its first and last capture. Without a store, the statuses a
 record alone decides (``redacted``, ``empty``, ``not-kept``) are given and the parts kept in a store are
 counted as ``stored`` (not checked); with a store each kept part is read and checked as
-``read_reasoning`` does (``ok``, ``erased``, ``digest-mismatch``). No text is returned.
+``read_reasoning`` does (``ok``, ``erased``, ``missing``, ``digest-mismatch``). No text is returned.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 from typing import Final
 
 from loom_otel.audit._read import PartResolver, PartStatus, group_steps, recorded_status
 from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._store._protocol import ReasoningStore
 
 __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 
-STORED: Final = "stored"
+STORED: Final = PartStatus.STORED.value
 """The status of a part kept in the store when no store was given to check it."""
 _ORDER: Final = {
-    status: i for i, status in enumerate((PartStatus.OK, STORED, *(s for s in PartStatus if s is not PartStatus.OK)))
+    status: i
+    for i, status in enumerate((PartStatus.OK, STORED, *(s for s in PartStatus if s not in (PartStatus.OK, STORED))))
 }
 """Statuses as listed: ``ok``, ``stored``, then the others in ``PartStatus`` order."""
 
@@ -61,9 +64,11 @@ class ExecutionSummary:
         return all(status != PartStatus.DIGEST_MISMATCH.value for status, _ in self.statuses)
 
 
-def _summary(records: list[CaptureRecord], store: ReasoningStore | None) -> ExecutionSummary:
+def _summary(
+    records: list[CaptureRecord], store: ReasoningStore | None, tombstones: TombstoneIndex
+) -> ExecutionSummary:
     first = records[0]
-    resolver = PartResolver(store, first.tenant, first.execution_id) if store is not None else None
+    resolver = PartResolver(store, first.tenant, first.execution_id, tombstones) if store is not None else None
     counts: dict[str, int] = {}
     for record in records:
         for index in range(len(record.kinds)):
@@ -100,6 +105,8 @@ def list_executions(
     keeps executions with a capture at or after it, each summarized whole; ``limit`` keeps the newest
     ``limit``. The store, when given, is read only for the executions returned.
     """
+    if not isinstance(source, (str, os.PathLike)):
+        source = tuple(source)  # read twice: the captures, then (only if a blob is gone) the tombstones
     groups: dict[tuple[str | None, str], list[CaptureRecord]] = {}
     for record in iter_captures(source):
         if tenant is not ANY_TENANT and record.tenant != tenant:
@@ -112,4 +119,5 @@ def list_executions(
     )
     if limit is not None:
         newest = newest[: max(0, limit)]
-    return [_summary(records, store) for records in newest]
+    tombstones = TombstoneIndex(source)
+    return [_summary(records, store, tombstones) for records in newest]

@@ -25,9 +25,9 @@ from typing import Final
 from loom_otel.audit._records import CaptureRecord, parse_collector_line, parse_journal_line
 from loom_otel.core._journal._reader import all_segments
 
-__all__ = ["CaptureIndex", "StaleIndexError", "index_path_for"]
+__all__ = ["AudienceRow", "CaptureIndex", "StaleIndexError", "index_path_for"]
 
-INDEX_VERSION: Final = "1"
+INDEX_VERSION: Final = "2"
 _BATCH: Final = 20_000
 _SCHEMA: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,9 +35,14 @@ CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEG
                    mtime_ns INTEGER NOT NULL, indexed INTEGER NOT NULL);
 CREATE TABLE records(origin TEXT NOT NULL, seq INTEGER NOT NULL, execution_id TEXT NOT NULL, tenant TEXT,
                      step_id TEXT NOT NULL, time INTEGER NOT NULL, file_id INTEGER NOT NULL,
-                     offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
+                     offset INTEGER NOT NULL, length INTEGER NOT NULL, principal TEXT, owner TEXT,
+                     parts INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
 """
 _STEP_INDEX: Final = "CREATE INDEX IF NOT EXISTS by_step ON records(execution_id, tenant, step_id, time, origin, seq)"
+
+
+def _audience(record: CaptureRecord) -> tuple[str | None, str | None, int]:
+    return (record.principal, record.owner, len(record.kinds))
 
 
 class StaleIndexError(Exception):
@@ -48,6 +53,21 @@ def index_path_for(source: Path) -> Path:
     """Where the index of ``source`` lives: beside it, ``<source>.loom-index.sqlite``."""
     source = source.absolute()
     return source.with_name(source.name + ".loom-index.sqlite")
+
+
+@dataclass(frozen=True, slots=True)
+class AudienceRow:
+    """The captures of one execution that share an audience (``CaptureIndex.audiences``)."""
+
+    execution_id: str
+    tenant: str | None
+    principal: str | None
+    owner: str | None
+    calls: int
+    parts: int
+    steps: int
+    first: int
+    last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +180,7 @@ class CaptureIndex:
         added = 0
         offset = start
         rows: list[tuple[object, ...]] = []
-        insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with path.open("rb") as fh:
             fh.seek(start)
             for line in fh:
@@ -169,7 +189,8 @@ class CaptureIndex:
                 length = len(line)
                 for i, r in enumerate(self._parse(line)):
                     origin = r.origin or f"~{file_id}:{offset}:{i}"
-                    rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, file_id, offset, length))
+                    place = (file_id, offset, length)
+                    rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, *place, *_audience(r)))
                 offset += length
                 if len(rows) >= _BATCH:
                     added += self._db.executemany(insert, rows).rowcount
@@ -226,6 +247,16 @@ class CaptureIndex:
             (execution_id, tenant, step_id),
         ).fetchone()
         return None if row is None else (str(row[0]), int(row[1]))
+
+    def audiences(self) -> Iterator[AudienceRow]:
+        """Per (tenant, execution, principal, owner): its captures, parts, steps and first and last capture
+        time, from the index alone (no line is read): what a listing filters by the reading rule."""
+        sql = (
+            "SELECT execution_id, tenant, principal, owner, count(*), sum(parts), count(DISTINCT step_id),"
+            " min(time), max(time) FROM records GROUP BY execution_id, tenant, principal, owner"
+        )
+        for row in self._db.execute(sql):
+            yield AudienceRow(*row)
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM records").fetchone()[0])

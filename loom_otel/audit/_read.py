@@ -5,7 +5,10 @@ Per part, ``status`` is one of:
 - ``ok``: the blob opened for the queried execution and matched the recorded size and digest; the
   text is returned as ``Untrusted`` (origin ``llm-reasoning:<step>``), never as ``str``;
 - ``redacted``: the vendor withheld the block (opaque data; never text);
-- ``erased``: the blob is gone (``erase_execution``, or a store that cannot say more);
+- ``erased``: the blob is gone and a tombstone of its execution, written after the capture, says so
+  (``erase_execution``, ``loom-otel erase``, retention); ``erasure`` holds the tombstone (time, reason,
+  who or which policy);
+- ``missing``: the blob is gone and no tombstone accounts for it: lost evidence, never a lawful erasure;
 - ``digest-mismatch``: a blob is there but does not open for the queried execution (copied from
   another execution or tenant, a damaged seal) or its bytes do not match the recorded size and
   digest (a flipped byte); its bytes are never returned;
@@ -20,10 +23,12 @@ one ``step()``) keeps every attempt; the last one in log order is the value the 
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.audit._tombstones import Tombstone, TombstoneIndex
 from loom_otel.core._canonical import text_of
 from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import ReasoningKind
@@ -48,9 +53,12 @@ class PartStatus(enum.StrEnum):
     OK = "ok"
     REDACTED = "redacted"
     ERASED = "erased"
+    MISSING = "missing"
     DIGEST_MISMATCH = "digest-mismatch"
     EMPTY = "empty"
     NOT_KEPT = "not-kept"
+    STORED = "stored"
+    """Kept in the store, not checked: the reading was given no store (no text was asked for)."""
 
     def __str__(self) -> str:
         return self.value
@@ -70,6 +78,8 @@ class PartReading:
     digest: str
     ref: str
     text: Untrusted | None = field(default=None, repr=False)
+    erasure: Tombstone | None = None
+    """The tombstone of an ``erased`` part (when, why, who or which policy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +96,8 @@ class AttemptReading:
     seq: int
     time: int
     parts: tuple[PartReading, ...]
+    layout: tuple[str, ...] = ()
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
     @property
     def superseded(self) -> bool:
@@ -150,9 +162,18 @@ def recorded_status(record: CaptureRecord, index: int) -> PartStatus | None:
 class PartResolver:
     """Reads parts of one (tenant, execution) from the store; the digest key is fetched at most once."""
 
-    __slots__ = ("_execution_id", "_key", "_key_loaded", "_scope", "_store", "_tenant")
+    __slots__ = ("_execution_id", "_key", "_key_loaded", "_scope", "_store", "_tenant", "_tombstones")
 
-    def __init__(self, store: ReasoningStore, tenant: str | None, execution_id: str) -> None:
+    def __init__(
+        self,
+        store: ReasoningStore | None,
+        tenant: str | None,
+        execution_id: str,
+        source: ReasoningSource | TombstoneIndex | None = None,
+    ) -> None:
+        """``source``: where the capture records came from (or its tombstones, shared by several
+        resolvers); its tombstones tell ``erased`` from ``missing``."""
+        self._tombstones = source if isinstance(source, TombstoneIndex) else TombstoneIndex(source)
         self._store = store
         self._tenant = tenant
         self._execution_id = execution_id
@@ -170,30 +191,36 @@ class PartResolver:
     def _matches(self, body: bytes, digest: str) -> bool:
         return digest_matches(body, digest, self._digest_key)
 
-    def _absent(self, ref: str) -> PartStatus:
+    def _absent(self, ref: str, captured: int) -> tuple[PartStatus, Tombstone | None]:
         if not ref.startswith(self._scope):
-            return PartStatus.DIGEST_MISMATCH  # a ref that is not this execution's can never be its evidence
+            return PartStatus.DIGEST_MISMATCH, None  # a ref that is not this execution's can never be its evidence
         if isinstance(self._store, DigestKeyStore) and self._store.exists(ref):
-            return PartStatus.DIGEST_MISMATCH  # present, but sealed elsewhere or its seal is damaged
-        return PartStatus.ERASED
+            return PartStatus.DIGEST_MISMATCH, None  # present, but sealed elsewhere or its seal is damaged
+        tombstone = self._tombstones.covering(self._tenant, self._execution_id, captured)
+        return (PartStatus.MISSING, None) if tombstone is None else (PartStatus.ERASED, tombstone)
 
     def resolve(self, record: CaptureRecord, index: int, *, received: bool) -> PartReading:
         ref, digest, size = record.refs[index], record.digests[index], record.sizes[index]
         kind = part_kind(record, index)
         text: Untrusted | None = None
+        erasure: Tombstone | None = None
         recorded = recorded_status(record, index)
         if recorded is not None:
             status = recorded
+        elif self._store is None:
+            status = PartStatus.STORED
         else:
             body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
             if body is None:
-                status = self._absent(ref)
+                status, erasure = self._absent(ref, record.time)
             elif len(body) != size or not self._matches(body, digest):
                 status = PartStatus.DIGEST_MISMATCH
             else:
                 status = PartStatus.OK
                 text = Untrusted(text_of(body), origin=f"llm-reasoning:{record.step_id}")
-        return PartReading(record.step_id, record.attempt, received, index, kind, status, size, digest, ref, text)
+        return PartReading(
+            record.step_id, record.attempt, received, index, kind, status, size, digest, ref, text, erasure
+        )
 
 
 def _attempt(resolver: PartResolver, record: CaptureRecord, received: bool) -> AttemptReading:
@@ -209,6 +236,7 @@ def _attempt(resolver: PartResolver, record: CaptureRecord, received: bool) -> A
         record.seq,
         record.time,
         parts,
+        record.layout,
     )
 
 
@@ -223,7 +251,7 @@ def group_steps(records: Iterable[CaptureRecord]) -> dict[str, list[CaptureRecor
 
 def read_reasoning(
     source: ReasoningSource,
-    store: ReasoningStore,
+    store: ReasoningStore | None,
     execution_id: str,
     step_id: str | None = None,
     tenant: str | None = None,
@@ -231,15 +259,19 @@ def read_reasoning(
     """Read back the reasoning one execution captured (optionally one step) from ``source``.
 
     ``source`` is a journal directory, a collector ``file`` exporter JSON file, or an iterable of SDK
-    spans. Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
-    opened sealed to (``tenant``, ``execution_id``).
+    spans. ``store`` ``None`` reads the records alone: parts kept in a store read as ``stored`` (not
+    checked, no text). Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
+    opened sealed to (``tenant``, ``execution_id``). A part whose blob is gone reads ``erased`` when
+    ``source`` holds a tombstone of the execution written after the capture, else ``missing``.
     """
+    if not isinstance(source, (str, os.PathLike)):
+        source = tuple(source)  # read twice: the captures, then (only if a blob is gone) the tombstones
     selected = (
         r
         for r in iter_captures(source)
         if r.execution_id == execution_id and r.tenant == tenant and (step_id is None or r.step_id == step_id)
     )
-    resolver = PartResolver(store, tenant, execution_id)
+    resolver = PartResolver(store, tenant, execution_id, source)
     steps = tuple(
         StepReading(sid, tuple(_attempt(resolver, r, i == len(rs) - 1) for i, r in enumerate(rs)))
         for sid, rs in group_steps(selected).items()

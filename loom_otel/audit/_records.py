@@ -19,6 +19,7 @@ __all__ = [
     "CaptureRecord",
     "ReasoningSource",
     "SpanLike",
+    "any_value",
     "iter_captures",
     "parse_collector_line",
     "parse_journal_line",
@@ -66,6 +67,12 @@ class CaptureRecord:
     origin: str
     seq: int
     time: int
+    layout: tuple[str, ...] = ()
+    """``loom.reasoning.layout``: reasoning parts, text blocks and tool calls in vendor order."""
+    principal: str | None = None
+    owner: str | None = None
+    trace_id: str | None = None
+    """The model-call span's trace (``loom.call.trace_id``), where the record says."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -87,6 +94,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
         sizes = tuple(int(v) for v in attributes.get(attr.PART_SIZE) or (0,) * n)
         omitted = tuple(v is True or v == "true" for v in attributes.get(attr.PART_OMITTED) or (False,) * n)
         tenant = attributes.get(attr.TENANT)
+        principal, owner = attributes.get(attr.PRINCIPAL), attributes.get(attr.OWNER)
         request_model = str(attributes.get(attr.GEN_AI_REQUEST_MODEL) or "")
         record = CaptureRecord(
             execution_id=str(attributes[attr.EXECUTION_ID]),
@@ -104,6 +112,10 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             origin=origin,
             seq=seq,
             time=time,
+            layout=_strs(attributes.get(attr.LAYOUT)),
+            principal=str(principal) if principal else None,
+            owner=str(owner) if owner else None,
+            trace_id=str(attributes.get(attr.CALL_TRACE_ID) or "") or None,
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -134,7 +146,7 @@ def parse_journal_line(line: bytes) -> CaptureRecord | None:
     return _journal_record(record) if isinstance(record, dict) else None
 
 
-def _any_value(value: Mapping[str, Any]) -> object:
+def any_value(value: Mapping[str, Any]) -> object:
     """An OTLP JSON ``AnyValue`` as a Python value (ints arrive as strings)."""
     if "stringValue" in value:
         return value["stringValue"]
@@ -145,7 +157,7 @@ def _any_value(value: Mapping[str, Any]) -> object:
     if "doubleValue" in value:
         return float(value["doubleValue"])
     if "arrayValue" in value:
-        return [_any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
     return None
 
 
@@ -176,7 +188,7 @@ def parse_collector_line(line: bytes) -> list[CaptureRecord]:
                     if event.get("name") != attr.EVENT_CAPTURED:
                         continue
                     try:
-                        attributes = {a["key"]: _any_value(a.get("value") or {}) for a in event.get("attributes", ())}
+                        attributes = {a["key"]: any_value(a.get("value") or {}) for a in event.get("attributes", ())}
                         time = int(event.get("timeUnixNano") or 0)
                     except (KeyError, TypeError, ValueError, AttributeError):
                         continue

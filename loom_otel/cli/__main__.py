@@ -18,16 +18,29 @@ COMMANDS: Final = (
     "loom_otel.cli._erase",
     "loom_otel.cli._forward",
     "loom_otel.cli._keygen",
+    "loom_otel.cli._retain",
+    "loom_otel.cli._serve",
     "loom_otel.cli._simulate",
     "loom_otel.cli._tail",
     "loom_otel.cli._verify",
 )
 
 
+def _version() -> str:
+    """The installed distribution's version (``pyproject.toml``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("loom-otel")
+    except PackageNotFoundError:
+        return "(not installed as a distribution)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loom-otel", description="Model reasoning as audit evidence, OpenTelemetry-natively."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(name).register(subparsers)

@@ -20,19 +20,20 @@ import time
 from pathlib import Path
 from typing import Final, TextIO
 
+from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
+from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir
-from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._layout import describe
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
-__all__ = ["parse_since", "register", "run_list", "run_show"]
+__all__ = ["parse_since", "register", "run_list", "run_reads", "run_show"]
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
@@ -47,7 +48,8 @@ _JOURNAL_HELP: Final = (
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``audit`` (with ``list`` and ``show``)."""
+    """Add ``audit`` (with ``list`` and ``show``, and ``verify`` and ``erase`` as aliases of the
+    top-level commands)."""
     parser = subparsers.add_parser("audit", help="list executions and read captured reasoning back for audit")
     commands = parser.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
     listing = commands.add_parser(
@@ -67,7 +69,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="only executions with a capture since WHEN: an ISO 8601 time (UTC unless it has an offset) "
         "or a duration ago such as 90s, 15m, 1h, 2d, 1w",
     )
-    listing.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N executions")
+    listing.add_argument(
+        "--limit", type=_count, default=None, metavar="N", help="only the newest N executions (N >= 1)"
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument("--journal", default=None, help=_JOURNAL_HELP)
     listing.add_argument(
@@ -89,8 +93,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.add_argument("--text", action="store_true", help="also print readable text (untrusted model output)")
     show.add_argument("--json", action="store_true", help="machine-readable output")
     show.add_argument("--journal", default=None, help=_JOURNAL_HELP)
-    show.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
+    show.add_argument(
+        "--store",
+        default=None,
+        help=f"store URL: check each stored part; needed by --text (default: ${env.LOOM_OTEL_REASONING_STORE})",
+    )
     show.set_defaults(func=run_show)
+    reads = commands.add_parser(
+        "reads",
+        help="list who read which reasoning through loom-otel serve",
+        description="One row per read record (loom.reasoning.read) of the viewer's journal: time (UTC), reader, "
+        "tenant, execution, ref, digest prefix, outcome (a part's status, or not-found). `loom-otel verify` "
+        "checks their chain. Exit 0 listed, 2 usage error, 3 nothing found.",
+    )
+    reads.add_argument("--journal", default=None, help="the viewer's reads journal (default: as for show)")
+    reads.add_argument("--reader", default=None, help="only this reader's reads")
+    reads.add_argument("--execution", default=None, help="only reads of this execution")
+    reads.add_argument("--tenant", default=None, help="only reads in this tenant")
+    reads.add_argument("--json", action="store_true", help="machine-readable output")
+    reads.set_defaults(func=run_reads)
+
+    from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
+
+    _verify.register(commands)
+    _erase.register(commands)
+
+
+def _count(value: str) -> int:
+    """``--limit``: a whole number of at least 1 (anything else is a usage error)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return number
 
 
 def parse_since(value: str, *, now: float | None = None) -> int:
@@ -112,7 +149,10 @@ def parse_since(value: str, *, now: float | None = None) -> int:
 
 
 def store_url(url: str | None) -> str | None:
-    """The store URL from the command line, else the environment (``None``: no store named)."""
+    """The store URL from the command line (a plain path there is taken from the working directory),
+    else the environment (``None``: no store named)."""
+    if url and "://" not in url and url not in ("memory:",):
+        return os.path.abspath(os.path.expanduser(url))
     return url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
 
 
@@ -124,15 +164,6 @@ def open_store(url: str | None) -> ReasoningStore:
     if url is None:
         raise ReasoningConfigError(f"no reasoning store: pass --store URL or set {env.LOOM_OTEL_REASONING_STORE}")
     return store_from_uri(url, fsync=False)
-
-
-def journal_of(setting: str | None, store: ReasoningStore | None) -> Path:
-    setting = setting or os.environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None
-    if setting is not None:
-        return Path(setting).expanduser()
-    if isinstance(store, FileReasoningStore):
-        return store.root / "journal"
-    return default_journal_dir()
 
 
 def _model(attempt: AttemptReading) -> str:
@@ -156,6 +187,12 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
                 rows.append(tuple(clean(str(c)) for c in row))
         headers = ("attempt", "#", "kind", "status", "size", "digest", "provider", "model")
         print(render_table(headers, rows), file=out)
+        for attempt in step.attempts:
+            if attempt.layout:
+                print(f"attempt {attempt.attempt}: {clean(describe(attempt.layout))}", file=out)
+        erasures = (p.erasure for a in step.attempts for p in a.parts if p.erasure is not None)
+        for tombstone in dict.fromkeys(erasures):
+            print(f"erased {_when(tombstone.time)} by {clean(tombstone.by)}: {clean(tombstone.reason)}", file=out)
         if text:
             for attempt in step.attempts:
                 for part in attempt.parts:
@@ -168,40 +205,12 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
     print("\n" + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())), file=out)
 
 
-def _json(reading: ReasoningReading, *, text: bool) -> dict[str, object]:
-    steps = []
-    for step in reading.steps:
-        attempts = []
-        for a in step.attempts:
-            parts = []
-            for p in a.parts:
-                entry: dict[str, object] = {
-                    "index": p.index,
-                    "kind": p.kind.value,
-                    "status": p.status.value,
-                    "size": p.size,
-                    "digest": p.digest,
-                    "ref": p.ref,
-                }
-                if text and p.text is not None:
-                    entry["text"] = p.text.text
-                    entry["untrusted_origin"] = p.text.origin
-                parts.append(entry)
-            attempts.append(
-                {
-                    "attempt": a.attempt,
-                    "received": a.received,
-                    "provider": a.provider,
-                    "request_model": a.request_model,
-                    "response_model": a.response_model,
-                    "origin": a.origin,
-                    "seq": a.seq,
-                    "time": a.time,
-                    "parts": parts,
-                }
-            )
-        steps.append({"step_id": step.step_id, "attempts": attempts})
-    return {"execution_id": reading.execution_id, "tenant": reading.tenant, "steps": steps}
+def _not_checked(out: TextIO) -> None:
+    print(
+        f"'{STORED}' parts are in the store, not checked: pass --store URL "
+        f"(or set {env.LOOM_OTEL_REASONING_STORE}) to read and check them",
+        file=out,
+    )
 
 
 def _tenants_with(source: Path, execution_id: str) -> list[str]:
@@ -213,7 +222,7 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        store = open_store(args.store)
+        store = open_store(args.store) if args.text or store_url(args.store) else None
         source = journal_of(args.journal, store)
         if not source.exists():
             print(f"loom-otel audit show: no journal at {str(source)!r}", file=err)
@@ -230,10 +239,12 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             print(f"  records exist under tenant(s): {clean(', '.join(tenants))} (pass --tenant)", file=err)
         return EXIT_NOT_FOUND
     if args.json:
-        json.dump(_json(reading, text=args.text), out, indent=2)
+        json.dump(reading_document(reading, text=args.text), out, indent=2)
         print(file=out)
     else:
         _table(reading, text=args.text, out=out)
+        if any(p.status is PartStatus.STORED for p in reading.parts):
+            _not_checked(out)
     mismatch = any(p.status is PartStatus.DIGEST_MISMATCH for p in reading.parts)
     return EXIT_MISMATCH if mismatch else EXIT_OK
 
@@ -301,12 +312,54 @@ def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         print(render_table(headers, rows), file=out)
         print(f"\n{len(summaries)} execution(s) in {source}", file=out)
         if any(status == STORED for s in summaries for status, _ in s.statuses):
-            print(
-                f"'{STORED}' parts are in the store, not checked: pass --store URL "
-                f"(or set {env.LOOM_OTEL_REASONING_STORE}) to read and check them",
-                file=out,
-            )
+            _not_checked(out)
     if not summaries:
         print(f"loom-otel audit list: no capture records in {str(source)!r} match", file=err)
         return EXIT_NOT_FOUND
     return EXIT_OK if all(s.intact for s in summaries) else EXIT_MISMATCH
+
+
+def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from loom_otel.viewer._reads import read_records
+
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    source = journal_of(args.journal, None)
+    if not source.is_dir():
+        print(f"loom-otel audit reads: no journal directory at {str(source)!r}", file=err)
+        return EXIT_USAGE
+    found = [
+        r
+        for r in read_records(source)
+        if (args.reader is None or r.reader == args.reader)
+        and (args.execution is None or r.execution_id == args.execution)
+        and (args.tenant is None or r.tenant == args.tenant)
+    ]
+    found.sort(key=lambda r: (r.time, r.origin, r.seq))
+    if args.json:
+        keys = ("time", "reader", "tenant", "execution_id", "ref", "digest", "outcome", "origin", "seq")
+        json.dump([{k: getattr(r, k) for k in keys} for r in found], out, indent=2)
+        print(file=out)
+    elif found:
+        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome")
+        rows = [
+            tuple(
+                clean(str(c))
+                for c in (
+                    _when(r.time),
+                    r.reader,
+                    r.tenant or "-",
+                    r.execution_id,
+                    r.ref or "-",
+                    r.digest[:12] or "-",
+                    r.outcome,
+                )
+            )
+            for r in found
+        ]
+        print(render_table(headers, rows), file=out)
+        print(f"\n{len(found)} read(s) in {source}", file=out)
+    if not found:
+        print(f"loom-otel audit reads: no read records in {str(source)!r} match", file=err)
+        return EXIT_NOT_FOUND
+    return EXIT_OK

@@ -5,15 +5,20 @@ No API key, no network."""
 from __future__ import annotations
 
 import argparse
+import hashlib
+import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from loom_otel.cli._invocation import command_line
 from loom_otel.cli._table import render_table
 
 __all__ = ["register"]
+
+VIEWER_PORT: Final = 8377
+"""Where the demo's closing hint serves the viewer (``loom-otel serve``'s default port)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,6 +35,24 @@ def _say(step: str) -> None:
 
 def _events(spans: Any, name: str) -> list[dict[str, Any]]:
     return [dict(e.attributes or {}) for s in spans for e in s.events if e.name == name]
+
+
+def _run_number(journal_dir: Path) -> int:
+    """1 for a new directory; else one more than the demo runs its journal already holds, so that a
+    second run in the same ``--dir`` reports its own executions, not both runs' together."""
+    if not journal_dir.is_dir():
+        return 1
+    from loom_otel.audit._executions import list_executions
+
+    held = {s.execution_id for s in list_executions(journal_dir)}
+    number = 1
+    while _execution_id("demo-anthropic", number) in held or _execution_id("demo-gemini", number) in held:
+        number += 1
+    return number
+
+
+def _execution_id(name: str, run: int) -> str:
+    return name if run == 1 else f"{name}-{run}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"  journal  {journal_dir}   (hash-chained audit records)")
     print(f"  archive  {archive}   (what a collector's file exporter keeps)")
     print(f"  key      {root / 'checkpoint.key'}   (signs journal checkpoints)")
+    number = _run_number(journal_dir)
+    anthropic_id, gemini_id = _execution_id("demo-anthropic", number), _execution_id("demo-gemini", number)
+    if number > 1:
+        print(f"  this directory holds {number - 1} earlier run(s): this one is {anthropic_id} and {gemini_id}")
 
     seen = InMemorySpanExporter()
     provider = TracerProvider()
@@ -66,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     key = root / "checkpoint.key"
     if not key.exists():
         generate_key(key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
-    config = ReasoningConfig(store=f"file://{store_dir}", journal=journal_dir, checkpoint_key=key)
+    config = ReasoningConfig(
+        store=f"file://{store_dir}",
+        journal=journal_dir,
+        checkpoint_key=key,
+        viewer_url=f"http://127.0.0.1:{VIEWER_PORT}",
+    )
     instrumentors: list[AnthropicInstrumentor | GoogleGenAiInstrumentor] = [
         AnthropicInstrumentor(),
         GoogleGenAiInstrumentor(),
@@ -76,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     sim = Simulator(strict=True)
     try:
         _say("anthropic: a tool loop through messages.stream() (real anthropic SDK, strict simulator)")
-        with execution("demo-anthropic", tenant="acme", principal="alice"):
+        with execution(anthropic_id, tenant="acme", principal="alice"):
             calls, history = anthropic_loop(sim)
             print(f"  the tool loop: {calls} model calls, every assistant turn sent back as returned: accepted")
             _say("anthropic: the app edits its first question and continues the same history")
@@ -90,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                 f"count={event['loom.reasoning.drop.count']} at {list(event['loom.reasoning.drop.positions'])}"
             )
         _say("gemini: a chat with automatic function calling (real google-genai SDK, strict simulator)")
-        with execution("demo-gemini", tenant="acme", principal="alice"):
+        with execution(gemini_id, tenant="acme", principal="alice"):
             requests = gemini_loop(sim)
         print(f"  1 send_message, {requests} model calls, thought summaries and signatures captured")
     finally:
@@ -99,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         provider.shutdown()  # flushes the chained exporter: every journal record reaches the archive
 
     store = FileReasoningStore(store_dir)
-    for execution_id, made in (("demo-anthropic", calls), ("demo-gemini", requests)):
+    for execution_id, made in ((anthropic_id, calls), (gemini_id, requests)):
         _say(f"audit: read_reasoning(journal, store, execution_id={execution_id!r}, tenant='acme')")
         reading = read_reasoning(journal_dir, store, execution_id=execution_id, tenant="acme")
         captured_calls = sum(len(step.attempts) for step in reading.steps)
@@ -140,7 +172,21 @@ def run(args: argparse.Namespace) -> int:
     )
     print("Try:")
     print(f"  {command_line('audit', 'list', '--journal', str(journal_dir), '--store', f'file://{store_dir}')}")
-    show = ("audit", "show", "--execution", "demo-anthropic", "--tenant", "acme", "--journal", str(journal_dir))
+    show = ("audit", "show", "--execution", anthropic_id, "--tenant", "acme", "--journal", str(journal_dir))
     print(f"  {command_line(*show, '--store', f'file://{store_dir}', '--text')}")
     print(f"done in {time.perf_counter() - started:.1f} s")
+    _viewer_hint(root, journal_dir, store_dir, captured)
     return 0 if ok else 1
+
+
+def _viewer_hint(root: Path, journal_dir: Path, store_dir: Path, captured: list[dict[str, Any]]) -> None:
+    """The one command that serves what the demo captured, and the page to open with a token made now
+    (the tokens file keeps only its SHA-256)."""
+    token = secrets.token_urlsafe(24)
+    tokens = root / "viewer-tokens.toml"
+    tokens.write_text(f'[tokens]\nalice = "sha256:{hashlib.sha256(token.encode()).hexdigest()}"\n', encoding="utf-8")
+    url = next((str(e["loom.reasoning.url"]) for e in captured if "loom.reasoning.url" in e), None)
+    serve = ("serve", "--journal", str(journal_dir), "--store", f"file://{store_dir}", "--tokens", str(tokens))
+    print("\nOpen the reasoning behind a trace in a browser (every span carries loom.reasoning.url):")
+    print(f"  {command_line(*serve, '--port', str(VIEWER_PORT))}")
+    print(f"  then open {url} and sign in as alice with the token {token}")

@@ -3,17 +3,22 @@
 Sends every record of a dead chain (no writer holds its lock) that its outbox cursor does not show
 as delivered, through the chained exporter's inner exporter (``--inner`` or
 ``LOOM_OTEL_CHAIN_INNER``; the OTLP exporters read ``OTEL_EXPORTER_OTLP_*``), retrying with backoff
-until ``--timeout``. Exit codes: 0 everything delivered, 1 something is still owed, 2 usage error.
+until ``--timeout``. A named path that is not a journal directory (missing, a file, a directory with no
+chain in it) is an error. Exit codes: 0 everything delivered, 1 something is still owed, 2 usage
+error or not a journal.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TextIO
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import current_runtime
+from loom_otel.core._journal._reader import all_segments
+from loom_otel.core.exceptions import LoomOtelError
 
 __all__ = ["register", "run"]
 
@@ -39,13 +44,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def _not_a_journal(directory: Path) -> str | None:
+    """Why ``directory`` is not a journal directory (``<dir>/<origin>/<n>.jsonl``), or ``None``."""
+    if not directory.exists():
+        return "it does not exist"
+    if not directory.is_dir():
+        return "it is a file"
+    if not all_segments(directory):
+        return "it holds no journal chain (<origin>/<segment>.jsonl)"
+    return None
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     from loom_otel.exporters.chain._exporter import ChainedSpanExporter
     from loom_otel.exporters.chain._inner import inner_from_environment
 
-    directory = args.journal if args.journal is not None else current_runtime().journal_dir
+    if args.journal is not None:
+        directory = Path(args.journal).expanduser().absolute()
+        why = _not_a_journal(directory)
+        if why is not None:
+            print(f"loom-otel forward: {str(directory)!r} is not a journal directory: {why}", file=err)
+            return 2
+    else:
+        try:
+            directory = current_runtime().journal_dir
+        except LoomOtelError as exc:
+            print(f"loom-otel forward: {exc}", file=err)
+            return 2
+        if not directory.exists():
+            out.write(f"nothing to forward: no journal at {directory} (the default; pass JOURNAL to name one)\n")
+            return 0
     exporter = ChainedSpanExporter(inner_from_environment(args.inner), journal=directory)
     try:
         delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))

@@ -16,6 +16,7 @@ from typing import Any, Final, TextIO
 
 from loom_otel.cli._terminal import CONTROL
 from loom_otel.core import environment_variables as env
+from loom_otel.core._settings import url_problem
 
 __all__ = ["register", "run", "sanitize", "sse_events"]
 
@@ -36,7 +37,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or busy.",
     )
     parser.add_argument("--execution", required=True, metavar="ID", help="the execution id to follow")
-    parser.add_argument("--url", default=DEFAULT_URL, help=f"base URL of the live view (default: {DEFAULT_URL})")
+    parser.add_argument(
+        "--url", type=_live_url, default=DEFAULT_URL, help=f"base URL of the live view (default: {DEFAULT_URL})"
+    )
     parser.add_argument(
         "--token",
         help=f"the bearer token that proves who you are to the live view (default: ${env.LOOM_OTEL_LIVE_TOKEN}); "
@@ -48,6 +51,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--until-done", action="store_true", help="exit after the first step that ends")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without any byte before giving up")
     parser.set_defaults(func=run)
+
+
+def _live_url(value: str) -> str:
+    """``--url``: an http(s) URL with a host; anything else is a usage error (exit 2), not a traceback."""
+    problem = url_problem(value, ("http", "https"))
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {problem}")
+    return value.strip()
 
 
 def sanitize(text: str) -> str:

@@ -6,8 +6,10 @@ Prints a table per origin (records, gaps, modified, reordered, duplicates, check
 tail, torn tail), the located problems and what the witness disagrees with, or ``--json``. The OK
 line says what could not be checked (no witness; signatures not checked against a trusted key).
 Origin names and every other string read from the inputs are cleaned of terminal controls.
-Progress goes to stderr on large inputs. Exit codes: 0 verified, 1 problems found (including an
-unanchored tail or a disagreement with the witness), 2 unreadable source.
+``--store URL`` also reads every blob the capture records name and checks its digest; without it
+the OK line says that the store was not checked. Progress goes to stderr on large inputs. Exit
+codes: 0 verified, 1 problems found (including an unanchored tail, a disagreement with the witness,
+a blob that is not what its record says), 2 unreadable source or store.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import argparse
 import json
 import sys
 import time
-from typing import TextIO
+from typing import Final, TextIO
 
+from loom_otel.audit._store_check import BlobProblem, StoreCheck, check_store
 from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
 from loom_otel.cli._terminal import clean
 from loom_otel.core._journal._checkpoint import load_public_key
+from loom_otel.core.exceptions import LoomOtelError
 
 __all__ = ["register", "run"]
 
@@ -52,6 +56,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PEM",
         help="trusted checkpoint public key (repeatable; `loom-otel keygen` prints one); implies --require-signed",
     )
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="also read every blob the capture records name from this reasoning store and check its digest",
+    )
     parser.add_argument("--require-signed", action="store_true", help="unsigned checkpoints are a failure")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
@@ -81,12 +91,55 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return 2
     if time.monotonic() - started > 1.0:
         print(file=err)
+    blobs: StoreCheck | None = None
+    if args.store is not None:
+        from loom_otel.cli._audit import open_store
+
+        try:
+            blobs = check_store(args.path, open_store(args.store))
+        except (LoomOtelError, OSError) as exc:
+            print(f"loom-otel verify: cannot check the store {clean(args.store)!r}: {clean(str(exc))}", file=err)
+            return 2
+    ok = report.ok and (blobs is None or not blobs.mismatched)
     if args.json:
-        json.dump(report.to_dict(), out, indent=2)
+        document = report.to_dict()
+        document["store"] = None if blobs is None else _store_dict(blobs)
+        document["ok"] = ok
+        json.dump(document, out, indent=2)
         out.write("\n")
     else:
-        _table(report, out)
-    return 0 if report.ok else 1
+        _table(report, out, blobs)
+    return 0 if ok else 1
+
+
+_NO_STORE: Final = "the reasoning store (the blobs the records name: pass --store URL)"
+
+
+def _store_dict(blobs: StoreCheck) -> dict[str, object]:
+    def where(problems: tuple[BlobProblem, ...]) -> list[dict[str, object]]:
+        return [
+            {"origin": p.origin, "seq": p.seq, "execution_id": p.execution_id, "tenant": p.tenant, "part": p.index}
+            for p in problems
+        ]
+
+    return {
+        "parts": blobs.parts,
+        "ok": blobs.ok,
+        "mismatched": where(blobs.mismatched),
+        "missing": where(blobs.missing),
+    }
+
+
+def _store_lines(blobs: StoreCheck) -> list[str]:
+    lines = [
+        f"store: {blobs.parts} part(s) named by the records: {blobs.ok} whole, {len(blobs.mismatched)} "
+        f"digest-mismatch, {len(blobs.missing)} missing"
+    ]
+    for label, problems in (("digest-mismatch", blobs.mismatched), ("missing (erased, or lost)", blobs.missing)):
+        shown = [f"{p.origin} seq {p.seq} part {p.index} (execution {p.execution_id})" for p in problems[:_SHOWN]]
+        if shown:
+            lines.append(f"store: {label}: {'; '.join(shown)}{'; ...' if len(problems) > _SHOWN else ''}")
+    return lines
 
 
 def _locations(values: tuple[object, ...]) -> str:
@@ -94,7 +147,7 @@ def _locations(values: tuple[object, ...]) -> str:
     return shown + (", ..." if len(values) > _SHOWN else "")
 
 
-def _table(report: VerifyReport, out: TextIO) -> None:
+def _table(report: VerifyReport, out: TextIO, blobs: StoreCheck | None = None) -> None:
     lines = [f"{report.kind} {report.source}: {report.records} records, {len(report.origins)} origin(s)"]
     header = ("origin", "records", "seq", "gaps", "modified", "reordered", "dup ok", "dup bad", "ckpts", "unanchored")
     rows = [header, *(_row(o) for o in report.origins)]
@@ -127,11 +180,23 @@ def _table(report: VerifyReport, out: TextIO) -> None:
         lines.append(f"malformed lines or events: {report.malformed}")
     if report.witness is not None:
         lines += _witness(report.witness)
-    if report.ok:
-        limits = f"; not checked: {'; '.join(report.limits)}" if report.limits else ""
-        lines.append(f"OK: every chain is whole and anchored{limits}")
+    problems = list(report.problems)
+    limits = list(report.limits)
+    if blobs is None:
+        limits.append(_NO_STORE)
     else:
-        lines.append(f"FAILED: {'; '.join(report.problems)}")
+        lines += _store_lines(blobs)
+        if blobs.mismatched:
+            problems.append(f"{len(blobs.mismatched)} blob(s) in the store differ from their records")
+    if not problems:
+        whole = "every chain is whole and anchored"
+        if blobs is not None:
+            whole += f", and the {blobs.ok} blob(s) the records name read back whole"
+            if blobs.missing:
+                whole += f" ({len(blobs.missing)} missing: erased, or lost)"
+        lines.append(f"OK: {whole}; not checked: {'; '.join(limits)}" if limits else f"OK: {whole}")
+    else:
+        lines.append(f"FAILED: {'; '.join(problems)}")
     out.write("".join(clean(line) + "\n" for line in lines))
 
 

@@ -12,10 +12,23 @@ EVENT_VENDOR_DROPPED: Final = "loom.reasoning.vendor_dropped"
 EVENT_KEPT: Final = "loom.reasoning.kept"
 """A block the drop rule would drop, sent as the application holds it (never worse than bare)."""
 EVENT_CHECKPOINT: Final = "loom.audit.checkpoint"
+EVENT_READ: Final = "loom.reasoning.read"
+"""A read of captured reasoning through ``loom-otel serve`` (the viewer's own journal origin)."""
 
 # Journal record types.
 RECORD_CAPTURE: Final = "capture"
 RECORD_CHECKPOINT: Final = "checkpoint"
+RECORD_READ: Final = "read"
+RECORD_ERASURE: Final = "erasure"
+"""A tombstone: one execution's reasoning was erased (DESIGN "Reading and erasure")."""
+
+# Tombstone fields (with ``loom.execution.id`` and ``loom.tenant``; the record's ``time`` is the erasure's).
+ERASURE_SCOPE: Final = "loom.erasure.scope"
+"""What was selected: ``execution``, ``older-than 30d``, ``before 2026-01-01T00:00:00Z``, ``retention 30d``."""
+ERASURE_BY: Final = "loom.erasure.by"
+"""Who asked (the operating-system user and the command), or which policy."""
+ERASURE_REASON: Final = "loom.erasure.reason"
+"""``request`` (a person asked) or ``retention`` (a policy expired it), or the caller's word."""
 
 # Capture fields (event and record).
 EXECUTION_ID: Final = "loom.execution.id"
@@ -27,12 +40,35 @@ PART_REF: Final = "loom.reasoning.part.ref"
 PART_DIGEST: Final = "loom.reasoning.part.digest"
 PART_SIZE: Final = "loom.reasoning.part.size"
 PART_OMITTED: Final = "loom.reasoning.part.omitted"
+LAYOUT: Final = "loom.reasoning.layout"
+"""The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
+PRINCIPAL: Final = "loom.principal"
+"""Who asked (``execution(principal=...)``, else the baggage key ``LOOM_OTEL_PRINCIPAL_BAGGAGE``)."""
+OWNER: Final = "loom.owner"
+REASONING_URL: Final = "loom.reasoning.url"
+"""The viewer's page of the call (``LOOM_OTEL_VIEWER_URL``), on the capture event and the span."""
+
+# Read record fields (``loom.reasoning.read``): who read which part of which execution, and the outcome.
+READ_READER: Final = "loom.read.reader"
+READ_REF: Final = "loom.read.ref"
+READ_DIGEST: Final = "loom.read.digest"
+READ_OUTCOME: Final = "loom.read.outcome"
 
 # Where a capture was made (capture record fields the lead adds in ``capture``): the model-call span's
 # trace and span ids (hex) and whether it was sampled, so a record resent from the journal joins its trace.
 CALL_TRACE_ID: Final = "loom.call.trace_id"
 CALL_SPAN_ID: Final = "loom.call.span_id"
 CALL_SAMPLED: Final = "loom.call.sampled"
+
+# The request's thinking settings as the application sent them (span, event and record; each only where
+# the request set it), and ``summarized`` where loom-otel asked the vendor for readable reasoning the
+# application did not ask for (``LOOM_OTEL_REQUEST_READABLE``).
+REQUEST_THINKING_TYPE: Final = "loom.request.thinking.type"
+REQUEST_THINKING_BUDGET: Final = "loom.request.thinking.budget"
+REQUEST_THINKING_DISPLAY: Final = "loom.request.thinking.display"
+REQUEST_THINKING_EFFORT: Final = "loom.request.thinking.effort"
+REQUEST_THINKING_INCLUDE_THOUGHTS: Final = "loom.request.thinking.include_thoughts"
+REQUEST_READABLE: Final = "loom.request.readable"
 
 # Chain fields (event only; the record holds them as top-level keys).
 AUDIT_ORIGIN: Final = "loom.audit.origin"

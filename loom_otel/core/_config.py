@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from cryptography.exceptions import UnsupportedAlgorithm
+
 from loom_otel.core import environment_variables as env
 from loom_otel.core._fork import renew_module_after_fork
+from loom_otel.core._journal._checkpoint import Signer
 from loom_otel.core._journal._writer import (
     BestEffortJournal,
     Durability,
@@ -22,9 +25,11 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
+from loom_otel.core._retention import parse_retention
+from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core._store._uri import STORE_FORMS, store_from_uri
 from loom_otel.core._warnings import forget_once, warn
 from loom_otel.core.exceptions import ReasoningConfigError
 
@@ -42,6 +47,7 @@ __all__ = [
 ]
 
 Transcript = Literal["keep", "redact"]
+RequestReadable = Literal["off", "summarized"]
 DigestMode = Literal["sha256", "hmac-sha256"]
 APP_NAME: Final = "loom-otel"
 
@@ -56,8 +62,8 @@ def default_journal_dir() -> Path:
     return user_state_path(APP_NAME, appauthor=False) / "journal"
 
 
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"0", "false", "no", "off"})
+DEFAULT_PRINCIPAL_BAGGAGE: Final = "user.id"
+"""``LOOM_OTEL_PRINCIPAL_BAGGAGE`` unless set."""
 
 
 class _DeltaSink(Protocol):
@@ -95,30 +101,9 @@ class ReasoningConfig:
     checkpoint_key: str | os.PathLike[str] | None = None
     require_continuation: bool | None = None
     digest: DigestMode | None = None
-
-
-def _env_bool(name: str, environ: Mapping[str, str]) -> bool | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    warn(f"{name}={raw!r} is not a boolean (true/false); using the default", once=(name, raw))
-    return None
-
-
-def _env_choice(name: str, choices: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    raw = environ.get(name)
-    if raw is None or raw.strip() == "":
-        return None
-    value = raw.strip().lower()
-    if value in choices:
-        return value
-    warn(f"{name}={raw!r} is not one of {', '.join(choices)}; using the default", once=(name, raw))
-    return None
+    request_readable: RequestReadable | None = None
+    principal_baggage: str | None = None
+    viewer_url: str | None = None
 
 
 def _pick(*values: Any) -> Any:
@@ -142,6 +127,9 @@ class Runtime:
     on_reasoning: LiveSink | None = None
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
+    request_readable: RequestReadable = "off"
+    principal_baggage: str = DEFAULT_PRINCIPAL_BAGGAGE
+    viewer_url: str | None = None
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
@@ -182,12 +170,13 @@ class Runtime:
 
     @classmethod
     def resolve(cls, config: ReasoningConfig | None = None, environ: Mapping[str, str] | None = None) -> Runtime:
-        """Argument, then environment, then default; a bad environment value warns and falls back."""
+        """Argument, then environment, then default; an invalid environment value is a
+        ``ReasoningConfigError`` naming the variable, the value and what is allowed (``_settings``)."""
         config = config or ReasoningConfig()
         environ = os.environ if environ is None else environ
-        enabled = _pick(config.enabled, _env_bool(env.LOOM_OTEL_REASONING, environ), True)
-        require = _pick(config.require_continuation, _env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
-        fsync = _pick(config.store_fsync, _env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
+        enabled = _pick(config.enabled, env_bool(env.LOOM_OTEL_REASONING, environ), True)
+        require = _pick(config.require_continuation, env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
+        fsync = _pick(config.store_fsync, env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
         store_setting = _pick(config.store, environ.get(env.LOOM_OTEL_REASONING_STORE) or None)
         store: ReasoningStore | None
         if store_setting is None or not enabled:
@@ -196,9 +185,9 @@ class Runtime:
             store = _shared_store(store_setting, fsync, "ReasoningConfig.store" if config.store else None)
         else:
             store = store_setting
-        capture = _pick(config.capture, _env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
+        capture = _pick(config.capture, env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
         transcript = _pick(
-            config.transcript, _env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
+            config.transcript, env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
         )
         if transcript not in ("keep", "redact"):
             raise ReasoningConfigError(f"transcript must be 'keep' or 'redact', got {transcript!r}")
@@ -207,20 +196,28 @@ class Runtime:
                 "transcript='redact' needs a reasoning store with capture on: without one, redacted "
                 f"reasoning could never be put back ({env.LOOM_OTEL_REASONING_STORE})"
             )
-        live = _pick(config.live, _env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
-        live_text = _pick(config.live_text, _env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
+        live = _pick(config.live, env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
+        live_text = _pick(config.live_text, env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
+        readable = _request_readable(config.request_readable, environ)
+        if enabled and readable != "off" and (store is None or not capture):
+            raise ReasoningConfigError(
+                f"{env.LOOM_OTEL_REQUEST_READABLE}={readable!r} needs a reasoning store with capture on "
+                f"({env.LOOM_OTEL_REASONING_STORE}): the readable reasoning it asks for is kept there and put "
+                "back from there on later requests"
+            )
         durability = _pick(
             config.journal_durability,
-            _env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
+            env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
             "batch",
         )
-        digest = _pick(config.digest, _env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
+        digest = _pick(config.digest, env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
         if enabled and digest == "hmac-sha256" and store is not None and not isinstance(store, DigestKeyStore):
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
                 f"{type(store).__name__} does not"
             )
-        journal_setting = _pick(config.journal, environ.get(env.LOOM_OTEL_AUDIT_JOURNAL) or None)
+        parse_retention(environ.get(env.LOOM_OTEL_RETENTION) or "none")  # used by retain and serve: checked here
+        journal_setting = _pick(config.journal, env_path(env.LOOM_OTEL_AUDIT_JOURNAL, environ))
         journal: Journal | None = None
         if isinstance(journal_setting, Journal):
             journal, journal_dir = journal_setting, journal_setting.directory
@@ -236,7 +233,11 @@ class Runtime:
             named_by = f"{env.LOOM_OTEL_AUDIT_JOURNAL} (default: the user's state directory)"
         if enabled:
             _check_journal_location(journal_dir, named_by, fail_closed=store is not None)
-        key_setting = _pick(config.checkpoint_key, environ.get(env.LOOM_OTEL_CHECKPOINT_KEY) or None)
+        key_setting = _pick(config.checkpoint_key, env_path(env.LOOM_OTEL_CHECKPOINT_KEY, environ))
+        key_path = Path(key_setting).expanduser() if key_setting is not None else None
+        if enabled and key_path is not None:
+            named = "ReasoningConfig.checkpoint_key" if config.checkpoint_key is not None else None
+            _check_checkpoint_key(key_path, named or env.LOOM_OTEL_CHECKPOINT_KEY)
         runtime = cls(
             enabled=enabled,
             store=store,
@@ -247,10 +248,13 @@ class Runtime:
             digest=digest,
             journal_dir=journal_dir,
             journal_durability=durability,
-            checkpoint_key=Path(key_setting).expanduser() if key_setting is not None else None,
+            checkpoint_key=key_path,
             on_reasoning=config.on_reasoning,
             delta_guards=tuple(config.delta_guards),
             live_text=bool(live_text),
+            request_readable=readable,
+            principal_baggage=_principal_baggage(config, environ),
+            viewer_url=_viewer_url(config, environ),
             _journal=journal,
         )
         if enabled and require and not runtime.keeps_text:
@@ -259,6 +263,56 @@ class Runtime:
                 f"configured ({env.LOOM_OTEL_REASONING_STORE}): reasoning could not be carried forward"
             )
         return runtime
+
+
+_READABLE: Final = ("off", "summarized")
+
+
+def _request_readable(setting: str | None, environ: Mapping[str, str]) -> RequestReadable:
+    """``LOOM_OTEL_REQUEST_READABLE`` (argument, then environment, default ``off``): anything but
+    ``off`` / ``summarized`` is a ``ReasoningConfigError`` naming the setting (a typo must not silently
+    leave reasoning unreadable)."""
+    if setting is None:
+        value = env_choice(env.LOOM_OTEL_REQUEST_READABLE, _READABLE, environ)
+    elif isinstance(setting, str) and setting.strip().lower() in _READABLE:
+        value = setting.strip().lower()
+    else:
+        raise invalid_setting("ReasoningConfig.request_readable", str(setting), ", ".join(_READABLE))
+    return "summarized" if value == "summarized" else "off"
+
+
+# -- who may read, and where: the principal's baggage key and the viewer's URL -----------------------
+
+
+def _principal_baggage(config: ReasoningConfig, environ: Mapping[str, str]) -> str:
+    """The baggage key naming a call's principal when no ``execution(principal=...)`` does."""
+    named_by = "ReasoningConfig.principal_baggage" if config.principal_baggage is not None else None
+    raw = _pick(config.principal_baggage, environ.get(env.LOOM_OTEL_PRINCIPAL_BAGGAGE) or None)
+    if raw is None:
+        return DEFAULT_PRINCIPAL_BAGGAGE
+    if not raw.strip() or any(c.isspace() or c in ",;=" for c in raw):
+        raise ReasoningConfigError(
+            f"{named_by or env.LOOM_OTEL_PRINCIPAL_BAGGAGE}={raw!r} is not a baggage key: "
+            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: user.id)"
+        )
+    return str(raw)
+
+
+def _viewer_url(config: ReasoningConfig, environ: Mapping[str, str]) -> str | None:
+    """The base URL of ``loom-otel serve``, without a trailing slash; ``None``: no link on captures."""
+    named_by = "ReasoningConfig.viewer_url" if config.viewer_url is not None else env.LOOM_OTEL_VIEWER_URL
+    raw = _pick(config.viewer_url, environ.get(env.LOOM_OTEL_VIEWER_URL) or None)
+    if raw is None:
+        return None
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(raw).strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ReasoningConfigError(
+            f"{named_by}={raw!r} is not a viewer URL: allowed is an http:// or https:// base URL "
+            "with no query or fragment, such as https://viewer.example/loom"
+        )
+    return parts.geturl().rstrip("/")
 
 
 def unusable_directory(directory: Path) -> str | None:
@@ -288,6 +342,18 @@ def _check_journal_location(directory: Path, named_by: str, *, fail_closed: bool
     warn_unwritable(directory, why)
 
 
+def _check_checkpoint_key(path: Path, named_by: str) -> None:
+    """An unloadable checkpoint key is an error at ``instrument()`` (checkpoints would go unsigned)."""
+    try:
+        Signer.from_file(path)
+    except OSError as exc:
+        why = f"{exc.strerror or type(exc).__name__}: checkpoints could not be signed"
+        raise invalid_setting(named_by, str(path), "an Ed25519 private key file (loom-otel keygen PATH)", why) from None
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        why = f"not an Ed25519 private key ({exc}): checkpoints could not be signed"
+        raise invalid_setting(named_by, str(path), "an Ed25519 private key file (loom-otel keygen PATH)", why) from None
+
+
 _stores: dict[tuple[str, bool], ReasoningStore] = {}
 _stores_lock = threading.Lock()
 
@@ -301,7 +367,7 @@ def _shared_store(url: str, fsync: bool, named_by: str | None) -> ReasoningStore
             try:
                 store = store_from_uri(url, fsync=fsync)
             except ReasoningConfigError as exc:
-                raise ReasoningConfigError(f"{exc} ({named_by or env.LOOM_OTEL_REASONING_STORE})") from None
+                raise invalid_setting(named_by or env.LOOM_OTEL_REASONING_STORE, url, STORE_FORMS, str(exc)) from None
             _stores[(url, fsync)] = store
         return store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
@@ -73,16 +73,31 @@ _ATTEMPTS_KEPT: Final = 65536
 """Named steps whose counts are remembered; the oldest is forgotten first (it would count from 1 again)."""
 
 
-def next_attempt(tenant: str | None, execution_id: str, step_id: str, *, named: bool) -> int:
-    """1 for the first capture of (tenant, execution, step) in this process, then 2, 3, ...
+def next_attempt(
+    tenant: str | None,
+    execution_id: str,
+    step_id: str,
+    *,
+    named: bool,
+    recorded: Callable[[str | None, str, str], int] | None = None,
+) -> int:
+    """1 for the first capture of (tenant, execution, step), then 2, 3, ...
 
     Only named steps (``step()``, ``named=True``) are counted: a step that defaults to the model-call
-    span id is one call, always attempt 1, and is not remembered."""
+    span id is one call, always attempt 1, and is not remembered. ``recorded`` gives the highest attempt
+    earlier processes recorded (the journal); it is asked once per step and process, at its first
+    capture, outside the lock, so a rerun in a new process is the next attempt."""
     if not named:
         return 1
     key = (tenant, execution_id, step_id)
+    base = 0
+    if recorded is not None:
+        with _attempts_lock:
+            known = key in _attempts
+        if not known:
+            base = recorded(tenant, execution_id, step_id)
     with _attempts_lock:
-        attempt = _attempts.pop(key, 0) + 1
+        attempt = max(_attempts.pop(key, 0), base) + 1
         _attempts[key] = attempt  # re-inserted: the dict's order is the order of last use
         if len(_attempts) > _ATTEMPTS_KEPT:
             del _attempts[next(iter(_attempts))]

@@ -1,10 +1,10 @@
 """The exceptions and warnings loom-otel raises, in one small tree.
 
 - ``LoomOtelError``: the root; catch it to catch everything loom-otel raises on purpose.
-- ``ReasoningConfigError(LoomOtelError, ValueError)``: a configuration that cannot work (an unusable
-  store directory, ``transcript="redact"`` without a store, a refused request such as ``Untrusted``
-  text in an instruction position). Raised at ``instrument()`` / construction time or before a request
-  is sent, never in the middle of a model call's response handling.
+- ``ReasoningConfigError(LoomOtelError, ValueError)``: a configuration that cannot work (an invalid
+  ``LOOM_OTEL_*`` value, an unusable store directory, ``transcript="redact"`` without a store, a refused
+  request such as ``Untrusted`` text in an instruction position). Raised at ``instrument()`` /
+  construction time or before a request is sent, never in the middle of a model call's response handling.
 - ``ReasoningCaptureError(LoomOtelError)``: raised out of a model call only by the fail-closed capture
   path, when evidence that was configured to be kept (a store blob, a journal record) could not be
   written. The response is not handed to the application.
@@ -17,7 +17,7 @@
   admit because the hub's feeds are all taken (``max_subscribers``) or this viewer's are
   (``max_subscribers_per_viewer``); the HTTP live view answers 503 or 429.
 - ``LoomOtelWarning(UserWarning)``: a configuration that works but keeps less than it could (no store,
-  a malformed ``LOOM_OTEL_*`` value that fell back to its default).
+  unsigned checkpoints).
 
 No message of any of these ever contains reasoning text, a signature or redacted data.
 """

@@ -13,7 +13,7 @@ from starlette.requests import HTTPConnection
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import logger
-from loom_otel.core._config import _env_bool
+from loom_otel.core._settings import env_bool
 from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
 from loom_otel.live._feed import Viewer
@@ -22,16 +22,26 @@ __all__ = [
     "MIN_TOKEN_LENGTH",
     "PRINCIPAL_HEADER",
     "TENANT_HEADER",
+    "TOKEN_COOKIE",
     "Authenticator",
     "authenticate",
     "bearer_authenticator",
     "header_authenticator",
+    "jwt_authenticator",
+    "presented_token",
     "resolve_authenticator",
+    "tokens_file_authenticator",
 ]
 
 PRINCIPAL_HEADER: Final = "X-Loom-Principal"
 TENANT_HEADER: Final = "X-Loom-Tenant"
 MIN_TOKEN_LENGTH: Final = 16
+TOKEN_COOKIE: Final = "loom_otel_token"
+"""The viewer's sign-in cookie (HttpOnly, SameSite=Strict): the token a browser presents in place of the
+``Authorization`` header it cannot set."""
+_SHA256_PREFIX: Final = "sha256:"
+_JWT_ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+"""Asymmetric only: a key set names public keys, never a shared secret (no ``HS*``, never ``none``)."""
 
 Authenticator: TypeAlias = Callable[[HTTPConnection], "Viewer | Awaitable[Viewer | None] | None"]
 """Maps a request to the viewer it proves, or ``None`` (treated like any non-audience viewer: 404)."""
@@ -63,6 +73,16 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+def presented_token(connection: HTTPConnection, *, cookie: bool = False) -> str | None:
+    """The token of ``Authorization: Bearer <token>``, else (``cookie``) of the sign-in cookie."""
+    scheme, _, token = connection.headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    if cookie:
+        return connection.cookies.get(TOKEN_COOKIE) or None
+    return None
+
+
 def bearer_authenticator(tokens: Mapping[str, Viewer]) -> Authenticator:
     """``Authorization: Bearer <token>`` proves the viewer the token was issued to (``loom-otel tail
     --token``). Tokens must be at least ``MIN_TOKEN_LENGTH`` characters (``secrets.token_urlsafe()``);
@@ -79,10 +99,8 @@ def bearer_authenticator(tokens: Mapping[str, Viewer]) -> Authenticator:
         table[_digest(token)] = viewer
 
     def authenticator(connection: HTTPConnection) -> Viewer | None:
-        scheme, _, token = connection.headers.get("authorization", "").strip().partition(" ")
-        if scheme.lower() != "bearer":
-            return None
-        return table.get(_digest(token.strip()))
+        token = presented_token(connection)
+        return table.get(_digest(token)) if token else None
 
     return authenticator
 
@@ -98,7 +116,7 @@ def resolve_authenticator(authenticator: Authenticator | None, trusted_proxy: bo
             )
         return authenticator
     if trusted_proxy is None:
-        trusted_proxy = _env_bool(env.LOOM_OTEL_LIVE_TRUSTED_PROXY, os.environ)
+        trusted_proxy = env_bool(env.LOOM_OTEL_LIVE_TRUSTED_PROXY, os.environ)
     if trusted_proxy:
         return header_authenticator()
     raise ReasoningConfigError(
@@ -119,3 +137,109 @@ async def authenticate(authenticator: Authenticator, connection: HTTPConnection)
         logger.warning("loom-otel: the live view's authenticator failed (%s); answering 404", type(exc).__name__)
         return None
     return result if isinstance(result, Viewer) else None
+
+
+def tokens_file_authenticator(path: str | os.PathLike[str], *, cookie: bool = True) -> Authenticator:
+    """Static tokens from a TOML file: ``[tokens]`` maps each principal to its token, or to
+    ``"sha256:<hex>"`` of it (so the file need not hold the token). Presented as ``Authorization:
+    Bearer`` (or, with ``cookie``, the viewer's sign-in cookie). The viewer has no tenant: the tenant is
+    what the request asks for, and the reading rule decides."""
+    import tomllib
+
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as fh:
+            document = tomllib.load(fh)
+    except OSError as exc:
+        raise ReasoningConfigError(f"tokens file {where!r} cannot be read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ReasoningConfigError(f"tokens file {where!r} is not TOML ({exc})") from None
+    table = document.get("tokens")
+    if not isinstance(table, dict) or not table:
+        raise ReasoningConfigError(f"tokens file {where!r} needs a [tokens] table mapping principals to tokens")
+    digests: dict[bytes, Viewer] = {}
+    for principal, token in table.items():
+        if not isinstance(token, str) or not principal.strip():
+            raise ReasoningConfigError(f"tokens file {where!r}: the token of {principal!r} must be a string")
+        if token.startswith(_SHA256_PREFIX):
+            try:
+                digest = bytes.fromhex(token[len(_SHA256_PREFIX) :])
+            except ValueError:
+                digest = b""
+            if len(digest) != hashlib.sha256().digest_size:
+                raise ReasoningConfigError(f"tokens file {where!r}: {principal!r} has a malformed sha256:<hex> digest")
+        elif len(token) < MIN_TOKEN_LENGTH or token != token.strip():
+            raise ReasoningConfigError(
+                f"tokens file {where!r}: the token of {principal!r} is shorter than {MIN_TOKEN_LENGTH} characters "
+                "or has surrounding spaces (use secrets.token_urlsafe())"
+            )
+        else:
+            digest = _digest(token)
+        digests[digest] = Viewer(principal.strip())
+
+    def authenticator(connection: HTTPConnection) -> Viewer | None:
+        token = presented_token(connection, cookie=cookie)
+        return digests.get(_digest(token)) if token else None
+
+    return authenticator
+
+
+def jwt_authenticator(
+    jwks: str,
+    *,
+    issuer: str,
+    audience: str,
+    principal_claim: str = "sub",
+    cookie: bool = True,
+    leeway: float = 30.0,
+) -> Authenticator:
+    """OIDC / JWT bearer tokens verified by PyJWT: signature by a key of ``jwks`` (a JWKS file, or an
+    ``http(s)://`` URL fetched and cached by ``PyJWKClient``), ``iss`` == ``issuer``, ``aud`` holds
+    ``audience``, ``exp`` required and not passed. The principal is the ``principal_claim`` claim."""
+    import json
+
+    import jwt
+
+    if not issuer or not audience:
+        raise ReasoningConfigError("JWT authentication needs both an issuer (--issuer) and an audience (--audience)")
+    client: jwt.PyJWKClient | None = None
+    keys: jwt.PyJWKSet | None = None
+    if jwks.startswith(("http://", "https://")):
+        client = jwt.PyJWKClient(jwks, cache_keys=True, lifespan=300)
+    else:
+        try:
+            with open(jwks, encoding="utf-8") as fh:
+                keys = jwt.PyJWKSet.from_dict(json.load(fh))
+        except (OSError, ValueError, jwt.PyJWTError) as exc:
+            raise ReasoningConfigError(f"JWKS file {jwks!r} cannot be used ({type(exc).__name__}: {exc})") from None
+
+    def key_for(token: str) -> object:
+        if client is not None:
+            return client.get_signing_key_from_jwt(token).key
+        assert keys is not None
+        kid = jwt.get_unverified_header(token).get("kid")
+        candidates = [k for k in keys.keys if kid is None or k.key_id == kid]
+        if len(candidates) != 1:
+            raise jwt.InvalidTokenError("no single key matches the token's kid")
+        return candidates[0].key
+
+    def authenticator(connection: HTTPConnection) -> Viewer | None:
+        token = presented_token(connection, cookie=cookie)
+        if not token:
+            return None
+        try:
+            claims = jwt.decode(
+                token,
+                key_for(token),  # type: ignore[arg-type]
+                algorithms=list(_JWT_ALGORITHMS),
+                issuer=issuer,
+                audience=audience,
+                leeway=leeway,
+                options={"require": ["exp", "iss", "aud"]},
+            )
+        except jwt.PyJWTError:
+            return None
+        principal = claims.get(principal_claim)
+        return Viewer(principal) if isinstance(principal, str) and principal.strip() else None
+
+    return authenticator

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from loom_otel.core._fork import renew_after_fork
+from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.live._channel import LiveCall, ReasoningDelta, TextDelta
 
 __all__ = ["Done", "FeedEvent", "Partial", "Reset", "Subscription", "Viewer", "admits"]
 
 SUBSCRIBER_CAPACITY: Final = 1024
+_NO_POLICY: Final = ReadingPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +29,13 @@ class Viewer:
     tenant: str | None = None
 
 
-def admits(call: LiveCall, viewer: Viewer | None) -> bool:
-    """ADR D6 shared mode: only the call's principal (the asker) and the execution's owner, in the same
-    tenant. A call with no principal is the owner's alone; with neither, nobody's. A viewer without a
-    principal (``None`` or empty) is nobody, and an empty principal or owner names nobody."""
-    if viewer is None or not viewer.principal or viewer.tenant != call.tenant:
+def admits(call: LiveCall, viewer: Viewer | None, policy: ReadingPolicy = _NO_POLICY) -> bool:
+    """The viewer asked for the call's tenant and may read it by the one rule (``may_read``): the call's
+    principal (the asker), the execution's owner, or an auditor ``policy`` names for that tenant. A call
+    with no principal is its auditors' alone. A viewer without a principal (``None`` or empty) is nobody."""
+    if viewer is None or viewer.tenant != call.tenant:
         return False
-    return viewer.principal in (call.principal, call.owner)
+    return may_read(viewer.principal, Audience(call.tenant, call.principal, call.owner), policy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ tenant and execution): calls of other principals that share a step name are kept
 superseded by, merged with or served as each other. A viewer that attaches late gets a ``Partial``
 per call in progress, a replayed ``Done`` per call already ended (its durable record is read by the
 transport, that call's capture only), then the live deltas. Every event is filtered by the audience
-rule (``admits``): a viewer sees only the calls whose asker or owner they are, and ``readable`` names
+rule (``admits``, ``policy``: the reading policy, default ``LOOM_OTEL_POLICY``): a viewer sees only the calls
+whose asker, owner or auditor they are, and ``readable`` names
 the ended calls whose captures it may read.
 
 Bounded in size (``max_partial_chars`` per call, ``max_executions``, ``max_steps`` ended calls kept
@@ -31,6 +32,7 @@ from collections import OrderedDict, deque
 from typing import Final
 
 from loom_otel.core._fork import renew_after_fork
+from loom_otel.core._policy import ReadingPolicy, policy_from_env
 from loom_otel.core.exceptions import LiveSubscriberLimitError, ReasoningConfigError
 from loom_otel.live._channel import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
 from loom_otel.live._feed import (
@@ -151,6 +153,7 @@ class LiveReasoningHub:
         subscriber_capacity: int = SUBSCRIBER_CAPACITY,
         max_subscribers: int = MAX_SUBSCRIBERS,
         max_subscribers_per_viewer: int = MAX_SUBSCRIBERS_PER_VIEWER,
+        policy: ReadingPolicy | None = None,
     ) -> None:
         for name, value in (
             ("max_subscribers", max_subscribers),
@@ -164,6 +167,7 @@ class LiveReasoningHub:
         self._subscriber_capacity = subscriber_capacity
         self._max_subscribers = max_subscribers
         self._max_per_viewer = max_subscribers_per_viewer
+        self._policy = policy if policy is not None else policy_from_env()
         self._lock = threading.Lock()
         self._executions: OrderedDict[_Key, _Execution] = OrderedDict()
         self._subscribers: dict[_Key, list[Subscription]] = {}
@@ -252,7 +256,7 @@ class LiveReasoningHub:
         if len(live) != len(subscribers):
             self._subscribers[key] = live
         for subscriber in live:
-            if admits(call, subscriber.viewer):
+            if admits(call, subscriber.viewer, self._policy):
                 subscriber.push(event)
 
     # -- read by the transport -----------------------------------------------------------------------
@@ -261,7 +265,7 @@ class LiveReasoningHub:
         """Whether ``viewer`` may see anything of ``execution_id`` (else: the same 404 as unknown)."""
         with self._lock:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
-            return state is not None and any(admits(c, viewer) for c in state.calls())
+            return state is not None and any(admits(c, viewer, self._policy) for c in state.calls())
 
     def readable(self, execution_id: str, viewer: Viewer | None, step_id: str | None = None) -> list[Done]:
         """Every ended call of ``execution_id`` (of ``step_id`` only, if given) that ``viewer`` may read,
@@ -269,7 +273,9 @@ class LiveReasoningHub:
         with self._lock:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
             ended = [d for calls in state.ended.values() for d in calls] if state is not None else []
-        chosen = [d for d in ended if (step_id is None or d.call.step_id == step_id) and admits(d.call, viewer)]
+        chosen = [
+            d for d in ended if (step_id is None or d.call.step_id == step_id) and admits(d.call, viewer, self._policy)
+        ]
         return sorted(chosen, key=lambda d: d.call.call_id)
 
     def ended_step(self, execution_id: str, step_id: str, viewer: Viewer | None) -> Done | None:
@@ -282,7 +288,7 @@ class LiveReasoningHub:
         with self._lock:
             state = self._executions.get((viewer.tenant if viewer else None, execution_id))
             ended = [calls[-1] for calls in state.ended.values()] if state is not None else []
-            return [d for d in ended if admits(d.call, viewer)]
+            return [d for d in ended if admits(d.call, viewer, self._policy)]
 
     def viewers(self, execution_id: str, *, tenant: str | None = None) -> int:
         """How many viewers follow ``execution_id`` right now."""
@@ -315,7 +321,7 @@ class LiveReasoningHub:
         )
         with self._lock:
             state = self._executions.get(key)
-            if state is None or not any(admits(c, viewer) for c in state.calls()):
+            if state is None or not any(admits(c, viewer, self._policy) for c in state.calls()):
                 return None
             self._check_room(viewer)
             subscription.restart(self._catch_up(state, viewer))
@@ -331,9 +337,9 @@ class LiveReasoningHub:
 
     def _catch_up(self, state: _Execution, viewer: Viewer) -> list[FeedEvent]:
         events: list[FeedEvent] = [
-            dataclasses.replace(d, replay=True) for d in state.latest() if admits(d.call, viewer)
+            dataclasses.replace(d, replay=True) for d in state.latest() if admits(d.call, viewer, self._policy)
         ]
-        events.extend(b.partial() for b in state.active.values() if admits(b.call, viewer))
+        events.extend(b.partial() for b in state.active.values() if admits(b.call, viewer, self._policy))
         return events
 
     def _resync(self, subscription: Subscription) -> None:

@@ -12,11 +12,15 @@ __all__ = ["KEEPALIVE", "delta_body", "done_body", "frame", "partial_body", "res
 
 KEEPALIVE: Final = b": keepalive\n\n"
 _ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_LINE_BREAKS: Final = {ord(c): f"\\u{ord(c):04x}" for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+"""Every character ``str.splitlines`` breaks a line at (what ``httpx``'s ``iter_lines`` splits on), as
+the JSON escape of itself: JSON leaves all but ``\\n`` and ``\\r`` raw with ``ensure_ascii=False``, and they
+occur only inside strings, where the escape reads back as the same character."""
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
-    """One SSE event; JSON has no raw newline, so ``data`` is a single line."""
-    return f"event: {event}\ndata: {_ENCODE(data)}\n\n".encode()
+    """One SSE event; its JSON holds no line separator of any kind, so ``data`` is a single line."""
+    return f"event: {event}\ndata: {_ENCODE(data).translate(_LINE_BREAKS)}\n\n".encode()
 
 
 def _call(call: LiveCall) -> dict[str, Any]:

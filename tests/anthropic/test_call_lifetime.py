@@ -26,5 +26,5 @@ def test_a_call_leaves_nothing_to_the_collector(mode, transcript, config, journa
         left = left_to_the_collector(lambda: MODES[mode](sim, request()))
     assert left == []
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text",)
+    assert event["loom.reasoning.part.kind"] == ("summary",)
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[journal_dir]) == []

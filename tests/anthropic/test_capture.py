@@ -61,7 +61,7 @@ def test_captures_reasoning_by_reference_in_every_mode(mode, sim, config, store,
     assert event["loom.execution.id"] == format(span.context.trace_id, "032x")
     assert event["loom.step.id"] == format(span.context.span_id, "016x")
     assert event["loom.attempt"] == 1
-    assert event["loom.reasoning.part.kind"] == ("text",)
+    assert event["loom.reasoning.part.kind"] == ("summary",)
     assert event["loom.reasoning.part.omitted"] == (False,)
     (ref,) = event["loom.reasoning.part.ref"]
     (size,) = event["loom.reasoning.part.size"]
@@ -93,7 +93,7 @@ def test_display_omitted_records_the_block_and_stores_nothing(mode, sim, config,
         message = MODES[mode](sim, request(thinking={"type": "adaptive", "display": "omitted"}))
     assert [b.thinking for b in message.content if b.type == "thinking"] == [""]
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text",)
+    assert event["loom.reasoning.part.kind"] == ("summary",)
     assert event["loom.reasoning.part.ref"] == ("",)
     assert event["loom.reasoning.part.digest"] == ("",)
     assert event["loom.reasoning.part.size"] == (0,)
@@ -109,7 +109,7 @@ def test_redacted_and_interleaved_blocks_keep_vendor_order(mode, config, store):
     kinds = [b.type for b in message.content]
     assert kinds[:2] == ["thinking", "redacted_thinking"]
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text", "redacted")
+    assert event["loom.reasoning.part.kind"] == ("summary", "redacted")
     assert event["loom.reasoning.part.ref"][1] == "" and event["loom.reasoning.part.size"][1] == 0
     assert len(store) == 1
     redacted = next(b for b in message.content if b.type == "redacted_thinking")
@@ -127,7 +127,7 @@ def test_interleaved_thinking_two_parts_in_order(mode, config, store):
         message = MODES[mode](sim, request(tools=tools))
     assert [b.type for b in message.content] == ["thinking", "text", "tool_use", "thinking", "tool_use"]
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text", "text")
+    assert event["loom.reasoning.part.kind"] == ("summary", "summary")
     texts = [b.thinking for b in message.content if b.type == "thinking"]
     refs = event["loom.reasoning.part.ref"]
     execution_id = event["loom.execution.id"]

@@ -42,6 +42,6 @@ def test_a_finished_helper_stream_is_freed_without_the_collector(mode, sim, conf
             gc.enable()
     assert kept == []
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text",)
+    assert event["loom.reasoning.part.kind"] == ("summary",)
     signature = next(b.signature for b in message.content if b.type == "thinking")
     assert find_leaks([CANARY, signature], spans=telemetry.spans, directories=[journal_dir], texts=[caplog.text]) == []

@@ -47,7 +47,7 @@ def test_a_streamed_reply_records_what_the_same_reply_sent_whole_records(mode, c
 
     for span in by_stream:
         (event,) = reasoning_events([span])
-        assert event["loom.reasoning.part.kind"] == ("text",)
+        assert event["loom.reasoning.part.kind"] == ("summary",)
     signatures = [b.signature for m in messages for b in m.content if b.type == "thinking"]
     leaks = find_leaks([CANARY, *signatures], spans=telemetry.spans, directories=[journal_dir], texts=[caplog.text])
     assert leaks == []

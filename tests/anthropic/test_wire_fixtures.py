@@ -73,7 +73,7 @@ def _expected(blocks: list[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[str,
     kinds, digests = [], []
     for block in blocks:
         if block["type"] == "thinking":
-            kinds.append("text")
+            kinds.append("summary")  # claude-sonnet-4-6 summarises its thinking
             digests.append(hashlib.sha256(block["thinking"].encode()).hexdigest())
         elif block["type"] == "redacted_thinking":
             kinds.append("redacted")
@@ -116,7 +116,7 @@ def test_sse_fixture(mode, wire: Path, config, store, journal_dir):
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
         _sse_modes(*_clients(body, "text/event-stream"))[mode]()
     (event,) = reasoning_events(telemetry.spans)
-    assert event["loom.reasoning.part.kind"] == ("text",)
+    assert event["loom.reasoning.part.kind"] == ("summary",)
     assert event["loom.reasoning.part.digest"] == (hashlib.sha256(thinking.encode()).hexdigest(),)
     assert event["loom.reasoning.part.size"] == (len(thinking.encode()),)
     (ref,) = event["loom.reasoning.part.ref"]

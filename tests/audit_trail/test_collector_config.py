@@ -61,3 +61,13 @@ def test_rotel_command_line_and_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     for word in ("fsync", "block_on_overflow", "max_elapsed_time", "append", "batch"):
         assert word in readme
+
+
+def test_readme_points_only_at_files_in_the_repository() -> None:
+    """A clone has no shared notes: every file the README names (a backticked path with a ``/`` and an
+    extension) exists in the repository or in ``collector-config``."""
+    readme = (ROOT / "README.md").read_text()
+    named = [p for p in re.findall(r"`([\w./-]+/[\w.-]+\.[a-z]{2,4})`", readme) if not p.startswith("/")]
+    assert named, "the README names no file at all"
+    for path in named:
+        assert (ROOT.parent / path).exists() or (ROOT / path).exists(), path

@@ -259,3 +259,35 @@ def test_openai_responses_span_and_event(config):
     reasoning = [p for m in sent for p in m["parts"] if p["type"] == "reasoning"]
     assert reasoning and all(p.get("ref") in event.attributes["loom.reasoning.part.ref"] for p in reasoning)
     assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []
+
+
+@pytest.mark.parametrize("shape", ["reasoning_part", "thinking_part", "reasoning_content"])
+def test_openai_chat_reasoning_sent_back_is_a_reference(config, shape):
+    """A Chat assistant message sending the reasoning back as a content part (``{"type": "reasoning",
+    "text"}``, as OpenAI-compatible frameworks write it) or as ``reasoning_content``: its reference."""
+    sim = Simulator(reasoning_text=CANARY)
+    environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_AND_EVENT"}
+    messages: list[Any] = [{"role": "user", "content": "Cheaper?"}]
+    with instrumented(OpenAiInstrumentor(), config=config, environ=environ) as telemetry:
+        client = sim.openai_client()
+        first = client.chat.completions.create(model="deepseek-reasoner", messages=messages)
+        reasoning = first.choices[0].message.model_extra["reasoning_content"]
+        answer = {"type": "text", "text": first.choices[0].message.content}
+        if shape == "reasoning_content":
+            messages.append({"role": "assistant", "content": [answer], "reasoning_content": reasoning})
+        else:
+            kind = "reasoning" if shape == "reasoning_part" else "thinking"
+            messages.append({"role": "assistant", "content": [{"type": kind, "text": reasoning}, answer]})
+        messages.append({"role": "user", "content": "And?"})
+        client.chat.completions.create(model="deepseek-reasoner", messages=messages)
+    assert reasoning == CANARY
+    one, two = _spans(telemetry, "chat deepseek-reasoner")
+    (event,) = [e for e in one.events if e.name == "loom.reasoning.captured"]
+    (ref,) = event.attributes["loom.reasoning.part.ref"]
+    (details,) = [e for e in two.events if e.name == "gen_ai.client.inference.operation.details"]
+    for sent in (two.attributes["gen_ai.input.messages"], details.attributes["gen_ai.input.messages"]):
+        assistant = json.loads(sent)[1]
+        (part,) = [p for p in assistant["parts"] if p["type"] == "reasoning"]
+        assert part["ref"] == ref and part["content"].startswith("[loom-otel reasoning text ref=")
+        assert {"type": "text", "content": answer["text"]} in assistant["parts"]
+    assert find_leaks([CANARY], spans=telemetry.spans) == []

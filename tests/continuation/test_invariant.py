@@ -3,7 +3,8 @@ Anthropic conversations (1-3 turns, tool rounds, interleaved and redacted thinki
 of the history the application sends (system, tools and model changes at turn boundaries and inside a
 tool round, edited and removed messages, compaction, stripped thinking, stripped signatures, emptied
 texts, google-adk's redacted form of an emptied block), with and without the vendor's server-side
-drops, in keep and redact mode: every request the application builds is sent twice to the strict
+drops, in keep and redact mode, with and without readable reasoning by request (a display left unset
+or omitted, ``LOOM_OTEL_REQUEST_READABLE=summarized``): every request the application builds is sent twice to the strict
 simulator, once as the bare SDK sends it (instrumentation suppressed) and once through loom-otel.
 No case may be accepted bare and rejected instrumented. 2,050 generated cases per run; the tally
 (cases, requests, repairs: rejected bare and accepted instrumented) is printed with ``-s``."""
@@ -57,6 +58,8 @@ class Case:
     interleaved: bool
     redacted: bool
     turns: int
+    display: str | None = None
+    readable: bool = False
     edits: dict[int, list[str]] = field(default_factory=dict)
     """Request index -> edits applied to what the application sends from that request on."""
 
@@ -69,6 +72,8 @@ cases = st.builds(
     interleaved=st.booleans(),
     redacted=st.booleans(),
     turns=st.integers(1, 3),
+    display=st.sampled_from([None, "omitted", "summarized"]),
+    readable=st.booleans(),
     edits=st.dictionaries(st.integers(1, 6), st.lists(st.sampled_from(EDITS), min_size=1, max_size=2), max_size=3),
 )
 
@@ -84,6 +89,8 @@ class App:
 
     def request(self, case: Case) -> dict[str, Any]:
         thinking: dict[str, Any] = {"type": "adaptive"}
+        if case.display is not None:
+            thinking["display"] = case.display
         if case.vendor_drops:
             thinking["block_binding"] = {"prefix_mismatch_behavior": "drop_block"}
         return {
@@ -176,7 +183,12 @@ def _run(case: Case, mode: str, journal: Path) -> None:
     app = App(history=[{"role": "user", "content": "Plan a day in Lyon."}])
     # One journal per case, closed at its end: 2,050 open journals would keep 4,100 threads alive.
     chain = Journal(journal, durability="os", checkpoint_key=None, checkpoint_interval=0)
-    settings_ = ReasoningConfig(store=MemoryReasoningStore(), journal=chain, transcript=case.transcript)
+    settings_ = ReasoningConfig(
+        store=MemoryReasoningStore(),
+        journal=chain,
+        transcript=case.transcript,
+        request_readable="summarized" if case.readable else "off",
+    )
     turns = 1
     with contextlib.closing(chain), instrumented(AnthropicInstrumentor(), config=settings_) as telemetry:
         for index in range(1, 9):

@@ -1,4 +1,4 @@
-"""Configuration: argument > environment > default; bad values warn and fall back; bad set-ups fail early."""
+"""Configuration: argument > environment > default; bad values and bad set-ups fail early."""
 
 from __future__ import annotations
 
@@ -54,17 +54,10 @@ def test_argument_beats_environment(tmp_path):
         ("LOOM_OTEL_REQUIRE_CONTINUATION", "please"),
     ],
 )
-def test_a_malformed_value_warns_naming_the_variable_and_uses_the_default(name, value):
-    with pytest.warns(LoomOtelWarning, match=name) as caught:
-        runtime = Runtime.resolve(environ={name: value})
-    assert len([w for w in caught if name in str(w.message)]) == 1
-    defaults = Runtime.resolve(environ={})
-    assert (runtime.enabled, runtime.transcript, runtime.live, runtime.journal_durability) == (
-        defaults.enabled,
-        defaults.transcript,
-        defaults.live,
-        defaults.journal_durability,
-    )
+def test_a_malformed_value_is_an_error_naming_the_variable_and_the_value(name, value):
+    with pytest.raises(ReasoningConfigError, match=name) as info:
+        Runtime.resolve(environ={name: value})
+    assert repr(value) in str(info.value)
 
 
 def test_an_unusable_store_directory_is_a_config_error_naming_the_path(tmp_path):

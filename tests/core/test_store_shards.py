@@ -239,7 +239,7 @@ def test_new_conversations_through_the_sdk_make_no_directory_leak_nothing_and_er
         (step,) = read_reasoning(tmp_path / "journal", reader, execution_id=execution_id).steps
         assert [p.status for p in step.received.parts] == ["ok"]
     for execution_id in executions:
-        assert erase_execution(reader, None, execution_id).blobs_removed == 1
+        assert erase_execution(reader, None, execution_id, journal=tmp_path / "journal").blobs_removed == 1
     assert find_leaks([CANARY], directories=[root]) == []
     for execution_id in executions:
         (step,) = read_reasoning(tmp_path / "journal", store, execution_id=execution_id).steps

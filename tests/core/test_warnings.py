@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core import LoomOtelWarning, ReasoningConfig, Runtime
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, ReasoningConfigError, Runtime
 from loom_otel.core._journal import _writer as _journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -18,10 +18,10 @@ from loom_otel.testing.simulator import Simulator
 from .newcomer_app import REQUEST
 
 
-def test_a_bad_environment_value_warns_at_the_callers_line() -> None:
-    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_REASONING") as caught:
+def test_a_bad_environment_value_is_an_error_not_a_warning() -> None:
+    with warnings.catch_warnings(), pytest.raises(ReasoningConfigError, match="LOOM_OTEL_REASONING='maybe'"):
+        warnings.simplefilter("error")
         Runtime.resolve(environ={"LOOM_OTEL_REASONING": "maybe"})
-    assert [w.filename for w in caught] == [__file__]
 
 
 def test_instrument_and_model_call_warnings_point_at_this_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from loom_otel.core._policy import ReadingPolicy, TenantPolicy
 from loom_otel.live import (
     CallEnded,
     CallStarted,
@@ -36,8 +37,14 @@ def test_audience_rule():
     assert not admits(call, Viewer("alice", "globex"))
     assert not admits(call, Viewer("alice"))
     assert not admits(call, None)
-    assert admits(_call(principal=None), OLGA) and not admits(_call(principal=None), ALICE)
+    # DESIGN "Who may read": a call nobody asked for is its tenant's auditors' alone (not its owner's)
+    assert not admits(_call(principal=None), OLGA) and not admits(_call(principal=None), ALICE)
     assert not admits(_call(principal=None, owner=None), ALICE)
+    audit = ReadingPolicy(tenants={"acme": TenantPolicy(frozenset({"ada"}))}, auditors=frozenset({"root"}))
+    for call in (_call(), _call(principal=None), _call(principal=None, owner=None)):
+        assert admits(call, Viewer("ada", "acme"), audit) and admits(call, Viewer("root", "acme"), audit)
+        assert not admits(call, Viewer("ada", "acme")) and not admits(call, Viewer("ada", "globex"), audit)
+    assert not admits(_call(tenant="globex"), Viewer("ada", "globex"), audit)
 
 
 def test_partial_per_block_head_dropped_past_the_cap():
@@ -157,7 +164,7 @@ def test_a_viewer_without_a_principal_is_nobody():
     for viewer in (Viewer(""), Viewer(None), Viewer("", "acme"), Viewer(None, "acme")):
         assert not any(admits(call, viewer) for call in nobodys), viewer
         assert not admits(_call(principal=None), viewer) and not admits(_call(), viewer)
-    assert not admits(_call(principal=""), Viewer("", "acme")) and admits(_call(principal=""), OLGA)
+    assert not admits(_call(principal=""), Viewer("", "acme")) and not admits(_call(principal=""), OLGA)
 
 
 async def test_a_viewer_without_a_principal_gets_no_feed_of_an_ownerless_call():

@@ -65,7 +65,7 @@ def test_tail_prints_the_live_reasoning_and_the_record(hub, store, journal_dir, 
     assert "\x1b" not in printed and "\u202e" not in printed
 
     code, printed = _tail(server, "--token", ALICE_NO_TENANT_TOKEN)
-    assert code == 0 and "--- step p: captured record ---" in printed and "[text ok]" in printed
+    assert code == 0 and "--- step p: captured record ---" in printed and "[summary ok]" in printed
 
     code, printed = _tail(server, "--token", "mallory-acme-token-03")
     assert code == 1 and printed == ""

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import LoomOtelWarning, ReasoningConfig, Runtime, Untrusted, execution, step
+from loom_otel.core import (
+    LoomOtelWarning,
+    ReasoningConfig,
+    ReasoningConfigError,
+    Runtime,
+    Untrusted,
+    execution,
+    step,
+)
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import ReasoningDelta, TextDelta, flush_live
 from loom_otel.live.asgi import create_app
@@ -223,12 +231,12 @@ def test_live_text_is_off_by_default(mode, store, journal_dir):
     assert all(not isinstance(e, TextDelta) for e in sink.events)
 
 
-def test_the_environment_turns_live_text_on_and_a_bad_value_warns_and_falls_back(store, journal_dir):
+def test_the_environment_turns_live_text_on_and_a_bad_value_is_an_error(store, journal_dir):
     assert Runtime.resolve(environ={}).live_text is False
     assert Runtime.resolve(environ={"LOOM_OTEL_REASONING_LIVE_TEXT": "true"}).live_text is True
     assert Runtime.resolve(ReasoningConfig(live_text=False), {"LOOM_OTEL_REASONING_LIVE_TEXT": "1"}).live_text is False
-    with pytest.warns(LoomOtelWarning, match="LOOM_OTEL_REASONING_LIVE_TEXT"):
-        assert Runtime.resolve(environ={"LOOM_OTEL_REASONING_LIVE_TEXT": "sometimes"}).live_text is False
+    with pytest.raises(ReasoningConfigError, match="LOOM_OTEL_REASONING_LIVE_TEXT='sometimes'"):
+        Runtime.resolve(environ={"LOOM_OTEL_REASONING_LIVE_TEXT": "sometimes"})
 
     sink = Sink()
     config = ReasoningConfig(store=store, journal=journal_dir, live=True, on_reasoning=sink)

@@ -37,7 +37,10 @@ def _responses_delta(event: Any) -> str:
     return str(event.delta) if event.type == "response.reasoning_summary_text.delta" else ""
 
 
-def _kwargs(api: str, tools: bool, overrides: dict[str, Any]) -> dict[str, Any]:
+def _kwargs(api: str, tools: bool | list[dict[str, Any]], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``tools``: the default ``lookup`` tool, or the tool list to send."""
+    if isinstance(tools, list):
+        return _kwargs(api, False, {"tools": tools, **overrides})
     tool_list = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
     if api == "chat":
         extra = {"tools": tool_list} if tools else {}
@@ -53,7 +56,9 @@ def _kwargs(api: str, tools: bool, overrides: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(api: str, mode: str, make: Callable[[bool], Any], *, tools: bool = False, **overrides: Any) -> str:
+def run(
+    api: str, mode: str, make: Callable[[bool], Any], *, tools: bool | list[dict[str, Any]] = False, **overrides: Any
+) -> str:
     """One user call of ``api`` (``chat`` | ``responses``) in ``mode`` on a fresh client (``make(is_async)``);
     returns the reasoning text the application saw. ``overrides`` replace request arguments."""
     if mode.startswith("async"):
@@ -70,7 +75,9 @@ def run(api: str, mode: str, make: Callable[[bool], Any], *, tools: bool = False
         return "".join(delta(e.chunk if api == "chat" else e) for e in stream if api != "chat" or e.type == "chunk")
 
 
-async def _run_async(api: str, mode: str, client: Any, tools: bool, overrides: dict[str, Any]) -> str:
+async def _run_async(
+    api: str, mode: str, client: Any, tools: bool | list[dict[str, Any]], overrides: dict[str, Any]
+) -> str:
     if not isinstance(client, openai.AsyncOpenAI):
         raise TypeError("async modes need an AsyncOpenAI client")
     resource: Any = client.chat.completions if api == "chat" else client.responses

@@ -86,8 +86,9 @@ def test_exit_codes(populated: FileReasoningStore, tmp_path: Path) -> None:
     Blobs(populated).flip_last_byte(reading.parts[0].ref)
     code, out, _ = show(tmp_path, "--execution", "run-42")
     assert code == 1 and "digest-mismatch" in out
-    args = build_parser().parse_args(["audit", "show", "--execution", "x", "--journal", str(tmp_path / "journal")])
-    assert args.func(args, out=io.StringIO(), err=io.StringIO()) == 2  # no store
+    journal = ["--journal", str(tmp_path / "journal")]
+    args = build_parser().parse_args(["audit", "show", "--execution", "run-42", "--text", *journal])
+    assert args.func(args, out=io.StringIO(), err=io.StringIO()) == 2  # text asked for, and no store
 
 
 def test_canary_never_leaks(

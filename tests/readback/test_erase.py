@@ -42,7 +42,7 @@ def test_erasure_is_isolated_and_keeps_the_chain(recorder: Recorder, store: Reas
     recorder.runtime.journal.close()  # the closing checkpoint anchors the tail
     assert chain_verifies(recorder.journal_dir)
 
-    result = erase_execution(store, None, "run-a")
+    result = erase_execution(store, None, "run-a", journal=recorder.journal_dir)
 
     assert (result.execution_id, result.blobs_removed) == ("run-a", 2)
     assert [p.status for p in read_reasoning(recorder.journal_dir, store, execution_id="run-a").parts] == [
@@ -52,8 +52,9 @@ def test_erasure_is_isolated_and_keeps_the_chain(recorder: Recorder, store: Reas
     (kept,) = read_reasoning(recorder.journal_dir, store, execution_id="run-b").parts
     assert (kept.status, kept.text) == (PartStatus.OK, Untrusted(same, origin="llm-reasoning:s"))
     assert chain_verifies(recorder.journal_dir)
-    assert erase_execution(store, None, "run-a").blobs_removed == 0
-    assert erase_execution(store, None, "never-ran").blobs_removed == 0
+    assert erase_execution(store, None, "run-a", journal=recorder.journal_dir).blobs_removed == 0
+    assert erase_execution(store, None, "never-ran", journal=recorder.journal_dir).blobs_removed == 0
+    assert chain_verifies(recorder.journal_dir)  # the tombstones are chained records too
 
 
 def test_cli_erase(tmp_path: Path) -> None:
@@ -63,18 +64,31 @@ def test_cli_erase(tmp_path: Path) -> None:
 
     def erase(*extra: str) -> tuple[int, str, str]:
         url = f"file://{tmp_path / 'store'}"
-        args = build_parser().parse_args(["erase", "--execution", "run-c", "--store", url, *extra])
+        journal = str(recorder.journal_dir)
+        args = build_parser().parse_args(
+            ["erase", "--execution", "run-c", "--store", url, "--journal", journal, *extra]
+        )
         out, err = io.StringIO(), io.StringIO()
         code = args.func(args, out=out, err=err)
         return code, out.getvalue(), err.getvalue()
 
-    assert erase() == (0, erase()[1], "")
-    assert "nothing to erase" in erase()[1]  # wrong tenant: nothing of it here
+    # issue 31: without --tenant, an execution captured only under other tenants is named, and nothing erased
+    code, out, err = erase()
+    assert code == 3 and out == "" and "captured under tenant(s): acme (pass --tenant)" in err
+    assert not [r for r in iter_records(recorder.journal_dir) if r["type"] == "erasure"]  # no tombstone either
     code, out, _ = erase("--tenant", "acme")
     assert code == 0 and "erased 1 blob(s)" in out and "digest key destroyed" in out and "acme" in out
     code, out, _ = erase("--tenant", "acme", "--json")
     assert code == 0 and '"blobs_removed": 0' in out
+    code, out, err = erase("--tenant", "globex")  # captured only under acme: named again
+    assert code == 3 and "acme" in err
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-c", tenant="acme").parts[0].status == "erased"
+    # no journal where the captures went: a tombstone elsewhere would prove nothing, so nothing is erased
+    url = f"file://{tmp_path / 'store'}"
+    args = build_parser().parse_args(["erase", "--execution", "run-c", "--tenant", "acme", "--store", url])
+    err = io.StringIO()
+    assert args.func(args, out=io.StringIO(), err=err) == 2 and "pass --journal" in err.getvalue()
+    assert not (tmp_path / "store" / "journal").exists()
     args = build_parser().parse_args(["erase", "--execution", "x"])
     err = io.StringIO()
     assert args.func(args, out=io.StringIO(), err=err) == 2 and "--store" in err.getvalue()

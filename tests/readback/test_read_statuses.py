@@ -69,14 +69,19 @@ def test_ok_redacted_and_empty(source: str, recorder: Recorder, store: Reasoning
 @pytest.mark.parametrize("source", SOURCES)
 def test_erased(source: str, recorder: Recorder, store: ReasoningStore, tmp_path: Path) -> None:
     recorder.call([text("to be forgotten"), redacted()], execution_id="run-e", step_id="s")
-    result = erase_execution(store, None, "run-e")
+    result = erase_execution(store, None, "run-e", journal=recorder.journal_dir, reason="gdpr-17")
     assert result.blobs_removed == 1
-    assert erase_execution(store, None, "run-e").blobs_removed == 0  # idempotent
+    assert erase_execution(store, None, "run-e", journal=recorder.journal_dir).blobs_removed == 0  # idempotent
+    recorder.forward("erasure")  # the tombstones reach the collector and the spans as every record does
 
     reading = read(source, recorder, store, tmp_path, execution_id="run-e")
 
     parts = reading.parts
     assert [p.status for p in parts] == [PartStatus.ERASED, PartStatus.REDACTED]
+    tombstone = parts[0].erasure
+    assert tombstone is not None and result.tombstone is not None
+    assert (tombstone.reason, tombstone.time, tombstone.scope) == ("gdpr-17", result.tombstone.time, "execution")
+    assert tombstone.time >= reading.steps[0].attempts[0].time and tombstone.by
     assert parts[0].ref and parts[0].digest and parts[0].size == len("to be forgotten")  # the record keeps them
     assert parts[0].text is None
 
@@ -161,7 +166,7 @@ def test_tenant_scopes_records_and_seals(recorder: Recorder, store: ReasoningSto
     assert [p.text for p in acme.parts] == [Untrusted("acme thinking", origin="llm-reasoning:s")]
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-x").steps == ()
     # erasing one tenant's execution leaves the other tenant's same-named execution alone
-    assert erase_execution(store, "acme", "run-x").blobs_removed == 1
+    assert erase_execution(store, "acme", "run-x", journal=recorder.journal_dir).blobs_removed == 1
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-x", tenant="acme").parts[0].status == "erased"
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-x", tenant="globex").parts[0].status == "ok"
 
@@ -175,7 +180,7 @@ def test_keyed_digests(store: ReasoningStore, tmp_path: Path) -> None:
     assert digest != other.parts[0].digest  # per-execution keys: not comparable across executions
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-k").parts[0].status is PartStatus.OK
 
-    result = erase_execution(store, None, "run-k")
+    result = erase_execution(store, None, "run-k", journal=recorder.journal_dir)
 
     assert (result.blobs_removed, result.digest_key_removed) == (1, True)
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-k").parts[0].status is PartStatus.ERASED

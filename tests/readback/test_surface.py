@@ -40,4 +40,13 @@ def test_guard_exports() -> None:
 
 
 def test_statuses() -> None:
-    assert [s.value for s in audit.PartStatus] == ["ok", "redacted", "erased", "digest-mismatch", "empty", "not-kept"]
+    assert [s.value for s in audit.PartStatus] == [
+        "ok",
+        "redacted",
+        "erased",
+        "missing",
+        "digest-mismatch",
+        "empty",
+        "not-kept",
+        "stored",
+    ]

@@ -61,7 +61,7 @@ def test_restart_between_write_and_read(server: seaweed_server.SeaweedServer, ur
     assert (part.status, part.text.text if part.text else None) == (PartStatus.OK, "survives a restart")
     fresh = FsspecReasoningStore(url, **server.storage_options())
     assert read_reasoning(recorder.journal_dir, fresh, execution_id="run-r").parts[0].status is PartStatus.OK
-    assert erase_execution(fresh, None, "run-r").digest_key_removed
+    assert erase_execution(fresh, None, "run-r", journal=recorder.journal_dir).digest_key_removed
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-r").parts[0].status is PartStatus.ERASED
 
 

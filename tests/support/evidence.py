@@ -21,6 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.core import _context, execution, step
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._config import ReasoningConfig, Runtime
+from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
+from loom_otel.core._journal._writer import iter_records
 from loom_otel.core._model import Reasoning, ReasoningKind
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._fsspec import FsspecReasoningStore
@@ -153,6 +155,16 @@ class Recorder:
             )
         assert result is not None
         return result
+
+    def forward(self, record_type: str) -> None:
+        """What the chained exporter does with a journal record no span carried: send it as a
+        ``loom.audit.record`` span (here, every record of ``record_type``, e.g. tombstones)."""
+        tracer = self.provider.get_tracer("tests.readback")
+        for record in iter_records(self.journal_dir):
+            if record.get("type") == record_type:
+                name, attributes, time_ns = event_for_record(record)
+                with tracer.start_as_current_span(RECORD_SPAN) as span:
+                    span.add_event(name, attributes, time_ns)
 
     @property
     def spans(self) -> tuple[ReadableSpan, ...]:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -11,14 +12,17 @@ from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._as_built import add_event
-from loom_otel.core._calls._identity import CallIdentity, decide
+from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._io_error import failure_detail, store_location
+from loom_otel.core._journal._attempts import highest_in
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, Envelope
+from loom_otel.core._viewer_link import reasoning_url
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "capture"]
@@ -70,9 +74,23 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
     except Exception as exc:
         raise ReasoningCaptureError(
             f"reasoning store {type(runtime.store).__name__} failed to keep a {reasoning.kind} block "
-            f"({type(exc).__name__}); the model call fails closed"
+            f"({failure_detail(exc, store_location(runtime.store))}): its text is not kept as evidence, so "
+            "the model call fails closed (the response is not handed to the application, no record claims it)"
         ) from exc
     return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature, ref, envelope.digest, envelope.size)
+
+
+def _audience(runtime: Runtime, identity: CallIdentity, attributes: dict[str, AttributeValue], attempt: int) -> None:
+    """Who may read the call back (``loom.principal``, ``loom.owner``) and, with ``LOOM_OTEL_VIEWER_URL``,
+    where (``loom.reasoning.url``): durable in the record, so every worker answers the same."""
+    if identity.principal:
+        attributes[attr.PRINCIPAL] = identity.principal
+    if identity.owner:
+        attributes[attr.OWNER] = identity.owner
+    if runtime.viewer_url is not None:
+        attributes[attr.REASONING_URL] = reasoning_url(
+            runtime.viewer_url, identity.execution_id, tenant=identity.tenant, step_id=identity.step_id, attempt=attempt
+        )
 
 
 def capture(
@@ -84,20 +102,28 @@ def capture(
     request_model: str,
     response_model: str | None,
     identity: CallIdentity | None = None,
+    request_attributes: Mapping[str, AttributeValue] | None = None,
+    layout: Sequence[str] = (),
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
     ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
-    call) it is decided from ``span`` and the current scopes. Raises ``ReasoningCaptureError`` when the
+    call) it is decided from ``span`` and the current scopes. ``request_attributes``: the request's
+    thinking settings (``loom.request.thinking.*``), recorded as they are. ``layout``: the response's entries in vendor
+    order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured; then no event claims the parts.
     """
     if not reasonings or not runtime.enabled:
         return None
     context = span.get_span_context()
     if identity is None:
-        identity = decide(context, current_execution(), None, current_step())
+        principal = baggage_principal(runtime.principal_baggage)
+        identity = decide(context, current_execution(), None, current_step(), principal)
     parts = tuple([_part(runtime, identity, r) for r in reasonings])
-    attempt = next_attempt(identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step)
+    recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
+    attempt = next_attempt(
+        identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step, recorded=recorded
+    )
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: identity.execution_id,
         attr.STEP_ID: identity.step_id,
@@ -113,6 +139,11 @@ def capture(
     }
     if identity.tenant is not None:
         attributes[attr.TENANT] = identity.tenant
+    if request_attributes:
+        attributes.update(request_attributes)
+    if layout:
+        attributes[attr.LAYOUT] = tuple(layout)
+    _audience(runtime, identity, attributes, attempt)
     if context.is_valid:  # where the call was made: a record resent from the journal joins its trace
         attributes[attr.CALL_TRACE_ID] = f"{context.trace_id:032x}"
         attributes[attr.CALL_SPAN_ID] = f"{context.span_id:016x}"
@@ -121,8 +152,9 @@ def capture(
         entry = runtime.journal.append(attr.RECORD_CAPTURE, attributes)
     except Exception as exc:
         raise ReasoningCaptureError(
-            f"audit journal {str(runtime.journal_dir)!r} could not be written ({type(exc).__name__}); "
-            "the model call fails closed"
+            f"audit journal {str(runtime.journal_dir)!r} could not be written "
+            f"({failure_detail(exc, runtime.journal_dir)}): this call has no audit record, so the model "
+            "call fails closed"
         ) from exc
     add_event(
         span,
@@ -136,4 +168,7 @@ def capture(
         },
         entry.time,
     )
+    url = attributes.get(attr.REASONING_URL)
+    if url is not None and span.is_recording():  # backends that ignore span events (Langfuse) show the span's
+        span.set_attribute(attr.REASONING_URL, url)
     return Capture(identity, attempt, parts, attributes)

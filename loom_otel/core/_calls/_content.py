@@ -27,12 +27,14 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._scrub import REMOVED, marker, reference_of
+from loom_otel.core._shapes import field
 
 __all__ = [
     "CONTENT_EVENT",
     "ENV",
     "attach_request",
     "content_mode",
+    "content_part",
     "in_event",
     "on_span",
     "output_content",
@@ -55,6 +57,11 @@ _MODES: Final = {
     "TRUE": "SPAN_ONLY",
     "FALSE": "NO_CONTENT",
 }
+_REASONING_PARTS: Final = frozenset({"reasoning", "thinking", "redacted_thinking", "reasoning_text"})
+"""Types of a message content part that hold reasoning (a Chat assistant's ``{"type": "reasoning",
+"text": ...}``, as OpenAI-compatible servers and agent frameworks write it)."""
+_REASONING_TEXTS: Final = ("text", "thinking", "content", "reasoning", "reasoning_content")
+_REASONING_SECRETS: Final = ("signature", "encrypted_content", "data")
 _warned: set[str] = set()
 
 
@@ -128,6 +135,19 @@ def reasoning_input_part(text: object, signature: object) -> dict[str, Any]:
             if found is not None:
                 return _reference_part(*found)
     return {"type": "reasoning", "content": REMOVED}
+
+
+def content_part(part: object) -> dict[str, Any]:
+    """One part of a message's content list: a reasoning part as its reference (``reasoning_input_part``),
+    a text part as its text, anything else as its kind."""
+    kind = field(part, "type")
+    if kind in _REASONING_PARTS:
+        texts = (field(part, name) for name in _REASONING_TEXTS)
+        secrets = (field(part, name) for name in _REASONING_SECRETS)
+        text = next((v for v in texts if isinstance(v, str) and v), None)
+        return reasoning_input_part(text, next((v for v in secrets if isinstance(v, str | bytes) and v), None))
+    text = field(part, "text")
+    return text_part(text) if isinstance(text, str) else {"type": str(kind or "unknown")}
 
 
 def output_reasoning(parts: Sequence[ReasoningPart], count: int) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
@@ -58,7 +59,9 @@ class ReasoningInstrumentor(BaseInstrumentor):
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
         if runtime.enabled and runtime.transcript == "redact":
-            warn_if_sdk_debug_logs()
+            warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
+        elif runtime.enabled and runtime.request_readable != "off":
+            warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REQUEST_READABLE}={runtime.request_readable}")
         warn_if_truncating(kwargs.get("tracer_provider"))  # before the handler: a limit cuts its events
         adapter = type(self).adapter(runtime)
         tracer_provider = kwargs.get("tracer_provider")

@@ -22,9 +22,10 @@ from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
-from loom_otel.core._calls._identity import CallIdentity, decide
+from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._calls._metrics import metric_attributes
 from loom_otel.core._calls._observer import CallObserver
+from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning
@@ -50,6 +51,8 @@ class RequestInfo:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     hints: Mapping[str, object] = field(default_factory=dict)
     """Vendor-private facts the vendor mapping needs again for the response (never exported)."""
+    thinking: Mapping[str, AttributeValue] = field(default_factory=dict)
+    """The request's thinking settings (``loom.request.thinking.*``): on the span and in the capture."""
 
     @property
     def records_content(self) -> bool:
@@ -64,6 +67,7 @@ class RequestInfo:
             attr.GEN_AI_REQUEST_MODEL: self.model,
             attr.GEN_AI_REQUEST_STREAM: self.stream,
             **self.attributes,
+            **self.thinking,
         }
 
 
@@ -75,6 +79,8 @@ class ResponseInfo:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     output_messages: Sequence[Mapping[str, Any]] | None = None
     """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
+    layout: tuple[str, ...] = ()
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 
 class CallRef:
@@ -210,7 +216,8 @@ class ModelCall:
         blocks belong to) unless a scope is explicit; once decided, later calls change nothing. The span
         gets it with its last attributes (``_last_attributes``)."""
         if self._identity is None:
-            self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step)
+            principal = baggage_principal(self.handler.runtime.principal_baggage)
+            self._identity = decide(self.span.get_span_context(), self._explicit, lineage, self._step, principal)
         return self._identity
 
     def _last_attributes(self, attributes: dict[str, AttributeValue]) -> None:
@@ -300,9 +307,18 @@ class ModelCall:
                 request_model=self.request.model,
                 response_model=response.model,
                 identity=self.identity,
+                request_attributes=self.request.thinking,
+                layout=response.layout,
             )
             if response.output_messages is not None and self._genai:
                 shielded("recording message content", self._record_content, reasonings, response, result)
+            shielded(
+                "warning of omitted reasoning",
+                warn_if_only_omitted,
+                self.handler.runtime,
+                self.request.provider,
+                reasonings,
+            )
             if result is not None:
                 trace_id = span.get_span_context().trace_id
                 shielded("remembering captured reasoning for scrubbing", remember, reasonings, result.parts, trace_id)

@@ -25,9 +25,9 @@ from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._calls._peers import peer_outside, without_peers
-from loom_otel.core._calls._withheld import withhold_from_exception
+from loom_otel.core._calls._withheld import withhold_from_exception, withhold_from_request
 
-__all__ = ["Wrapper", "active", "async_method", "failed", "prepare", "sent", "start", "sync_method"]
+__all__ = ["Wrapper", "active", "async_method", "delivered", "failed", "prepare", "sent", "start", "sync_method"]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """A wrapt wrapper: ``traced_method(wrapped, instance, args, kwargs)``."""
@@ -73,13 +73,24 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
 
 
 def failed(call: ModelCall, exc: BaseException) -> None:
-    """The SDK raised: the call ends with the error type; in redact mode, the texts loom-otel put back into
-    the request are taken out of the exception (its message, body, request and response) before the
-    application gets it, unchanged otherwise."""
+    """The SDK raised: the call ends with the error type; the texts loom-otel put back into the request
+    (redact mode, or a block the application altered in keep mode) are taken out of the exception (its
+    message, body, request and response) before the application gets it, unchanged otherwise."""
     call.fail(exc)
     outgoing = call.outgoing
-    if outgoing is not None and call.handler.runtime.transcript == "redact":
+    if outgoing is not None:
         withhold_from_exception(exc, outgoing.put_back())
+
+
+def delivered(call: ModelCall, result: Any) -> Any:
+    """The SDK returned ``result``: the texts loom-otel put back into the request are taken out of the
+    HTTP request it holds (a raw response's ``http_request``, a stream's ``response.request``)."""
+    outgoing = call.outgoing
+    if outgoing is not None:
+        texts = outgoing.put_back()
+        if texts:
+            withhold_from_request(result, texts)
+    return result
 
 
 def sync_method(handler: ReasoningHandler) -> Wrapper:
@@ -97,7 +108,7 @@ def sync_method(handler: ReasoningHandler) -> Wrapper:
         except BaseException as exc:
             failed(call, exc)
             raise
-        return adapter.sync_result(call, result)
+        return adapter.sync_result(call, delivered(call, result))
 
     return traced_method
 
@@ -119,7 +130,7 @@ def async_method(handler: ReasoningHandler) -> Wrapper:
             except BaseException as exc:
                 failed(call, exc)
                 raise
-            return await adapter.async_result(call, result)
+            return await adapter.async_result(call, delivered(call, result))
 
         return send()
 

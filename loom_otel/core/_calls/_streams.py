@@ -27,6 +27,10 @@ class StreamAccumulator(Protocol):
     An accumulator whose ``result`` reads the whole response from elsewhere (the SDK's own snapshot)
     sets ``reads_whole_response = True``: a loop over the stream then hands chunks straight through
     (``feed`` is still called by ``next()`` and whenever the live view needs the chunks).
+
+    An accumulator with a ``withheld(chunk) -> bool`` attribute (not ``None``) keeps the chunks it says
+    from the application, after ``feed`` saw them: events a bare request would not have produced
+    (DESIGN "Readable by request").
     """
 
     text_deltas: list[tuple[int, str]] | None
@@ -89,12 +93,15 @@ class StreamCaptureMixin:
     _self_call: ModelCall
     _self_accumulator: StreamAccumulator
     _self_step: Callable[[Any], object] | None
+    _self_withheld: Callable[[Any], bool] | None
 
     def _start_capture(self, call: ModelCall, accumulator: StreamAccumulator) -> None:
         """Per-stream state; the per-chunk path only reads what is resolved here once."""
         self._self_call = call
         self._self_accumulator = accumulator
-        self._self_step = _chunk_step(call, accumulator)
+        self._self_withheld = getattr(accumulator, "withheld", None)
+        step = _chunk_step(call, accumulator)
+        self._self_step = accumulator.feed if step is None and self._self_withheld is not None else step
 
     def _process_chunk(self, chunk: Any) -> None:
         step = self._self_step
@@ -137,20 +144,27 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 
     def _iterate(self) -> Iterator[Any]:
         take = self._self_step
+        withheld = self._self_withheld
         try:
             chunks = iter(self.__wrapped__)
             for chunk in chunks:  # the first chunk: time to first chunk
                 self._self_call.first_chunk()
                 if take is not None:
                     take(chunk)
-                yield chunk
+                if withheld is None or not withheld(chunk):
+                    yield chunk
                 break
             if take is None:
                 yield from chunks
-            else:
+            elif withheld is None:
                 for chunk in chunks:
                     take(chunk)
                     yield chunk
+            else:
+                for chunk in chunks:
+                    take(chunk)
+                    if not withheld(chunk):
+                        yield chunk
         except GeneratorExit:
             raise  # the loop was left: close() or the proxy's end decides what is kept
         except BaseException as exc:
@@ -159,17 +173,20 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         self._on_stream_end()
 
     def __next__(self) -> Any:
-        try:
-            chunk = self.__wrapped__.__next__()
-        except StopIteration:
-            self._on_stream_end()
-            raise
-        except BaseException as exc:
-            self._on_stream_error(exc)
-            raise
-        self._self_call.first_chunk()
-        self._process_chunk(chunk)
-        return chunk
+        while True:
+            try:
+                chunk = self.__wrapped__.__next__()
+            except StopIteration:
+                self._on_stream_end()
+                raise
+            except BaseException as exc:
+                self._on_stream_error(exc)
+                raise
+            self._self_call.first_chunk()
+            self._process_chunk(chunk)
+            withheld = self._self_withheld
+            if withheld is None or not withheld(chunk):
+                return chunk
 
     def __enter__(self) -> SyncStreamProxy:
         enter = getattr(self.__wrapped__, "__enter__", None)
@@ -215,6 +232,7 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 
     async def _iterate(self) -> AsyncIterator[Any]:
         take = self._self_step
+        withheld = self._self_withheld
         first: Callable[[], None] | None = self._self_call.first_chunk
         try:
             async for chunk in self.__wrapped__:
@@ -223,7 +241,8 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
                     first = None
                 if take is not None:
                     take(chunk)
-                yield chunk
+                if withheld is None or not withheld(chunk):
+                    yield chunk
         except GeneratorExit:
             raise
         except BaseException as exc:
@@ -232,17 +251,20 @@ class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
         self._on_stream_end()
 
     async def __anext__(self) -> Any:
-        try:
-            chunk = await self.__wrapped__.__anext__()
-        except StopAsyncIteration:
-            self._on_stream_end()
-            raise
-        except BaseException as exc:
-            self._on_stream_error(exc)
-            raise
-        self._self_call.first_chunk()
-        self._process_chunk(chunk)
-        return chunk
+        while True:
+            try:
+                chunk = await self.__wrapped__.__anext__()
+            except StopAsyncIteration:
+                self._on_stream_end()
+                raise
+            except BaseException as exc:
+                self._on_stream_error(exc)
+                raise
+            self._self_call.first_chunk()
+            self._process_chunk(chunk)
+            withheld = self._self_withheld
+            if withheld is None or not withheld(chunk):
+                return chunk
 
     async def __aenter__(self) -> AsyncStreamProxy:
         enter = getattr(self.__wrapped__, "__aenter__", None)

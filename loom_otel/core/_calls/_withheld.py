@@ -1,8 +1,10 @@
-"""Redact mode keeps readable reasoning away from the application; these take it out of the SDK objects
-the application can still reach after loom-otel put text back into a request or read a raw response:
-an SDK exception (its message, body, ``args``, and the request and response it holds, whose bodies may
-quote the request) and a raw HTTP response body. Every text is replaced where it stands, raw and
-JSON-escaped, by ``REMOVED``; nothing here raises (an object it cannot change is left as it is).
+"""No SDK object the application receives carries text it did not send (DESIGN "Execution identity"), in
+any mode: these take the texts loom-otel put back into a request out of an SDK exception (its message,
+body, ``args``, and the request and response it holds, whose bodies may quote the request) and out of the
+HTTP request a returned object holds (``with_raw_response``'s ``http_request``, a stream's
+``response.request``); in redact mode, the response's reasoning out of a raw HTTP response body. Every
+text is replaced where it stands, raw and JSON-escaped, by ``REMOVED``; nothing here raises (an object
+it cannot change is left as it is).
 
 What loom-otel cannot reach: the SDK's own debug log lines (a warning says so once, at ``instrument()``).
 """
@@ -18,7 +20,13 @@ from loom_otel.core._callbacks import logger
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._warnings import warn
 
-__all__ = ["REMOVED", "warn_if_sdk_debug_logs", "withhold_from_exception", "withhold_from_response"]
+__all__ = [
+    "REMOVED",
+    "warn_if_sdk_debug_logs",
+    "withhold_from_exception",
+    "withhold_from_request",
+    "withhold_from_response",
+]
 
 REMOVED: Final = "[reasoning removed by loom-otel]"
 _SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "httpx", "httpx2", "httpcore")
@@ -85,6 +93,23 @@ def withhold_from_exception(exc: BaseException, texts: Iterable[str]) -> None:
         logger.warning("loom-otel: could not withhold reasoning from %s (%s)", type(exc).__name__, type(error).__name__)
 
 
+def withhold_from_request(result: Any, texts: Iterable[str]) -> None:
+    """Take ``texts`` (what loom-otel put back into the request) out of the HTTP request that an object
+    the SDK returned holds: a raw response (``http_response.request``, its ``http_request``) or a stream
+    (``response.request``)."""
+    needles = _needles(texts)
+    if not needles:
+        return
+    try:
+        for name in ("http_response", "response"):
+            response = getattr(result, name, None)
+            request = getattr(response, "request", None) if response is not None else None
+            if request is not None:
+                _clean_message(request, needles)
+    except Exception as error:
+        logger.warning("loom-otel: could not withhold reasoning from a raw request (%s)", type(error).__name__)
+
+
 def withhold_from_response(response: Any, texts: Iterable[str]) -> None:
     """Take ``texts`` (the response's reasoning) out of a raw HTTP response's body (redact mode)."""
     needles = _needles(texts)
@@ -95,12 +120,14 @@ def withhold_from_response(response: Any, texts: Iterable[str]) -> None:
             logger.warning("loom-otel: could not withhold reasoning from a raw response (%s)", type(error).__name__)
 
 
-def warn_if_sdk_debug_logs() -> None:
-    """Redact mode: the SDKs log request bodies at DEBUG, which loom-otel cannot reach; say so once."""
+def warn_if_sdk_debug_logs(setting: str) -> None:
+    """Text the application does not hold is put back into requests (``setting``: redact mode, or
+    readable reasoning by request): the SDKs log request bodies at DEBUG, which loom-otel cannot
+    reach; say so once."""
     noisy = [name for name in _SDK_LOGGERS if logging.getLogger(name).isEnabledFor(logging.DEBUG)]
     if noisy:
         warn(
-            f"LOOM_OTEL_REASONING_TRANSCRIPT=redact, but the {', '.join(noisy)} logger(s) log at DEBUG: the SDKs "
+            f"{setting}, but the {', '.join(noisy)} logger(s) log at DEBUG: the SDKs "
             "write request bodies there, readable reasoning put back into a request included",
             once=("sdk-debug-logs", tuple(noisy)),
         )

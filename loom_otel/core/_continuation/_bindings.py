@@ -28,6 +28,7 @@ from typing import Final, NamedTuple, TypeVar
 from loom_otel.core import _durability
 from loom_otel.core._callbacks import logger
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._io_error import failure_detail
 
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 
@@ -67,6 +68,11 @@ class BlockRecord(NamedTuple):
     execution: str | None = None
     """The execution that produced the block (a request holding it joins it); ``None`` in older files."""
     tenant: str | None = None
+    principal: str | None = None
+    """The principal the producing call named, if any: a call naming another never reads the block."""
+    joinable: bool = False
+    """The execution was not named by ``execution()`` (a default or joined one): a request with no scope
+    that holds the block may join it (DESIGN "Execution identity"). ``False`` in older files."""
 
     def to_json(self, key: bytes) -> str:
         """One line of the binding file: the JSON object ``from_json`` reads, formatted directly (the
@@ -74,6 +80,8 @@ class BlockRecord(NamedTuple):
         split = f',"x":[{",".join(map(str, self.split))}]' if self.split else ""
         owner = "" if self.execution is None else f',"e":{_string(self.execution)}'
         owner += "" if self.tenant is None else f',"n":{_string(self.tenant)}'
+        owner += "" if self.principal is None else f',"w":{_string(self.principal)}'
+        owner += ',"j":1' if self.joinable else ""
         return (
             f'{{"v":{_VERSION},"k":"{key.hex()}","b":"{self.binding.hex()}","p":{_string(self.provider)},'
             f'"m":{_string(self.model)},"s":"{self.system.hex()}","t":"{self.tools.hex()}",'
@@ -97,6 +105,8 @@ class BlockRecord(NamedTuple):
                 tuple(int(n) for n in raw.get("x") or ()),
                 _text_or_none(raw.get("e")),
                 _text_or_none(raw.get("n")),
+                _text_or_none(raw.get("w")),
+                raw.get("j") == 1,
             )
             return bytes.fromhex(raw["k"]), record
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -190,7 +200,12 @@ class Bindings:
                 try:
                     self._write_pending()
                 except OSError as exc:
-                    logger.warning("loom-otel: binding records not written (%s)", type(exc).__name__)
+                    logger.warning(
+                        "loom-otel: binding records not written (%s): a restarted process will not know these "
+                        "reasoning blocks and sends them as the application holds them; captured evidence "
+                        "(store, journal) is not affected",
+                        failure_detail(exc, self.directory),
+                    )
 
     def _write_pending(self) -> None:
         """Under the lock: append the pending lines (and sync them under ``always``)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from loom_otel.core._canonical import text_of
 from loom_otel.core._context import ExecutionScope
+from loom_otel.core._io_error import failure_detail, store_location
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, digest_matches
 from loom_otel.core.exceptions import ReasoningContinuationError
 
@@ -37,7 +38,7 @@ def resolve_text(
     except Exception as exc:
         raise ReasoningContinuationError(
             f"reasoning store {type(store).__name__} failed while reasoning was being put back into a "
-            f"request ({type(exc).__name__}); nothing was sent, retry the call"
+            f"request ({failure_detail(exc, store_location(store))}); nothing was sent, retry the call"
         ) from None
     if body is None or not digest_matches(body, digest, lambda: _digest_key(store, scope)):
         return None

@@ -33,6 +33,7 @@ from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
 
 if TYPE_CHECKING:
+    from loom_otel.core._calls._identity import CallIdentity
     from loom_otel.core._calls._model_call import ModelCall
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Plan",
     "Produced",
     "digest_of",
+    "readable",
     "record_digest",
 ]
 
@@ -99,6 +101,8 @@ class Block:
     """Readable text as the application passed it; ``None`` where the block has no text field."""
     droppable: bool = True
     """``False`` for a tool-call signature: it is never dropped."""
+    held: bool = True
+    """``False`` for a signature loom-otel put back (found by a visible id): it proves no lineage."""
 
 
 Item = bytes | Block
@@ -140,8 +144,13 @@ class Plan:
     """Blocks the rule would drop but that go out as the application holds them: position ->
     (the drop reason, why not: ``vendor_drops`` or ``tool_round``)."""
     lineage: ExecutionScope | None = None
-    """The execution of the request's latest reasoning block this process recorded (DESIGN "Execution
-    identity", rule 2), when the plan was made without a known scope."""
+    """The execution the call joins (DESIGN "Execution identity", rule 2), when the plan was made without
+    a known scope: that of ``bound``, when it may be joined."""
+    bound: BlockRecord | None = None
+    """The record of the request's latest block (one the application holds) whose binding holds in the
+    request as it will be sent."""
+    reads: bool = False
+    """A first pass (``Continuation.plan``) met a text it would have to read from the store."""
 
     def put_back(self) -> list[str]:
         """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
@@ -220,6 +229,25 @@ def _mismatch(header: Header, record: BlockRecord, h: hashlib._Hash, shadow: has
     return PREFIX_CHANGED
 
 
+def readable(record: BlockRecord, scope: ExecutionScope) -> bool:
+    """Whether a call of ``scope`` may read back (or put back) the block ``record`` describes: recorded
+    for the same tenant and execution, and for the same principal when both name one."""
+    if record.tenant != scope.tenant:
+        return False
+    if record.execution is not None and record.execution != scope.execution_id:
+        return False
+    return record.principal is None or scope.principal is None or record.principal == scope.principal
+
+
+def _joinable(record: BlockRecord | None) -> ExecutionScope | None:
+    """The execution a call with no scope joins through ``record`` (a block whose binding holds): one no
+    ``execution()`` named (an application that names its executions decides who writes into them), of
+    no tenant."""
+    if record is None or record.execution is None or record.tenant is not None or not record.joinable:
+        return None
+    return ExecutionScope(record.execution, None, record.principal)
+
+
 class Continuation:
     """The rule, bound to one process's records and store."""
 
@@ -228,18 +256,6 @@ class Continuation:
         self.store = store
         self._digests: BoundedMemo[str, str] = BoundedMemo(4096)
         """SHA-256 of texts a loop resends again and again."""
-
-    def lineage(self, messages: Sequence[MessageView]) -> ExecutionScope | None:
-        """The execution (of no tenant: only an explicit scope names one) this process recorded the
-        request's latest known reasoning block for; a block it does not know proves nothing."""
-        lookup = self.bindings.block
-        for message in reversed(messages):
-            for item in reversed(message.items):
-                if isinstance(item, Block):
-                    record = lookup(item.key)
-                    if record is not None and record.execution is not None and record.tenant is None:
-                        return ExecutionScope(record.execution)
-        return None
 
     def plan(
         self,
@@ -254,22 +270,56 @@ class Continuation:
         when the store fails while a text is being fetched.
 
         ``scope`` is the call's execution when known (``ModelCall.request_scope()``); ``None``: the
-        request's lineage is found (``Plan.lineage``) and texts are read back from that execution.
+        request's lineage is found (``Plan.lineage``, DESIGN "Execution identity" rule 2) and texts are
+        read back from that execution only. The lineage is the execution of the request's latest
+        reasoning block whose recorded binding holds in the request as it will be sent (a block holds a
+        vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
+        for an execution no ``execution()`` named; a first pass finds it without reading the store, a
+        second reads the texts from it (and, if a text it needs cannot be had there so that the block
+        no longer binds, the call joins nothing and nothing is read).
 
         Never worse than bare (DESIGN): with ``vendor_drops`` (the request asks the vendor to drop stale
         blocks itself) nothing is dropped here; a block at a ``protected`` position (one a vendor rule
         requires, such as the thinking block an in-flight tool round starts with) is never dropped.
-        Either way the block goes out as the application holds it and ``Plan.kept`` says why."""
+        Either way the block goes out as the application holds it (no text is put back into it) and
+        ``Plan.kept`` says why."""
+        if scope is not None:
+            return self._walk(header, messages, scope, vendor_drops, protected)
+        probe = self._walk(header, messages, None, vendor_drops, protected, probe=True)
+        lineage = _joinable(probe.bound)
+        if lineage is None:
+            if not probe.reads:
+                return probe
+            return self._walk(header, messages, None, vendor_drops, protected)
+        if not probe.reads:  # nothing to read from the store: the first pass is the plan
+            probe.lineage = lineage
+            return probe
+        plan = self._walk(header, messages, lineage, vendor_drops, protected)
+        if _joinable(plan.bound) != lineage:
+            return self._walk(header, messages, None, vendor_drops, protected)
+        plan.lineage = lineage
+        return plan
+
+    def _walk(
+        self,
+        header: Header,
+        messages: Sequence[MessageView],
+        scope: ExecutionScope | None,
+        vendor_drops: bool,
+        protected: frozenset[tuple[int, int]],
+        *,
+        probe: bool = False,
+    ) -> Plan:
+        """One pass of the rule (``plan``). ``probe``: no store is read, every text is taken as one that
+        can be had (``Plan.reads`` says whether one was needed)."""
         plan = Plan(header, header.start())
-        if scope is None:
-            scope = plan.lineage = self.lineage(messages)
         h = plan.chain
         shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
         lookup = self.bindings.block
         for i, message in enumerate(messages):
             items = message.items
             if message.round_key is not None and not any(isinstance(x, Block) for x in items):
-                items = self._restore(plan, i, message, scope) or items
+                items = self._restore(plan, i, message, scope, probe=probe) or items
             h.update(message.head)
             if shadow is not None:
                 shadow.update(message.head)
@@ -280,20 +330,27 @@ class Continuation:
                         shadow.update(item + _SEP)
                     continue
                 record = lookup(item.key)
-                keep = record is None or not item.droppable
-                if not keep:
-                    assert record is not None
+                if record is None:
+                    keep = True
+                elif not item.droppable:  # a tool-call signature: never dropped; it binds if it matches
+                    keep = True
+                    if item.held and i not in plan.restored and h.copy().digest() == record.binding:
+                        plan.bound = record
+                else:
                     reason = _mismatch(plan.header, record, h, shadow)
                     if reason is None:
-                        reason = None if self._put_back(plan, record, item, (i, j), scope) else UNRESOLVABLE
-                    elif vendor_drops or (i, j) in protected:
-                        self._put_back(plan, record, item, (i, j), scope)  # as produced, where it can be had
+                        if self._put_back(plan, record, item, (i, j), scope, probe=probe):
+                            if item.held and i not in plan.restored:
+                                plan.bound = record
+                        else:
+                            reason = UNRESOLVABLE
                     if reason is not None and (vendor_drops or (i, j) in protected):
+                        # kept as the application holds it: its binding does not hold, nothing is put back
                         plan.kept[(i, j)] = (reason, "vendor_drops" if vendor_drops else "tool_round")
                         reason = None
-                    if reason is None:
-                        keep = True
-                    else:
+                    keep = reason is None
+                    if not keep:
+                        assert reason is not None
                         plan.drops[(i, j)] = reason
                         if shadow is None:
                             shadow = h.copy()
@@ -304,14 +361,27 @@ class Continuation:
         return plan
 
     def _put_back(
-        self, plan: Plan, record: BlockRecord, block: Block, at: tuple[int, int], scope: ExecutionScope | None
+        self,
+        plan: Plan,
+        record: BlockRecord,
+        block: Block,
+        at: tuple[int, int],
+        scope: ExecutionScope | None,
+        *,
+        probe: bool = False,
     ) -> bool:
         """Whether the block can go out with the text it was produced with: it has none, the application
-        sends it, or it is put back from the store (``plan.texts``); ``False``: it cannot be had."""
+        sends it, or it is put back from the store (``plan.texts``); ``False``: it cannot be had (also
+        when the block was recorded for another tenant, execution or principal: it is never read)."""
         if record.text_digest is None or block.text is None:
             return True
         if block.text and self._same_text(block.text, record.text_digest, scope):
             return True
+        if probe:
+            plan.reads = True
+            return True
+        if scope is None or not readable(record, scope):
+            return False
         text = resolve_text(self.store, scope, record.ref, record.text_digest)
         if text is None:
             return False
@@ -329,9 +399,12 @@ class Continuation:
         key = store.digest_key(scope.tenant, scope.execution_id)
         return key is not None and keyed_digest(text_bytes(text), key) == digest
 
-    def _restore(self, plan: Plan, i: int, message: MessageView, scope: ExecutionScope | None) -> list[Item] | None:
+    def _restore(
+        self, plan: Plan, i: int, message: MessageView, scope: ExecutionScope | None, *, probe: bool = False
+    ) -> list[Item] | None:
         """Put back the reasoning of a tool round the application stripped, if nothing before it or in
-        it changed and every text can be had."""
+        it changed, every block was recorded for the call's tenant (and principal, execution), and every
+        text can be had (``probe``: taken as one that can be, ``Plan.reads`` set)."""
         assert message.round_key is not None
         record = self.bindings.round(message.round_key)
         if record is None or plan.chain.copy().digest() != record.prefix:
@@ -344,11 +417,19 @@ class Continuation:
             found = self.bindings.block(block.key)
             if found is None:
                 return None
+            if scope is None and (found.tenant is not None or (not probe and found.text_digest is not None)):
+                return None
+            if scope is not None and not readable(found, scope):
+                return None
             text: str | None = None
             if found.text_digest is not None:
-                text = resolve_text(self.store, scope, found.ref, found.text_digest)
-                if text is None:
-                    return None
+                if probe:
+                    plan.reads = True
+                    text = ""
+                else:
+                    text = resolve_text(self.store, scope, found.ref, found.text_digest)
+                    if text is None:
+                        return None
             blocks.append((block.position, block, text))
         items: list[Item] = []
         rest = iter(plain)
@@ -368,10 +449,11 @@ class Continuation:
         head: bytes,
         items: Sequence[bytes | Produced],
         round_keys: Sequence[str],
-        owner: ExecutionScope,
+        owner: CallIdentity,
     ) -> None:
         """Remember the binding of every reasoning block of a response to the request ``plan`` saw, and
-        the execution (``owner``) that produced it."""
+        the call (``owner``: its execution, tenant, principal, and whether ``execution()`` named it)
+        that produced it."""
         header = plan.header
         h = plan.chain.copy()
         prefix = h.digest()
@@ -399,6 +481,8 @@ class Continuation:
                         item.split,
                         owner.execution_id,
                         owner.tenant,
+                        owner.principal,
+                        not owner.named_execution,
                     ),
                 )
             )

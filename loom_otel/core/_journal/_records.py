@@ -34,6 +34,7 @@ CHAIN_KEYS: Final = frozenset({attr.AUDIT_ORIGIN, attr.AUDIT_SEQ, attr.AUDIT_PRE
 _EVENT_FOR_TYPE: Final[Mapping[str, str]] = {
     attr.RECORD_CAPTURE: attr.EVENT_CAPTURED,
     attr.RECORD_CHECKPOINT: attr.EVENT_CHECKPOINT,
+    attr.RECORD_READ: attr.EVENT_READ,
 }
 _TYPE_FOR_EVENT: Final[Mapping[str, str]] = {v: k for k, v in _EVENT_FOR_TYPE.items()}
 

@@ -53,6 +53,7 @@ from loom_otel.core import _durability
 from loom_otel.core import environment_variables as env
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._io_error import failure_detail
 from loom_otel.core._journal._checkpoint import Signer, checkpoint_attributes
 from loom_otel.core._journal._reader import list_origins, read_lines
 from loom_otel.core._journal._records import RECORD_VERSION, AttributeValue
@@ -137,7 +138,7 @@ def _load_signer(setting: str | None) -> Signer | None:
         try:
             return Signer.from_file(Path(setting).expanduser())
         except (OSError, ValueError, TypeError) as exc:
-            why = f"cannot be loaded ({type(exc).__name__})"
+            why = f"cannot be loaded ({failure_detail(exc, Path(setting).expanduser())})"
     else:
         why = "is not set"
     if not _warned_unsigned:

@@ -100,7 +100,7 @@ class FsspecReasoningStore:
             storage_options["use_listings_cache"] = False  # another process may write or erase
         try:
             fs, root = fsspec.core.url_to_fs(url, **storage_options)
-        except (ImportError, ValueError, TypeError) as exc:
+        except Exception as exc:  # some backends connect here (ftp: a name lookup's socket.gaierror)
             raise ReasoningConfigError(
                 f"reasoning store {self.url!r} cannot be opened ({type(exc).__name__}: {exc})"
             ) from None

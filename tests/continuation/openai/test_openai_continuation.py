@@ -140,6 +140,10 @@ def test_chat_redact_unresolvable(case: str, flaky_store: FlakyStore, tmp_path: 
                 return
             with pytest.raises(openai.BadRequestError):  # sent without it: the vendor's own answer
                 chat_send("sync", sim, {"model": MODEL, "messages": messages, "tools": [TOOL]}, [])
+    if case == "other_execution":  # another execution's message is never found (records are keyed by scope)
+        assert reasoning_events(telemetry.spans[-1:], "loom.reasoning.dropped") == []
+        assert CANARY not in json.dumps(sim.requests[-1].body)
+        return
     (event,) = reasoning_events(telemetry.spans[-1:], "loom.reasoning.dropped")
     assert event == {
         "loom.reasoning.drop.reason": "unresolvable",

@@ -21,6 +21,7 @@ from loom_otel.instrumentation.anthropic._extractors import (
     request_info,
     response_info,
 )
+from loom_otel.instrumentation.anthropic._readable import readable_thinking
 
 __all__ = ["AnthropicAdapter", "outgoing_of"]
 
@@ -43,19 +44,34 @@ class AnthropicAdapter:
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = AnthropicContinuation(runtime) if runtime.enabled else None
+        self.readable = runtime.enabled and runtime.request_readable == "summarized"
 
     def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
         check_anthropic_request(kwargs)
 
     def prepare(self, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
         continuation = self.continuation
-        return None if continuation is None else continuation.prepare(provider_of(instance), kwargs)
+        outgoing = None if continuation is None else continuation.prepare(provider_of(instance), kwargs)
+        thinking = self._readable(kwargs) if outgoing is not None else None
+        if outgoing is not None and thinking is not None:  # DESIGN "Readable by request"
+            outgoing.kwargs = {**outgoing.kwargs, "thinking": thinking}
+            outgoing.readable = True
+        return outgoing
+
+    def _readable(self, kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The thinking setting that asks for the summary the application did not ask for, when
+        ``LOOM_OTEL_REQUEST_READABLE`` is on (a server-held thread's next turn is left alone: nothing
+        of it comes back to be put back)."""
+        if not self.readable or _continues_thread(kwargs):
+            return None
+        return readable_thinking(kwargs)
 
     def streams(self, kwargs: Mapping[str, Any]) -> bool:
         return bool(kwargs.get("stream"))
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
-        return request_info(instance, kwargs, stream=stream)
+        readable = self.continuation is not None and self._readable(kwargs) is not None
+        return request_info(instance, kwargs, stream=stream, readable=readable)
 
     def sync_result(self, call: ModelCall, result: Any) -> Any:
         if isinstance(result, _raw_response_type()):
@@ -93,7 +109,8 @@ class AnthropicAdapter:
         the reasoning text too."""
         texts = [r.text for r in reasonings_of(message, call.request) if r.text]
         self.complete(call, message)
-        if self.continuation is not None and self.continuation.redact:
+        outgoing = outgoing_of(call)
+        if outgoing is not None and outgoing.blanks:
             withhold_from_response(raw.http_response, texts)
 
     def accumulator(self, call: ModelCall) -> StreamAccumulator:
@@ -101,6 +118,11 @@ class AnthropicAdapter:
         inner = MessageStreamAccumulator(call.request)
         outgoing = outgoing_of(call)
         return inner if outgoing is None else outgoing.accumulator(call, inner)
+
+
+def _continues_thread(kwargs: Mapping[str, Any]) -> bool:
+    thread = kwargs.get("thread")
+    return isinstance(thread, Mapping) and thread.get("type") == "continue"
 
 
 class _RawResponseProxy(wrapt.BaseObjectProxy[Any]):

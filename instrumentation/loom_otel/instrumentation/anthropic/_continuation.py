@@ -217,12 +217,21 @@ def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
 class Outgoing:
     """One request after the rule: the kwargs to send, the plan, and what the response needs."""
 
-    __slots__ = ("adapter", "kwargs", "plan")
+    __slots__ = ("adapter", "kwargs", "plan", "readable")
 
     def __init__(self, adapter: AnthropicContinuation, kwargs: dict[str, Any], plan: Plan) -> None:
         self.adapter = adapter
         self.kwargs = kwargs
         self.plan = plan
+        self.readable = False
+        """loom-otel asked for the readable summary the application did not (``LOOM_OTEL_REQUEST_READABLE``):
+        the application gets the omitted blocks it asked for, and the text goes back from the store."""
+
+    @property
+    def blanks(self) -> bool:
+        """Whether the application gets the thinking blocks without their text (redact mode, or a
+        readable summary the application did not ask for)."""
+        return self.adapter.redact or self.readable
 
     def put_back(self) -> list[str]:
         return self.plan.put_back()
@@ -242,8 +251,9 @@ class Outgoing:
         return _Accumulator(self, call, inner)
 
     def scrub(self, message: Any) -> None:
-        """``transcript="redact"``: the application gets the response without readable thinking."""
-        if self.adapter.redact:
+        """``transcript="redact"`` (or a summary only loom-otel asked for): the application gets the
+        response without readable thinking."""
+        if self.blanks:
             for block in _get(message, "content") or ():
                 if _get(block, "type") == "thinking" and _get(block, "thinking"):
                     block.thinking = ""
@@ -328,7 +338,7 @@ class AnthropicContinuation:
             if kind in _CALLS and isinstance(call_id := _get(block, "id"), str):
                 calls.append(call_id)
             items.append(_plain(block))
-        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity.scope)
+        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity)
 
 
 def _recorded_blocks(kinds: Sequence[object]) -> int:
@@ -421,6 +431,10 @@ def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[An
     return redacting_feed
 
 
+def _thinking_delta(event: Any) -> bool:
+    return bool(event.type == "content_block_delta" and event.delta.type == "thinking_delta")
+
+
 class _Accumulator(AccumulatorLayer):
     """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
     vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
@@ -432,8 +446,11 @@ class _Accumulator(AccumulatorLayer):
         # Keep mode: nothing to do per event beyond capture's own work. (Neither feed refers to this
         # layer: a bound method kept on it would be a reference cycle holding the call.)
         self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
-            _redacting(inner.feed) if outgoing.adapter.redact else inner.feed
+            _redacting(inner.feed) if outgoing.blanks else inner.feed
         )
+        self.withheld: Callable[[Any], bool] | None = _thinking_delta if outgoing.readable else None
+        """A summary only loom-otel asked for: its thinking deltas are not handed on (an omitted block
+        streams none); capture saw them first."""
         call.after_capture = self._record
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:

@@ -17,8 +17,10 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
+from loom_otel.instrumentation.anthropic._readable import summarises, thinking_settings
 
 __all__ = ["MessageStreamAccumulator", "provider_of", "reasonings_of", "request_info", "response_info"]
 
@@ -51,12 +53,17 @@ def provider_of(instance: Any) -> str:
     return _PROVIDERS.get(name, "anthropic")
 
 
-def _thinking_kind(kwargs: Mapping[str, Any]) -> ReasoningKind:
-    """Readable thinking is a ``summary`` when the request asked ``display: "summarized"``."""
-    thinking = kwargs.get("thinking")
-    if isinstance(thinking, Mapping) and thinking.get("display") == "summarized":
+def _thinking_kind(request: RequestInfo, response_model: object) -> ReasoningKind:
+    """Readable thinking is a ``summary`` whenever the vendor summarises: the response's model does
+    (Claude 4 and later), or the request asked ``display: "summarized"``; else the raw chain (``text``)."""
+    if summarises(response_model if response_model else request.model) or request.hints.get("summarized"):
         return ReasoningKind.SUMMARY
     return ReasoningKind.TEXT
+
+
+def _asked_summarized(kwargs: Mapping[str, Any]) -> bool:
+    thinking = kwargs.get("thinking")
+    return isinstance(thinking, Mapping) and thinking.get("display") == "summarized"
 
 
 def _output_type(kwargs: Mapping[str, Any]) -> str | None:
@@ -69,7 +76,9 @@ def _output_type(kwargs: Mapping[str, Any]) -> str | None:
     return "json" if kind in (None, "json_schema") else None
 
 
-def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool, readable: bool = False) -> RequestInfo:
+    """What the span says at start; ``readable``: loom-otel asks the vendor for a readable summary the
+    application did not ask for (``LOOM_OTEL_REQUEST_READABLE``)."""
     attributes: dict[str, AttributeValue] = {}
     extra = kwargs.get("extra_body")
     extra_body = extra if isinstance(extra, Mapping) else {}
@@ -86,7 +95,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         attributes[attr.GEN_AI_OUTPUT_TYPE] = output_type
     server_attributes(getattr(getattr(instance, "_client", None), "base_url", None), attributes)
     model = kwargs.get("model")
-    hints: dict[str, object] = {"thinking_kind": _thinking_kind(kwargs)}
+    hints: dict[str, object] = {"summarized": readable or _asked_summarized(kwargs)}
     mode = content_mode()
     if mode != "NO_CONTENT":
         attach_request(
@@ -104,6 +113,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         stream=stream,
         attributes=attributes,
         hints=hints,
+        thinking=thinking_settings(kwargs, readable=readable),
     )
 
 
@@ -181,6 +191,25 @@ def _output_messages(message: Any, reasons: Sequence[str]) -> list[dict[str, Any
     return _answer([_part(b) for b in blocks if getattr(b, "type", None) not in _REASONING_BLOCKS], reasons)
 
 
+def _is_tool_call(block_type: object) -> bool:
+    """``tool_use``, ``server_tool_use``, ``mcp_tool_use``: the blocks that call a tool."""
+    return isinstance(block_type, str) and block_type.endswith("tool_use")
+
+
+def _layout(blocks: Any) -> tuple[str, ...]:
+    """The message's thinking, text and tool-use blocks in order (``core._layout``)."""
+    layout = LayoutBuilder()
+    for block in blocks or ():
+        block_type = getattr(block, "type", None)
+        if block_type in _REASONING_BLOCKS:
+            layout.reasoning()
+        elif block_type == "text":
+            layout.text()
+        elif _is_tool_call(block_type):
+            layout.tool_call(getattr(block, "id", None), getattr(block, "name", None), getattr(block, "input", None))
+    return layout.entries()
+
+
 def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasoning | None:
     block_type = getattr(block, "type", None)
     if block_type == "thinking":
@@ -192,8 +221,7 @@ def _block_reasoning(block: Any, provider: str, kind: ReasoningKind) -> Reasonin
 
 def reasonings_of(message: Any, request: RequestInfo) -> list[Reasoning]:
     """The message's thinking and redacted_thinking blocks, in vendor order (interleaved included)."""
-    kind = request.hints.get("thinking_kind", ReasoningKind.TEXT)
-    assert isinstance(kind, ReasoningKind)
+    kind = _thinking_kind(request, getattr(message, "model", None))
     found = (_block_reasoning(b, request.provider, kind) for b in getattr(message, "content", None) or ())
     return [r for r in found if r is not None]
 
@@ -242,7 +270,12 @@ def response_info(message: Any, request: RequestInfo) -> ResponseInfo:
     _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
     content = _output_messages(message, reasons) if request.records_content else None
-    return ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
+    return ResponseInfo(
+        model=str(model) if model else None,
+        attributes=attributes,
+        output_messages=content,
+        layout=_layout(getattr(message, "content", None)),
+    )
 
 
 class _Block:
@@ -328,8 +361,7 @@ class MessageStreamAccumulator:
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         provider = self._request.provider
-        kind = self._request.hints.get("thinking_kind", ReasoningKind.TEXT)
-        assert isinstance(kind, ReasoningKind)
+        kind = _thinking_kind(self._request, getattr(self.message, "model", None))
         reasonings = []
         for _, block in sorted(self.blocks.items()):
             block_type = getattr(block.start, "type", None)
@@ -351,8 +383,27 @@ class MessageStreamAccumulator:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
         content = self._output_messages(reasons) if self._request.records_content else None
-        info = ResponseInfo(model=str(model) if model else None, attributes=attributes, output_messages=content)
+        info = ResponseInfo(
+            model=str(model) if model else None,
+            attributes=attributes,
+            output_messages=content,
+            layout=self._layout(),
+        )
         return reasonings, info
+
+    def _layout(self) -> tuple[str, ...]:
+        """As ``_layout`` reads a complete message: a tool call's arguments are its joined JSON deltas."""
+        layout = LayoutBuilder()
+        for _, block in sorted(self.blocks.items()):
+            block_type = getattr(block.start, "type", None)
+            if block_type in _REASONING_BLOCKS:
+                layout.reasoning()
+            elif block_type == "text":
+                layout.text()
+            elif _is_tool_call(block_type):
+                arguments = "".join(block.json) or getattr(block.start, "input", None)
+                layout.tool_call(getattr(block.start, "id", None), getattr(block.start, "name", None), arguments)
+        return layout.entries()
 
     def _output_messages(self, reasons: Sequence[str]) -> list[dict[str, Any]]:
         parts = []

@@ -20,7 +20,17 @@ from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
-from loom_otel.core._calls._skeleton import Wrapper, active, async_method, failed, prepare, sent, start, sync_method
+from loom_otel.core._calls._skeleton import (
+    Wrapper,
+    active,
+    async_method,
+    delivered,
+    failed,
+    prepare,
+    sent,
+    start,
+    sync_method,
+)
 from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
 from loom_otel.core._guard._requests import check_anthropic_batch_request
 from loom_otel.core._model import Reasoning
@@ -118,11 +128,11 @@ def _weakly(stream: Any) -> Callable[[], Any]:
 
 
 def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any) -> StreamAccumulator:
-    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, redact)."""
+    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, blanked thinking)."""
     adapter = handler.adapter
     assert isinstance(adapter, AnthropicAdapter)
     outgoing = outgoing_of(call)
-    if call.handler.observe is not None or (outgoing is not None and outgoing.adapter.redact):
+    if call.handler.observe is not None or (outgoing is not None and outgoing.blanks):
         return adapter.accumulator(call)
     return _Snapshot(stream, call)
 
@@ -182,6 +192,7 @@ class _StreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             failed(call, exc)
             raise
+        delivered(call, stream)
         stream._raw_stream = SyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )
@@ -204,6 +215,7 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
         except BaseException as exc:
             failed(call, exc)
             raise
+        delivered(call, stream)
         stream._raw_stream = AsyncStreamProxy(
             stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
         )

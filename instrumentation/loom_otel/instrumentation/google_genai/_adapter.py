@@ -16,6 +16,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._guard._requests import check_gemini_request
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
+from loom_otel.instrumentation.google_genai._readable import readable_config
 
 __all__ = ["CallHops", "GeminiAdapter", "hops_of"]
 
@@ -25,12 +26,20 @@ class CallHops:
 
     The call's execution is decided by its first request (``GeminiSession.prepare`` joins its lineage)."""
 
-    __slots__ = ("continuation", "kwargs", "session", "turn")
+    __slots__ = ("asks_readable", "continuation", "emptied", "kwargs", "readable", "session", "turn")
 
-    def __init__(self, continuation: GeminiContinuation | None, kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, continuation: GeminiContinuation | None, kwargs: dict[str, Any], *, asks_readable: bool = False
+    ) -> None:
         self.continuation = continuation
         self.kwargs = kwargs
         self.session: GeminiSession | None = None
+        self.asks_readable = asks_readable
+        """``LOOM_OTEL_REQUEST_READABLE`` is on: a request without ``include_thoughts`` is sent with it."""
+        self.readable = False
+        """A request of this call was sent asking for the thoughts the application did not ask for."""
+        self.emptied: set[int] = set()
+        """Chunks (by id, while they are in flight) that held only the thoughts withheld: not yielded."""
 
     def attach(self, call: ModelCall) -> None:
         self.turn = ResponseAccumulator(call.request)
@@ -41,14 +50,37 @@ class CallHops:
         return [text for hop in self.session.hops for text in hop.plan.put_back()] if self.session else []
 
     def accumulator(self) -> StreamAccumulator:
-        return self.turn if self.session is None else self.session.tap(self.turn)
+        return (
+            self.turn
+            if self.session is None
+            else self.session.tap(self.turn, self.withhold if self.asks_readable else None)
+        )
 
     def request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """One HTTP request of the call is about to be built from ``kwargs`` (model, contents, config):
         the continuation pass decides what is sent (raises ``ReasoningContinuationError`` on a store
         failure)."""
         self.turn.begin_hop(resumes(kwargs))
-        return kwargs if self.session is None else self.session.prepare(kwargs)
+        if self.session is None:
+            return kwargs
+        config = readable_config(kwargs.get("config")) if self.asks_readable else None
+        if config is not None:  # DESIGN "Readable by request"
+            kwargs = {**kwargs, "config": config}
+            self.readable = True
+        return self.session.prepare(kwargs)
+
+    def withhold(self, chunk: Any) -> None:
+        """A streamed chunk, after capture saw it: the thoughts only loom-otel asked for are taken out."""
+        if self.readable and self.session is not None and self.session.withhold(chunk):
+            self.emptied.add(id(chunk))
+
+    def withheld(self, chunk: Any) -> bool:
+        """Whether the chunk held nothing but withheld thoughts (the bare stream has no such chunk)."""
+        if not self.emptied:
+            return False
+        found = id(chunk) in self.emptied
+        self.emptied.discard(id(chunk))
+        return found
 
     def response(self, response: Any) -> None:
         """The complete response of one HTTP request of a non-streamed call."""
@@ -63,6 +95,8 @@ class CallHops:
         call.complete(reasonings, info)
         if self.session is not None:
             self.session.scrub(response)
+            if self.readable:
+                self.session.withhold(response)
         return response
 
 
@@ -77,18 +111,20 @@ class GeminiAdapter:
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = GeminiContinuation(runtime) if runtime.enabled else None
+        self.readable = runtime.enabled and runtime.request_readable == "summarized"
 
     def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
         check_gemini_request(kwargs.get("contents"), kwargs.get("config"))
 
     def prepare(self, instance: Any, kwargs: dict[str, Any]) -> CallHops:
-        return CallHops(self.continuation, kwargs)
+        return CallHops(self.continuation, kwargs, asks_readable=self.readable)
 
     def streams(self, kwargs: Mapping[str, Any]) -> bool:
         return False  # the stream methods are their own wrappers (they send when iterated)
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
-        return request_info(instance, kwargs, stream=stream)
+        readable = self.readable and readable_config(kwargs.get("config")) is not None
+        return request_info(instance, kwargs, stream=stream, readable=readable)
 
     def sync_result(self, call: ModelCall, result: Any) -> Any:
         hops = hops_of(call)

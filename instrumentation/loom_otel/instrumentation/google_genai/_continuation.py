@@ -21,21 +21,28 @@ hop's response are recorded once the call's reasoning is captured.
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._model_call import CallRef, ModelCall
 from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
 from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
-from loom_otel.core._continuation._rehydrate import resolve_text
-from loom_otel.core._continuation._rule import Block, Continuation, Header, Plan, Produced, digest_of, record_digest
+from loom_otel.core._continuation._rule import (
+    Block,
+    Continuation,
+    Header,
+    Plan,
+    Produced,
+    digest_of,
+    record_digest,
+)
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
+from loom_otel.instrumentation.google_genai._readable import withhold_thoughts
 
 __all__ = ["GeminiContinuation", "GeminiSession"]
 
@@ -146,17 +153,16 @@ class GeminiContinuation:
                 rank += 1
         return restored
 
-    def missing_thoughts(
-        self, contents: list[tuple[str, list[tr.Part]]], scope: ExecutionScope | None
-    ) -> dict[int, list[tuple[int, list[tr.Part]]]]:
+    def missing_thoughts(self, contents: list[tuple[str, list[tr.Part]]]) -> dict[int, list[tuple[int, list[tr.Part]]]]:
         """Put back the thought runs a framework removed while their signature stays (pydantic-ai drops
         the thought parts redact mode emptied): a model content with no thought part whose signed part
-        follows a recorded thought run gets that run back, its text from the store, before the signed
-        part (after the content's previous signed part, where the vendor put it). Inserted into
-        ``contents``; returns content index -> (original part index, parts inserted before it)."""
+        follows a recorded thought run gets that run back, without text, before the signed part (after
+        the content's previous signed part, where the vendor put it). The rule then treats it as a run
+        the application emptied: its text is put back only if its binding holds, from the call's
+        execution. Inserted into ``contents``; returns content index -> (original part index, parts
+        inserted before it)."""
         out: dict[int, list[tuple[int, list[tr.Part]]]] = {}
         lookup = self.rule.bindings.block
-        pending: list[tuple[int, int, bytes, Any]] = []
         for start, step in _model_steps(contents):
             if any(part.thought for _, _, part in step):
                 continue
@@ -166,19 +172,11 @@ class GeminiContinuation:
                     continue
                 record = lookup(tr.thought_key(part.signature))
                 if record is not None and record.ref and record.text_digest:
-                    pending.append((*at, part.signature, record))
+                    places = out.setdefault(at[0], [])
+                    taken = sum(len(run) for _, run in places)  # each inserted part its own (negative) place
+                    run = [tr.thought_part((at[0], -1 - taken - k), "") for k in range(len(record.split) or 1)]
+                    places.append((at[1], run))
                 at = (c, index + 1)
-        if not pending:
-            return out
-        if scope is None:  # the call's execution is decided by this request's lineage
-            scope = self.rule.lineage(tr.views(contents)[0])
-        for c, index, _, record in pending:
-            text = resolve_text(self.rule.store, scope, record.ref, record.text_digest)
-            if text is None:
-                continue
-            pieces = _split(text, record.split, len(record.split) or 1)
-            run = [tr.thought_part((c, -1 - k), piece) for k, piece in enumerate(pieces)]
-            out.setdefault(c, []).append((index, run))
         for c, places in out.items():
             parts = contents[c][1]
             for index, run in sorted(places, key=lambda place: place[0], reverse=True):
@@ -230,7 +228,7 @@ class GeminiContinuation:
                 if len(step.parts) > 1:
                     split = tuple(len(p.text or "") for p in step.parts)
             items.append(Produced(item.key, item.canon, step.kind, token, digest, ref, split))
-        self.rule.record(plan, tr.MODEL_HEAD, items, (), call.identity.scope)
+        self.rule.record(plan, tr.MODEL_HEAD, items, (), call.identity)
         self.remember(parts)
 
 
@@ -294,7 +292,7 @@ class GeminiSession:
                 self._begin(plan)
             return kwargs
         restored = self.adapter.thread(contents)
-        inserted = self.adapter.missing_thoughts(contents, call.request_scope())
+        inserted = self.adapter.missing_thoughts(contents)
         views, layout = tr.views(contents)
         plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())
         call.join(plan.lineage)  # the first request decides the call's execution
@@ -313,9 +311,10 @@ class GeminiSession:
             kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
         return kwargs
 
-    def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
-        """A stream's accumulator: as it is, or (redact mode) blanking each chunk after capture saw it."""
-        return _Scrubbing(self, inner) if self.adapter.redact else inner
+    def tap(self, inner: StreamAccumulator, withhold: Callable[[Any], None] | None) -> StreamAccumulator:
+        """A stream's accumulator: as it is, or under a layer that, after capture saw each chunk, blanks
+        its thought text (redact mode) and gives it to ``withhold`` (the thoughts only loom-otel asked for)."""
+        return inner if withhold is None and not self.adapter.redact else _Scrubbing(self, inner, withhold)
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application gets no readable thought text (the chat history and
@@ -327,21 +326,37 @@ class GeminiSession:
         _blank([c.content for c in getattr(response, "candidates", None) or () if c.content is not None])
         _blank(getattr(response, "automatic_function_calling_history", None) or ())
 
+    def withhold(self, response: Any) -> bool:
+        """Readable by request: the thought parts only loom-otel asked for are taken out of a response
+        or chunk (and the automatic-function-calling history) once its parts were read for the bindings;
+        whether a content was left with no part."""
+        for hop in self.hops:
+            hop.parts()
+        emptied = withhold_thoughts([c.content for c in getattr(response, "candidates", None) or () if c.content])
+        withhold_thoughts(getattr(response, "automatic_function_calling_history", None) or ())
+        return emptied
+
     def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         for hop in self.hops:
             self.adapter.record(hop.plan, hop.parts(), capture, reasonings, self.call())
 
 
 class _Scrubbing(AccumulatorLayer):
-    """Redact mode: blanks each chunk's thought text AFTER capture (and the bindings) saw it."""
+    """Blanks each chunk's thought text (redact mode) and withholds the thoughts only loom-otel asked
+    for, AFTER capture (and the bindings) saw it."""
 
-    def __init__(self, session: GeminiSession, inner: StreamAccumulator) -> None:
+    def __init__(
+        self, session: GeminiSession, inner: StreamAccumulator, withhold: Callable[[Any], None] | None
+    ) -> None:
         self._session = session
+        self._withhold = withhold
         super().__init__(inner)
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = self._inner.feed(chunk)
         self._session.scrub(chunk)
+        if self._withhold is not None:
+            self._withhold(chunk)
         return deltas
 
 
@@ -428,8 +443,9 @@ def _rebuild(
         new = []
         for p, raw in enumerate([*parts, None]):
             for part in before.get(p, ()):
-                if edits.get(part.loc, ("keep",)) is not None:
-                    new.append(_thought(part.text or "", sdk))
+                edit = edits.get(part.loc, ("keep", None))
+                if edit is not None:  # a run put back carries the text the rule put back, if any
+                    new.append(_thought(edit[1] if edit[0] == "text" else part.text or "", sdk))
             if raw is None:
                 break
             if (c, p) not in edits:

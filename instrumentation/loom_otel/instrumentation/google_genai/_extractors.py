@@ -29,8 +29,10 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
+from loom_otel.instrumentation.google_genai._readable import thinking_settings
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["ResponseAccumulator", "provider_of", "request_info"]
@@ -76,7 +78,9 @@ def provider_of(instance: Any) -> str:
     return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
 
 
-def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
+def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool, readable: bool = False) -> RequestInfo:
+    """What the span says at start; ``readable``: loom-otel asks for the thoughts the application did
+    not ask for (``LOOM_OTEL_REQUEST_READABLE``)."""
     attributes: dict[str, AttributeValue] = {}
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     server_attributes(getattr(options, "base_url", None), attributes)
@@ -106,6 +110,7 @@ def request_info(instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> R
         stream=stream,
         attributes=attributes,
         hints=hints,
+        thinking=thinking_settings(config, readable=readable),
     )
 
 
@@ -234,11 +239,14 @@ class _Summary:
 class _Fold:
     """The parts of one candidate, folded by the module rule."""
 
-    __slots__ = ("open", "unsigned")
+    __slots__ = ("layout", "open", "unsigned")
 
     def __init__(self) -> None:
         self.open: _Summary | None = None
         self.unsigned: _Summary | None = None
+        self.layout: list[_Summary | tuple[Any, ...] | None] = []
+        """The candidate's layout in arrival order: a summary, a function call's (id, name, args), or
+        ``None`` for answer text."""
 
 
 class ResponseAccumulator:
@@ -311,32 +319,39 @@ class ResponseAccumulator:
             fold = self._folds[number] = _Fold()
         calls = False
         for part in parts:
-            if part.function_call is not None:
-                calls = True
+            call = part.function_call
             if part.thought:
                 summary = fold.open
                 if summary is None:
-                    summary = fold.open = fold.unsigned = self._new(number)
+                    summary = fold.open = fold.unsigned = self._new(number, fold)
                 if part.text:
                     summary.texts.append(part.text)
                     deltas.append((summary.index, part.text))
-            else:
-                fold.open = None
-                if part.text and self.text_deltas is not None:
-                    self.text_deltas.append((number, part.text))
-            if part.thought_signature:
+                if part.thought_signature:
+                    self._sign(number, fold, part.thought_signature)
+                continue
+            fold.open = None
+            if part.thought_signature:  # before the part it rides on: the reasoning preceded it
                 self._sign(number, fold, part.thought_signature)
+            if part.text:
+                fold.layout.append(None)
+                if self.text_deltas is not None:
+                    self.text_deltas.append((number, part.text))
+            if call is not None:
+                calls = True
+                fold.layout.append((call.id, call.name, call.args))
         return calls
 
-    def _new(self, number: int) -> _Summary:
+    def _new(self, number: int, fold: _Fold) -> _Summary:
         summary = _Summary(number, len(self._summaries))
         self._summaries.append(summary)
+        fold.layout.append(summary)
         return summary
 
     def _sign(self, number: int, fold: _Fold, signature: bytes) -> None:
         target = fold.unsigned
         if target is None or target.signature is not None:
-            target = self._new(number)
+            target = self._new(number, fold)
         target.signature = signature
         fold.unsigned = None
 
@@ -370,4 +385,19 @@ class ResponseAccumulator:
         if isinstance(thoughts, int):
             attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
         content = self._output_messages() if self._request.records_content else None
-        return ResponseInfo(model=self._model, attributes=attributes, output_messages=content)
+        return ResponseInfo(model=self._model, attributes=attributes, output_messages=content, layout=self._layout())
+
+    def _layout(self) -> tuple[str, ...]:
+        """Every candidate's layout, by candidate index; parts numbered as ``result`` orders them."""
+        ordered = sorted(self._summaries, key=lambda s: (s.candidate, s.index))
+        position = {id(summary): number for number, summary in enumerate(ordered)}
+        layout = LayoutBuilder()
+        for _, fold in sorted(self._folds.items()):
+            for entry in fold.layout:
+                if entry is None:
+                    layout.text()
+                elif isinstance(entry, _Summary):
+                    layout.reasoning(position[id(entry)])
+                else:
+                    layout.tool_call(*entry)
+        return layout.entries()

@@ -324,7 +324,7 @@ def _canon(kind: str, key: bytes) -> bytes:
 def signature_block(part: Part) -> StepItem:
     assert part.signature is not None
     key = _key(SIGNATURE, part.signature)
-    block = Block(key, _canon(SIGNATURE, key), None, droppable=part.call is None)
+    block = Block(key, _canon(SIGNATURE, key), None, droppable=part.call is None, held=not part.restored)
     return StepItem(block, [part], SIGNATURE, part.signature)
 
 

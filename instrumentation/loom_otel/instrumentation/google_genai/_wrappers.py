@@ -22,7 +22,7 @@ from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall, current_call
 from loom_otel.core._calls._skeleton import Wrapper, active, async_method, prepare, start, sync_method
 from loom_otel.core._calls._streams import AsyncStreamProxy, SyncStreamProxy
-from loom_otel.instrumentation.google_genai._adapter import hops_of
+from loom_otel.instrumentation.google_genai._adapter import CallHops, hops_of
 
 __all__ = [
     "async_models_generate_content",
@@ -69,10 +69,10 @@ def async_models_generate_content_stream(handler: ReasoningHandler) -> Wrapper:
     return traced_method
 
 
-def _accumulated(call: ModelCall) -> Any:
+def _hops(call: ModelCall) -> CallHops:
     hops = hops_of(call)
     assert hops is not None
-    return hops.accumulator()
+    return hops
 
 
 def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[Any]:
@@ -80,7 +80,8 @@ def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[A
     prepared once (the call current, its span current), so nothing leaks to the caller and a chunk
     costs one ``Context.run`` instead of an attach/detach per step."""
     call = begin()
-    proxy = SyncStreamProxy(chunks, call, _accumulated(call))
+    hops = _hops(call)
+    proxy = SyncStreamProxy(chunks, call, hops.accumulator())
     context = contextvars.copy_context()
     context.run(call.make_current)
     step = iter(proxy).__next__  # the proxy's own generator: one resume per chunk
@@ -90,14 +91,16 @@ def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[A
                 chunk = context.run(step)
             except StopIteration:
                 return
-            yield chunk
+            if not hops.withheld(chunk):
+                yield chunk
     finally:
         proxy.close()  # closed early: the SDK stream closes, what was received is captured; else a no-op
 
 
 async def _async_stream(begin: Callable[[], ModelCall], chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
     call = begin()
-    proxy = AsyncStreamProxy(chunks, call, _accumulated(call))
+    hops = _hops(call)
+    proxy = AsyncStreamProxy(chunks, call, hops.accumulator())
     step = aiter(proxy).__anext__  # the proxy's own async generator: one resume per chunk
     try:
         while True:
@@ -106,7 +109,8 @@ async def _async_stream(begin: Callable[[], ModelCall], chunks: AsyncIterator[An
                     chunk = await step()
             except StopAsyncIteration:
                 return
-            yield chunk
+            if not hops.withheld(chunk):
+                yield chunk
     finally:
         await proxy.close()
 

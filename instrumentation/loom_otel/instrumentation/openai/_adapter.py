@@ -14,6 +14,7 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._guard._requests import check_openai_chat_request, check_openai_responses_request
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
+from loom_otel.instrumentation.openai._readable import readable_reasoning, thinking_settings
 
 __all__ = ["OpenAiAdapter"]
 
@@ -32,6 +33,7 @@ class OpenAiAdapter:
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = OpenAiContinuation(runtime) if runtime.enabled else None
+        self.readable = runtime.enabled and runtime.request_readable == "summarized"
 
     def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
         if _is_chat(instance):
@@ -41,16 +43,29 @@ class OpenAiAdapter:
 
     def prepare(self, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
         continuation = self.continuation
-        return None if continuation is None else continuation.prepare(_is_chat(instance), kwargs)
+        outgoing = None if continuation is None else continuation.prepare(_is_chat(instance), kwargs)
+        reasoning = self._readable(instance, kwargs) if outgoing is not None else None
+        if outgoing is not None and reasoning is not None:  # DESIGN "Readable by request"
+            outgoing.kwargs = {**outgoing.kwargs, "reasoning": reasoning}
+            outgoing.readable = True
+        return outgoing
+
+    def _readable(self, instance: Any, kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The ``reasoning`` that asks for the summary the application did not ask for (Responses,
+        with ``LOOM_OTEL_REQUEST_READABLE`` on)."""
+        return readable_reasoning(kwargs) if self.readable and not _is_chat(instance) else None
 
     def streams(self, kwargs: Mapping[str, Any]) -> bool:
         return kwargs.get("stream") is True
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
-        if _is_chat(instance):
-            return CHAT.request_info(instance, kwargs, stream)
+        chat = _is_chat(instance)
+        readable = self.continuation is not None and self._readable(instance, kwargs) is not None
+        thinking = thinking_settings(kwargs, chat=chat, readable=readable)
+        if chat:
+            return replace(CHAT.request_info(instance, kwargs, stream), thinking=thinking)
         info = RESPONSES.request_info(instance, kwargs, stream)
-        return replace(info, hints={**info.hints, **_RESPONSES_HINTS})
+        return replace(info, hints={**info.hints, **_RESPONSES_HINTS}, thinking=thinking)
 
     def sync_result(self, call: ModelCall, result: Any) -> Any:
         return self._result(call, result, SyncStreamProxy)
@@ -68,7 +83,7 @@ class OpenAiAdapter:
             parsed = result.parse()
             texts = [r.text for r in api.reasonings_of(parsed, call.request) if r.text]
             _complete(call, api, parsed, outgoing)
-            if outgoing is not None and outgoing.adapter.redact:
+            if outgoing is not None and outgoing.blanks:
                 withhold_from_response(result.http_response, texts)  # the raw body the app can read
             return result
         if isinstance(result, LegacyAPIResponse | BaseAPIResponse):

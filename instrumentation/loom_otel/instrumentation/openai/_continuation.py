@@ -1,25 +1,26 @@
-"""OpenAI-compatible APIs <-> continuation: the vendor's own drops, and ``transcript="redact"``.
+"""OpenAI-compatible APIs <-> continuation: lineage, the vendor's own drops, and ``transcript="redact"``.
 
-Neither API binds readable reasoning to a prefix the way Anthropic and Gemini do (the Responses API
-checks its own ``encrypted_content``, kept exactly as received, and reports what it removed in
-``input_transformations``), so there is no drop rule to apply here; what this module does:
-
-- Responses ``input_transformations`` become ``loom.reasoning.vendor_dropped`` (reason, count,
-  ``input.{i}`` positions of the removed items);
-- ``transcript="redact"``: the application gets Chat Completions messages and deltas without
-  ``reasoning_content`` / ``reasoning`` and Responses reasoning items with their summary (and
-  ``reasoning_text``) texts blanked. On the way out, an assistant message that carried reasoning gets it
-  back (DeepSeek requires it on tool-call turns), and a reasoning item its texts, from the store:
-  sealed to this execution and digest-checked (the core's ``resolve_text``). Records are keyed by a
-  digest of the message (content and tool calls) or of the item's ``encrypted_content`` (else its id)
-  and hold no text. A text that cannot be had is left out (``loom.reasoning.dropped``, reason
-  ``unresolvable``); a store that raises fails the call before anything is sent.
+- Responses API: a reasoning item joins the continuation rule (``Continuation.plan``) through its
+  ``encrypted_content``, the secret the vendor issued (an item without one is an ordinary item: its ``id``
+  proves nothing). Each input item is one view: its canonical bytes (a message by role and text, a
+  function call by id, name and arguments, ...) or, for a reasoning item, a ``Block`` keyed by a digest of
+  its ``encrypted_content``. The vendor drops stale items itself (``input_transformations``, reported as
+  ``loom.reasoning.vendor_dropped``), so the rule drops nothing here (``vendor_drops``): it finds the
+  lineage (an item whose recorded binding holds) and, in redact mode, puts the summary (or
+  ``reasoning_text``) texts back into the items that bind, from the call's execution, digest-checked.
+- Chat Completions issues no secret: there is NO lineage (DESIGN "Execution identity"). In redact mode
+  the application gets messages and deltas without ``reasoning_content`` / ``reasoning``; on the way out,
+  inside an ``execution()`` scope only, an assistant message that carried reasoning gets it back
+  (DeepSeek requires it on tool-call turns), from that execution. Its records are keyed by the scope
+  (tenant, execution, principal) and a digest of the message (content and tool calls), so a message is
+  never found for another scope. A text that cannot be had is left out (``loom.reasoning.dropped``,
+  reason ``unresolvable``); a store that raises fails the call before anything is sent.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
@@ -31,15 +32,28 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution
 from loom_otel.core._continuation._bindings import BlockRecord, bindings_for
 from loom_otel.core._continuation._rehydrate import resolve_text
-from loom_otel.core._continuation._rule import UNRESOLVABLE, record_digest
+from loom_otel.core._continuation._rule import (
+    UNRESOLVABLE,
+    Block,
+    Continuation,
+    Header,
+    MessageView,
+    Plan,
+    Produced,
+    digest_of,
+    readable,
+    record_digest,
+)
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._shapes import field as _get
+from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 
 FIELDS: Final = ("reasoning_content", "reasoning")
 _SEPARATOR: Final = "\n\n"
 _TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
+_SUMMARY_EVENTS: Final = "response.reasoning_summary_"
 _DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 
 
@@ -55,26 +69,109 @@ def _text(content: Any) -> str:
     return ""
 
 
-def message_key(field: str, message: Any) -> bytes:
-    """A Chat Completions assistant message, as the application may send it back: content and calls."""
+def message_key(field: str, message: Any, scope: ExecutionScope) -> bytes:
+    """A Chat Completions assistant message, as the application may send it back (content and calls),
+    within one scope: the same message in another execution, tenant or principal is another key."""
     calls = []
     for call in _get(message, "tool_calls") or ():
         function = _get(call, "function")
         calls.append([_get(call, "id"), _get(function, "name"), _get(function, "arguments")])
-    return _key(f"chat/{field}", {"c": _text(_get(message, "content")), "t": calls})
+    owner = [scope.tenant, scope.execution_id, scope.principal]
+    return _key(f"chat/{field}", {"c": _text(_get(message, "content")), "t": calls, "s": owner})
 
 
 def item_key(field: str, item: Any) -> bytes | None:
-    token = _get(item, "encrypted_content") or _get(item, "id")
+    """A Responses reasoning item's record key: a digest of its ``encrypted_content`` (``None`` without
+    one: an item id is visible, and proves nothing)."""
+    token = _get(item, "encrypted_content")
     return _key(f"responses/{field}", token) if isinstance(token, str) and token else None
 
 
-def _record(
-    text: str, part: ReasoningPart | None, keyed: bool, owner: ExecutionScope, split: tuple[int, ...] = ()
-) -> BlockRecord:
+def _chat_record(text: str, part: ReasoningPart | None, keyed: bool, owner: ExecutionScope) -> BlockRecord:
     ref = part.text_ref if part is not None else None
     digest = record_digest(text, part, keyed=keyed)
-    return BlockRecord(b"", "openai", None, b"", b"", digest, ref, split, owner.execution_id, owner.tenant)
+    return BlockRecord(
+        b"", "openai", None, b"", b"", digest, ref, (), owner.execution_id, owner.tenant, owner.principal
+    )
+
+
+def header_of(kwargs: Mapping[str, Any]) -> Header:
+    """What binds every reasoning item of a Responses request besides its input items."""
+    model = kwargs.get("model")
+    instructions = kwargs.get("instructions")
+    return Header(
+        "openai",
+        str(model) if model is not None else None,
+        digest_of(canonical_json(_jsonable(instructions))),
+        digest_of(canonical_json(_jsonable(kwargs.get("tools")))),
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON value of what an application passes (dicts, lists, SDK models), ``None`` fields left out."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items() if v is not None and type(v).__name__ not in _SENTINELS}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return _jsonable(dump(mode="json", exclude_none=True))
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if type(value).__name__ in _SENTINELS:  # the SDK's ``omit`` / ``NOT_GIVEN``: not sent
+        return None
+    return str(value)
+
+
+_SKIPPED: Final = frozenset({"id", "status"})
+_SENTINELS: Final = frozenset({"Omit", "NotGiven"})
+
+
+def _item_bytes(item: Any) -> bytes:
+    """An input (or output) item read the way it is sent back: a message by role and text, a function
+    call by id, name and arguments, its output by id and output; anything else as its JSON without its
+    ``id`` and ``status``."""
+    kind = _get(item, "type")
+    if kind == "message" or (kind is None and _get(item, "role") is not None):
+        return canonical_json(["m", _get(item, "role"), _text(_get(item, "content"))])
+    if kind == "function_call":
+        return canonical_json(["f", _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")])
+    if kind == "function_call_output":
+        return canonical_json(["o", _get(item, "call_id"), _jsonable(_get(item, "output"))])
+    value = _jsonable(item)
+    if isinstance(value, dict):
+        value = {k: v for k, v in value.items() if k not in _SKIPPED}
+    return canonical_json(["x", value])
+
+
+def _canon(key: bytes) -> bytes:
+    return b"\x01reasoning\x00" + key
+
+
+def _item_view(item: Any, redact: bool) -> MessageView:
+    """One input item as the rule's view (every item its own message, with no head)."""
+    if _get(item, "type") == "reasoning":
+        field, pieces = _item_texts(item)
+        key = item_key(field, item)
+        if key is not None:  # only the vendor's secret makes a block; its text checked in redact mode only
+            text = (_SEPARATOR.join(pieces) if any(pieces) else "") if redact else None
+            return MessageView(b"", [Block(key, _canon(key), text)])
+    return MessageView(b"", [_item_bytes(item)])
+
+
+def _produced(item: Any, part: ReasoningPart | None, pieces: list[str], keyed: bool) -> bytes | Produced:
+    """A response's output item, for ``Continuation.record``."""
+    if _get(item, "type") == "reasoning":
+        field, _ = _item_texts(item)
+        key = item_key(field, item)
+        if key is not None:
+            text = _SEPARATOR.join(pieces) if any(pieces) else ""
+            digest = record_digest(text, part, keyed=keyed)
+            ref = part.text_ref if part is not None and digest is not None else None
+            split = tuple(len(p) for p in pieces) if digest is not None else ()
+            token = str(_get(item, "encrypted_content"))
+            return Produced(key, _canon(key), field, token, digest, ref, split)
+    return _item_bytes(item)
 
 
 def _item_texts(item: Any) -> tuple[str, list[str]]:
@@ -98,75 +195,72 @@ class OpenAiContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         self.bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
+        self.rule = Continuation(self.bindings, runtime.store)
         self.store = runtime.store
         self.redact = runtime.transcript == "redact"
         self.keyed = runtime.digest != "sha256"
 
     def prepare(self, chat: bool, kwargs: dict[str, Any]) -> Outgoing:
-        """Find the request's lineage and put readable reasoning back into what the application sends
-        (redact mode); raises ``ReasoningContinuationError`` when the store fails."""
+        """Find the request's lineage (Responses) and put readable reasoning back into what the
+        application sends (redact mode); raises ``ReasoningContinuationError`` when the store fails."""
         outgoing = Outgoing(self, chat, kwargs)
-        name = "messages" if chat else "input"
-        items = kwargs.get(name)
-        if not isinstance(items, list | tuple):
-            return outgoing
         explicit = current_execution()
-        if explicit is None:
-            outgoing.lineage = self._lineage(items, chat)
-        if self.redact:
-            rebuilt, lost = self._rehydrate(list(items), chat, explicit or outgoing.lineage, outgoing.texts)
-            if rebuilt is not None:
-                outgoing.kwargs = {**kwargs, name: rebuilt}
-            outgoing.lost = [f"{name}.{i}" for i in lost]
+        if chat:
+            items = kwargs.get("messages")
+            if self.redact and explicit is not None and isinstance(items, list | tuple):
+                rebuilt, lost = self._chat_put_back(list(items), explicit, outgoing.texts)
+                if rebuilt is not None:
+                    outgoing.kwargs = {**kwargs, "messages": rebuilt}
+                outgoing.lost = [f"messages.{i}" for i in lost]
+            return outgoing
+        items = kwargs.get("input")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        if not isinstance(items, list | tuple):
+            items = []
+        views = [_item_view(item, self.redact) for item in items]
+        plan = self.rule.plan(header_of(kwargs), views, explicit, vendor_drops=True)
+        outgoing.plan, outgoing.lineage = plan, plan.lineage
+        if plan.texts:
+            outgoing.kwargs = {**kwargs, "input": self._rebuild(list(items), plan)}
+            outgoing.texts = plan.put_back()
         return outgoing
 
-    def _lineage(self, items: Sequence[Any], chat: bool) -> ExecutionScope | None:
-        """The execution of the latest reasoning the request carries that this process recorded."""
-        for item in reversed(items):
-            if chat and _get(item, "role") == "assistant":
-                found = self._lookup([(f, message_key(f, item)) for f in FIELDS])
-                record = found[1] if found is not None else None
-            elif not chat and _get(item, "type") == "reasoning":
-                key = item_key(_item_texts(item)[0], item)
-                record = self.bindings.block(key) if key is not None else None
-            else:
-                continue
-            if record is not None and record.execution is not None and record.tenant is None:
-                return ExecutionScope(record.execution)
-        return None
+    def _rebuild(self, items: list[Any], plan: Plan) -> list[Any]:
+        """The input with the texts the rule put back (each into the item whose binding holds)."""
+        for (i, _), text in plan.texts.items():
+            item = items[i]
+            field, _ = _item_texts(item)
+            key = item_key(field, item)
+            record = self.bindings.block(key) if key is not None else None
+            split = record.split if record is not None and record.split else (len(text),)
+            pieces = _pieces(text, split) or [text]
+            kind = "summary_text" if field == "summary" else "reasoning_text"
+            items[i] = {**_plain(item), field: [{"type": kind, "text": t} for t in pieces]}
+        return items
 
-    def _rehydrate(
-        self, items: list[Any], chat: bool, scope: ExecutionScope | None, texts: list[str]
+    def _chat_put_back(
+        self, items: list[Any], scope: ExecutionScope, texts: list[str]
     ) -> tuple[list[Any] | None, list[int]]:
+        """Redact mode, inside ``execution()``: each assistant message this scope produced with reasoning
+        gets it back (from the scope's execution, digest-checked)."""
         changed, lost = False, []
         for i, item in enumerate(items):
-            if chat and _get(item, "role") == "assistant" and not any(_get(item, f) for f in FIELDS):
-                found = self._lookup([(f, message_key(f, item)) for f in FIELDS])
-                if found is None:
-                    continue
-                field, record = found
+            if _get(item, "role") != "assistant" or any(_get(item, f) for f in FIELDS):
+                continue
+            found = self._lookup([(f, message_key(f, item, scope)) for f in FIELDS])
+            if found is None:
+                continue
+            field, record = found
+            text = None
+            if readable(record, scope):
                 text = resolve_text(self.store, scope, record.ref, record.text_digest or "")
-                if text is None:
-                    lost.append(i)
-                    continue
-                items[i] = {**_plain(item), field: text}
-                texts.append(text)
-                changed = True
-            elif not chat and _get(item, "type") == "reasoning":
-                field, pieces = _item_texts(item)
-                key = item_key(field, item)
-                kept = self.bindings.block(key) if key is not None else None
-                if kept is None or any(pieces):
-                    continue
-                text = resolve_text(self.store, scope, kept.ref, kept.text_digest or "")
-                split = _pieces(text, kept.split or (len(text),)) if text is not None else None
-                if split is None or len(split) != len(pieces):
-                    lost.append(i)
-                    continue
-                kind = "summary_text" if field == "summary" else "reasoning_text"
-                items[i] = {**_plain(item), field: [{"type": kind, "text": t} for t in split]}
-                texts.extend(split)
-                changed = True
+            if text is None:
+                lost.append(i)
+                continue
+            items[i] = {**_plain(item), field: text}
+            texts.append(text)
+            changed = True
         return (items if changed else None), lost
 
     def _lookup(self, keys: Sequence[tuple[str, bytes]]) -> tuple[str, BlockRecord] | None:
@@ -191,26 +285,40 @@ def _plain(item: Any) -> dict[str, Any]:
 class Outgoing:
     """One call after the pass: the kwargs to send and what the response needs."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "texts")
+    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "plan", "readable", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
         self.chat = chat
         self.kwargs = kwargs
         self.original = kwargs
+        self.plan: Plan | None = None
+        """The rule's plan of a Responses request."""
         self.lineage: ExecutionScope | None = None
         self.lost: list[str] = []
-        """Positions whose reasoning could not be put back (redact mode)."""
+        """Chat positions whose reasoning could not be put back (redact mode)."""
         self.texts: list[str] = []
         """The readable texts put back (redact mode)."""
+        self.readable = False
+        """loom-otel asked for the summary the application did not (``LOOM_OTEL_REQUEST_READABLE``): the
+        application gets the reasoning items without it."""
+
+    @property
+    def blanks(self) -> bool:
+        """Whether readable reasoning is kept from the application (redact mode, or a summary only
+        loom-otel asked for)."""
+        return self.adapter.redact or self.readable
 
     def put_back(self) -> list[str]:
         return self.texts
 
     def attach(self, call: ModelCall) -> None:
-        """The call joins the request's lineage; reasoning that could not be put back is an event."""
+        """The call joins the request's lineage; the rule's decisions (reasoning kept as the application
+        holds it, or not put back) are events."""
         self.call = CallRef(call)  # weak: the call holds this (``call.outgoing``)
         call.join(self.lineage)
+        if self.plan is not None:
+            self.plan.emit(call, lambda i, _: f"input.{i}")
         if self.lost:
             call.add_event(
                 attr.EVENT_DROPPED,
@@ -218,18 +326,21 @@ class Outgoing:
             )
 
     def finish(self, response: Any) -> None:
-        """Before capture of a complete response: vendor drops; record (redact) once captured."""
+        """Before capture of a complete response: vendor drops; record the bindings once captured."""
         if self.chat:
             messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
             if self.adapter.redact:
                 self.call().after_capture = lambda capture, _: self._record_chat(messages, capture)
             return
         self._vendor_dropped(_get(response, "input_transformations"))
-        if self.adapter.redact:
-            snapshot = [_item_snapshot(i) for i in _get(response, "output") or () if _get(i, "type") == "reasoning"]
+        snapshot = [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
+        if self.plan is not None and any(item_key(_item_texts(i)[0], i) for i, _ in snapshot):
             self.call().after_capture = lambda capture, _: self._record_items(snapshot, capture)
 
     def _record_chat(self, messages: Sequence[Any], capture: Capture | None) -> None:
+        identity = self.call().identity
+        if not identity.named_execution:  # outside execution() nothing is put back: nothing to record
+            return
         parts = iter(capture.parts if capture is not None else ())
         records = []
         for message in messages:
@@ -238,21 +349,21 @@ class Outgoing:
             if field is None:
                 continue
             part = next(parts, None)
-            owner = self.call().identity.scope
-            records.append((message_key(field, message), _record(extra[field], part, self.adapter.keyed, owner)))
+            owner = identity.scope
+            key = message_key(field, message, owner)
+            records.append((key, _chat_record(extra[field], part, self.adapter.keyed, owner)))
         self.adapter.remember(records)
 
-    def _record_items(self, snapshot: Sequence[tuple[bytes | None, list[str]]], capture: Capture | None) -> None:
+    def _record_items(self, snapshot: Sequence[tuple[Any, list[str]]], capture: Capture | None) -> None:
+        """The binding of every reasoning item of the response to the request the plan saw (its
+        ``encrypted_content`` keys it); the parts of ``capture`` are in the order of the reasoning items."""
+        assert self.plan is not None
         parts = iter(capture.parts if capture is not None else ())
-        records = []
-        for key, pieces in snapshot:
-            part = next(parts, None)
-            if key is None or not any(pieces):
-                continue
-            text = _SEPARATOR.join(pieces)
-            split = tuple(len(p) for p in pieces)
-            records.append((key, _record(text, part, self.adapter.keyed, self.call().identity.scope, split)))
-        self.adapter.remember(records)
+        items: list[bytes | Produced] = []
+        for item, pieces in snapshot:
+            part = next(parts, None) if _get(item, "type") == "reasoning" else None
+            items.append(_produced(item, part, pieces, self.adapter.keyed))
+        self.adapter.rule.record(self.plan, b"", items, (), self.call().identity)
 
     def _vendor_dropped(self, transformations: Any) -> None:
         ids = {_get(item, "id"): i for i, item in enumerate(self.original.get("input") or ()) if _get(item, "id")}
@@ -269,7 +380,10 @@ class Outgoing:
             )
 
     def scrub(self, response: Any) -> None:
-        """``transcript="redact"``: the application never holds readable reasoning."""
+        """``transcript="redact"``: the application never holds readable reasoning; a summary only
+        loom-otel asked for is taken out whole (the bare response has none)."""
+        if self.readable:
+            withhold_summaries(response, self._app_summary())
         if not self.adapter.redact:
             return
         if self.chat:
@@ -282,10 +396,9 @@ class Outgoing:
     def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
         return _RedactingLayer(self, inner)
 
-
-def _item_snapshot(item: Any) -> tuple[bytes | None, list[str]]:
-    field, pieces = _item_texts(item)
-    return item_key(field, item), pieces
+    def _app_summary(self) -> object:
+        reasoning = self.original.get("reasoning")
+        return reasoning.get("summary") if isinstance(reasoning, Mapping) else None
 
 
 def _drop_fields(obj: Any) -> None:
@@ -303,6 +416,23 @@ def _blank_item(item: Any) -> None:
             piece.text = ""
 
 
+def _summary_events() -> Callable[[Any], bool]:
+    """Whether a Responses event belongs to a summary (withheld); the later events'
+    ``sequence_number`` close the gap, as the bare stream numbers them."""
+    withheld = 0
+
+    def summary_event(event: Any) -> bool:
+        nonlocal withheld
+        if str(getattr(event, "type", "")).startswith(_SUMMARY_EVENTS):
+            withheld += 1
+            return True
+        if withheld and isinstance(getattr(event, "sequence_number", None), int):
+            event.sequence_number -= withheld
+        return False
+
+    return summary_event
+
+
 class _RedactingLayer(AccumulatorLayer):
     """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
 
@@ -311,10 +441,13 @@ class _RedactingLayer(AccumulatorLayer):
         super().__init__(inner)
         self._final: Any = None
         self._messages: dict[int, dict[str, Any]] = {}
+        self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
+        """A summary only loom-otel asked for: its events are not handed on (a bare request streams
+        none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
 
     def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
         keeps = not self._outgoing.chat and (hasattr(chunk, "response") or hasattr(chunk, "item"))
-        if keeps and self._outgoing.adapter.redact:
+        if keeps and self._outgoing.blanks:
             # The inner accumulator keeps the event's response or item, which is blanked below.
             deltas = self._inner.feed(chunk.model_copy(deep=True))
         else:
@@ -349,6 +482,8 @@ class _RedactingLayer(AccumulatorLayer):
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             self._final = final
             self._outgoing.finish(final)
+        if self._outgoing.readable:
+            self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
         if kind in _DELTA_EVENTS:
@@ -363,6 +498,21 @@ class _RedactingLayer(AccumulatorLayer):
             _blank_item(item)
         for output in getattr(final, "output", None) or ():
             _blank_item(output)
+
+    def _withhold(self, event: Any, kind: str | None, final: Any) -> None:
+        """A summary only loom-otel asked for: its events carry no text (they still arrive, empty: a
+        stream cannot lose events), its items and responses none at all."""
+        if kind in _DELTA_EVENTS:
+            event.delta = ""
+        elif kind in _TEXT_EVENTS:
+            event.text = ""
+        part = getattr(event, "part", None)
+        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
+            part.text = ""
+        item = getattr(event, "item", None)
+        if item is not None:
+            withhold_item(item)
+        withhold_summaries(final, self._outgoing._app_summary())
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
         result = self._inner.result()

@@ -11,6 +11,7 @@ or from the items and deltas received when the stream stops before it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -20,6 +21,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._calls._content import (
     attach_request,
     content_mode,
+    content_part,
     reasoning_input_part,
     text_part,
     tool_call_part,
@@ -27,6 +29,7 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
 from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field
 
@@ -155,16 +158,13 @@ def _tools(kwargs: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def _texts(content: Any) -> list[dict[str, Any]]:
-    """A message content: a string, or parts of which the text ones are kept (others by their kind)."""
+    """A message content: a string, or parts of which the text ones are kept, the reasoning ones by
+    reference (others by their kind)."""
     if content is None:
         return []
     if isinstance(content, str):
         return [text_part(content)]
-    found = []
-    for part in content:
-        text = field(part, "text")
-        found.append(text_part(text) if isinstance(text, str) else {"type": str(field(part, "type") or "unknown")})
-    return found
+    return [content_part(part) for part in content]
 
 
 def _chat_message(message: Any, *, answer: bool = False) -> dict[str, Any]:
@@ -289,7 +289,22 @@ def chat_response_info(completion: Any, request: RequestInfo) -> ResponseInfo:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
     _chat_usage(getattr(completion, "usage", None), attributes)
     content = _chat_output(completion) if request.records_content else None
-    return ResponseInfo(model=model, attributes=attributes, output_messages=content)
+    return ResponseInfo(model=model, attributes=attributes, output_messages=content, layout=_chat_layout(completion))
+
+
+def _chat_layout(completion: Any) -> tuple[str, ...]:
+    """Per choice, by index: its reasoning, its answer text, its tool calls (``core._layout``)."""
+    layout = LayoutBuilder()
+    for choice in sorted(getattr(completion, "choices", None) or (), key=lambda c: c.index):
+        message = getattr(choice, "message", None)
+        if _reasoning_field(message):
+            layout.reasoning()
+        if getattr(message, "content", None):
+            layout.text()
+        for call in getattr(message, "tool_calls", None) or ():
+            function = getattr(call, "function", None)
+            layout.tool_call(call.id, getattr(function, "name", None), getattr(function, "arguments", None))
+    return layout.entries()
 
 
 def _chat_output(completion: Any) -> list[dict[str, Any]]:
@@ -311,6 +326,9 @@ class ChatStreamAccumulator:
         self._finish: dict[int, str] = {}
         self._last: Any = None
         self._usage: Any = None
+        self._answered: set[int] = set()
+        self._calls: dict[int, dict[int, list[Any]]] = {}
+        """Per choice, per tool call index: [id, name, argument pieces]."""
         self.text_deltas: list[tuple[int, str]] | None = None
         """Set by a stream whose live view carries text: ``feed`` then appends each ``delta.content``."""
 
@@ -324,8 +342,12 @@ class ChatStreamAccumulator:
             if text:
                 self._texts.setdefault(choice.index, []).append(text)
                 deltas.append((choice.index, text))
-            if self.text_deltas is not None and choice.delta.content:
-                self.text_deltas.append((choice.index, choice.delta.content))
+            if choice.delta.content:
+                self._answered.add(choice.index)
+                if self.text_deltas is not None:
+                    self.text_deltas.append((choice.index, choice.delta.content))
+            if choice.delta.tool_calls:
+                self._tool_deltas(choice.index, choice.delta.tool_calls)
             if choice.finish_reason:
                 self._finish[choice.index] = str(choice.finish_reason)
         return deltas
@@ -341,7 +363,32 @@ class ChatStreamAccumulator:
             reasons = [r for _, r in sorted(self._finish.items())]
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
         _chat_usage(self._usage, attributes)
-        return reasonings, ResponseInfo(model=model, attributes=attributes)
+        return reasonings, ResponseInfo(model=model, attributes=attributes, layout=self._layout())
+
+    def _tool_deltas(self, choice: int, deltas: Any) -> None:
+        calls = self._calls.setdefault(choice, {})
+        for delta in deltas:
+            call = calls.setdefault(delta.index, [None, None, []])
+            if delta.id:
+                call[0] = delta.id
+            function = delta.function
+            if function is not None:
+                if function.name:
+                    call[1] = function.name
+                if function.arguments:
+                    call[2].append(function.arguments)
+
+    def _layout(self) -> tuple[str, ...]:
+        """As ``_chat_layout`` reads a complete response."""
+        layout = LayoutBuilder()
+        for choice in sorted(self._texts.keys() | self._answered | self._calls.keys()):
+            if choice in self._texts:
+                layout.reasoning()
+            if choice in self._answered:
+                layout.text()
+            for _, (call_id, name, pieces) in sorted(self._calls.get(choice, {}).items()):
+                layout.tool_call(call_id, name, "".join(pieces))
+        return layout.entries()
 
 
 # --- Responses API ----------------------------------------------------------------------------------
@@ -408,7 +455,22 @@ def responses_response_info(response: Any, request: RequestInfo) -> ResponseInfo
         ]
         if reason is not None:
             content[-1]["finish_reason"] = reason
-    return ResponseInfo(model=model, attributes=attributes, output_messages=content)
+    layout = _responses_layout(getattr(response, "output", None))
+    return ResponseInfo(model=model, attributes=attributes, output_messages=content, layout=layout)
+
+
+def _responses_layout(items: Any) -> tuple[str, ...]:
+    """Output items in order: reasoning items, messages (answer text), function calls (``core._layout``)."""
+    layout = LayoutBuilder()
+    for item in items or ():
+        kind = getattr(item, "type", None)
+        if kind == "reasoning":
+            layout.reasoning()
+        elif kind == "message":
+            layout.text()
+        elif kind == "function_call":
+            layout.tool_call(getattr(item, "call_id", None), getattr(item, "name", None), item.arguments)
+    return layout.entries()
 
 
 class ResponsesStreamAccumulator:
@@ -462,7 +524,10 @@ class ResponsesStreamAccumulator:
                 kind = self._partial_kind[index]
                 reasonings.append(Reasoning(kind, provider, text=_SUMMARY_SEPARATOR.join(texts)))
         info = responses_response_info(self._started, self._request) if self._started is not None else ResponseInfo()
-        return reasonings, info
+        layout = LayoutBuilder()  # stopped before its end: the reasoning items received, nothing else known
+        for _ in reasonings:
+            layout.reasoning()
+        return reasonings, dataclasses.replace(info, layout=layout.entries())
 
 
 CHAT: Final = Api(chat_request_info, chat_reasonings, chat_response_info, ChatStreamAccumulator)

@@ -1,0 +1,63 @@
+"""``check_store``: whether the blobs a journal's (or a collector file's) capture records name are in
+the store, whole (``loom-otel verify --store``). A chain can be whole while the evidence it points to
+was changed or lost: only reading each blob and its digest tells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loom_otel.audit._read import PartResolver, PartStatus
+from loom_otel.audit._records import ReasoningSource, iter_captures
+from loom_otel.core._store._protocol import ReasoningStore
+
+__all__ = ["BlobProblem", "StoreCheck", "check_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class BlobProblem:
+    """A part whose blob is not as its record says: where the record is, and what was found."""
+
+    origin: str
+    seq: int
+    execution_id: str
+    tenant: str | None
+    index: int
+    status: PartStatus
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCheck:
+    """``parts``: the parts kept in the store that the records name; ``ok``: read back whole.
+    ``mismatched``: present but not what was recorded (changed, or sealed to another execution);
+    ``missing``: absent (erased with ``loom-otel erase``, or lost: the store alone cannot tell)."""
+
+    parts: int
+    ok: int
+    mismatched: tuple[BlobProblem, ...]
+    missing: tuple[BlobProblem, ...]
+
+
+def check_store(source: ReasoningSource, store: ReasoningStore) -> StoreCheck:
+    """Read every blob the capture records of ``source`` name from ``store`` and check its digest."""
+    resolvers: dict[tuple[str | None, str], PartResolver] = {}
+    parts = ok = 0
+    mismatched: list[BlobProblem] = []
+    missing: list[BlobProblem] = []
+    for record in iter_captures(source):
+        key = (record.tenant, record.execution_id)
+        resolver = resolvers.get(key)
+        if resolver is None:
+            resolver = resolvers[key] = PartResolver(store, record.tenant, record.execution_id)
+        for index in range(len(record.kinds)):
+            if not record.refs[index]:
+                continue
+            status = resolver.resolve(record, index, received=True).status
+            if status in (PartStatus.REDACTED, PartStatus.EMPTY, PartStatus.NOT_KEPT):
+                continue  # the record alone decides: no blob to read
+            parts += 1
+            if status is PartStatus.OK:
+                ok += 1
+                continue
+            problem = BlobProblem(record.origin, record.seq, record.execution_id, record.tenant, index, status)
+            (missing if status is PartStatus.ERASED else mismatched).append(problem)
+    return StoreCheck(parts, ok, tuple(mismatched), tuple(missing))

@@ -1,0 +1,91 @@
+"""``loom-otel retain``: apply the retention policy once (for cron): erase every execution whose newest
+capture is older than its retention, each with a chained tombstone naming the policy.
+
+The retention is ``--retention`` (``30d``, ``12h``, ``none``), else ``LOOM_OTEL_RETENTION``. Exit codes:
+0 done (also when nothing had expired), 1 the store or the journal failed, 2 a usage or configuration
+error (no retention set, an invalid one, no store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Final, TextIO
+
+from loom_otel.audit._locations import journal_of
+from loom_otel.audit._retention import apply_retention, parse_retention
+from loom_otel.cli._audit import open_store
+from loom_otel.cli._erase import Progress
+from loom_otel.core import environment_variables as env
+from loom_otel.core.exceptions import LoomOtelError
+
+__all__ = ["register", "run"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``retain``."""
+    parser = subparsers.add_parser(
+        "retain",
+        help="apply the retention policy once (for cron)",
+        description="Erase the reasoning of every execution whose newest capture is older than the retention "
+        f"(--retention, else ${env.LOOM_OTEL_RETENTION}), each with a chained tombstone naming the policy. "
+        "Executions already erased are left alone, so running it again adds nothing.",
+    )
+    parser.add_argument("--retention", default=None, help="30d, 12h, 90m, 2w, or none")
+    parser.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
+    parser.add_argument(
+        "--journal",
+        default=None,
+        help=f"journal directory (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, else beside a file store)",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    setting = args.retention if args.retention is not None else os.environ.get(env.LOOM_OTEL_RETENTION)
+    if setting is None:
+        print(f"loom-otel retain: no retention: pass --retention 30d or set {env.LOOM_OTEL_RETENTION}", file=err)
+        return EXIT_USAGE
+    try:
+        named_by = "--retention" if args.retention is not None else env.LOOM_OTEL_RETENTION
+        retention = parse_retention(setting, named_by=named_by)
+        store = open_store(args.store)
+    except LoomOtelError as exc:
+        print(f"loom-otel retain: {exc}", file=err)
+        return EXIT_USAGE
+    if retention is None:
+        print(f"retention none ({named_by}): everything is kept; nothing erased", file=out)
+        return EXIT_OK
+    journal = journal_of(args.journal, store)
+    if not journal.is_dir():
+        print(f"loom-otel retain: no journal at {str(journal)!r}: nothing was captured there", file=err)
+        return EXIT_USAGE
+    try:
+        results = apply_retention(journal, store, default=retention, journal=journal, progress=Progress(err))
+    except (LoomOtelError, OSError) as exc:
+        print(f"loom-otel retain: the store or the journal failed ({type(exc).__name__}: {exc})", file=err)
+        return EXIT_FAILED
+    if args.json:
+        payload = {
+            "retention": retention.text,
+            "executions_erased": len(results),
+            "blobs_removed": sum(r.blobs_removed for r in results),
+        }
+        print(json.dumps(payload), file=out)
+    else:
+        blobs = sum(r.blobs_removed for r in results)
+        print(
+            f"retention {retention.text} ({retention.named_by}): erased {len(results)} execution(s), "
+            f"{blobs} blob(s), from {store!r}",
+            file=out,
+        )
+    return EXIT_OK

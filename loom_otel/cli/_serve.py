@@ -1,0 +1,126 @@
+"""``loom-otel serve``: the governed reasoning viewer (DESIGN "Who may read (live view and viewer)").
+
+Reads a journal directory or a collector ``file`` archive and the store, and serves the pages and the
+JSON API to readers proved by static tokens, JWTs, or a declared trusted proxy, each read recorded in
+the viewer's own journal origin. ``--workers N`` starts N uvicorn workers; all answer the same.
+Exit codes: 2 a usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Final, TextIO
+
+from loom_otel.core import environment_variables as env
+from loom_otel.core._config import default_journal_dir
+from loom_otel.core.exceptions import LoomOtelError
+
+__all__ = ["register", "run"]
+
+EXIT_USAGE: Final = 2
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve recorded reasoning to the readers the policy admits (pages and JSON API)",
+        description="A viewer of captured reasoning: / lists the executions the reader may see, "
+        "/executions/ID shows steps, attempts and the text of each part as untrusted model output. "
+        "Missing and forbidden answer the same 404; every read is a chained loom.reasoning.read record.",
+    )
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--journal", help="journal directory to serve")
+    where.add_argument(
+        "--archive", help="collector file exporter output (OTLP JSON lines) to serve: a path or s3://bucket/key"
+    )
+    parser.add_argument("--store", default=None, help=f"store URL (default: ${env.LOOM_OTEL_REASONING_STORE})")
+    parser.add_argument("--policy", default=None, help=f"reading policy TOML (default: ${env.LOOM_OTEL_POLICY})")
+    auth = parser.add_argument_group("authentication (exactly one)")
+    auth.add_argument("--tokens", default=None, metavar="FILE", help="static tokens, TOML [tokens] principal = token")
+    auth.add_argument("--jwks", default=None, metavar="FILE|URL", help="JWT signing keys (JWKS) of the issuer")
+    auth.add_argument("--issuer", default=None, help="required JWT issuer (iss)")
+    auth.add_argument("--audience", default=None, help="required JWT audience (aud)")
+    auth.add_argument("--principal-claim", default="sub", help="JWT claim naming the principal (default: sub)")
+    auth.add_argument(
+        "--trusted-proxy",
+        action="store_true",
+        help="take X-Loom-Principal from a proxy that authenticates every request (warned at startup)",
+    )
+    parser.add_argument(
+        "--trace-url",
+        default=None,
+        metavar="TEMPLATE",
+        help="link to a trace in the tracing backend, e.g. http://localhost:16686/trace/{trace_id}",
+    )
+    parser.add_argument(
+        "--reads-journal",
+        default=None,
+        metavar="DIR",
+        help="journal that records every read (default: the served journal; with --archive, the user's state "
+        "directory)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8377, help="port (default: 8377)")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
+    parser.add_argument(
+        "--forward",
+        action="store_true",
+        help="forward the read records like captures, through the chained exporter "
+        f"(to ${env.LOOM_OTEL_CHAIN_INNER}, default OTLP over HTTP)",
+    )
+    parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    from loom_otel.viewer._settings import SETTINGS_VARIABLE, ServeSettings
+
+    store = args.store or os.environ.get(env.LOOM_OTEL_REASONING_STORE)
+    if not store:
+        print(f"loom-otel serve: name the store (--store or ${env.LOOM_OTEL_REASONING_STORE})", file=err)
+        return EXIT_USAGE
+    from loom_otel.viewer._archive import is_remote
+
+    given = args.journal or args.archive
+    source = given if is_remote(given) else str(Path(given).expanduser().absolute())
+    reads = args.reads_journal or (source if args.journal else str(default_journal_dir()))
+    settings = ServeSettings(
+        source=source,
+        store=store,
+        reads_journal=str(Path(reads).expanduser().absolute()),
+        policy=args.policy or os.environ.get(env.LOOM_OTEL_POLICY) or None,
+        tokens=args.tokens,
+        jwks=args.jwks,
+        issuer=args.issuer,
+        audience=args.audience,
+        principal_claim=args.principal_claim,
+        trusted_proxy=args.trusted_proxy,
+        trace_url=args.trace_url,
+        secure_cookie=args.secure_cookie,
+        forward=args.forward,
+    )
+    try:
+        settings.check()
+        settings.authenticator()  # a trusted proxy warns here, once, at startup
+    except (LoomOtelError, OSError) as exc:
+        print(f"loom-otel serve: {exc}", file=err)
+        return EXIT_USAGE
+    os.environ[SETTINGS_VARIABLE] = settings.to_environment()
+    import uvicorn
+
+    print(f"loom-otel serve: http://{args.host}:{args.port}/ ({source})", file=out, flush=True)
+    uvicorn.run(
+        "loom_otel.viewer._settings:app_from_environment",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=max(1, args.workers),
+        log_level="warning",
+        access_log=False,
+    )
+    return 0

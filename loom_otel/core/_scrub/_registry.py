@@ -1,0 +1,239 @@
+"""What this process captured, remembered for the scrubber: bounded, in memory only, across traces.
+
+- **Exact values**: the newest ``_MAX_ENTRIES`` texts and signatures (each signature in its base64
+  forms) -> (replacement marker, ref, digest, size): a value that is one of them becomes its marker.
+- **Windows** (``_windows.WindowIndex``): the skeleton forms of every text and signature (a text's
+  ASCII JSON escape where it differs, and its base64 at three alignments, the first ``_BASE64_CHARS``
+  characters of each), at most ``_MAX_WINDOWS`` windows (about 100 bytes each): any run of at least
+  ``MIN_RUN`` letters and digits of one of them, in any later span or log record of any trace.
+- **Short secrets** (fewer letters and digits than ``MIN_RUN``, at least ``_MIN_NEEDLE`` characters):
+  searched for as they are and JSON-escaped inside the values of their own trace (the newest
+  ``_MAX_TRACES`` traces), where a run that short is unambiguous.
+
+``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
+enters what is queued.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import json
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from loom_otel.core._model import Reasoning, ReasoningPart
+from loom_otel.core._scrub._windows import MIN_RUN, WindowIndex, skeleton
+
+__all__ = [
+    "REMOVED",
+    "Kept",
+    "forget_all",
+    "marker",
+    "reference_of",
+    "registry",
+    "remember",
+    "sight",
+    "signature_forms",
+]
+
+REMOVED: Final = "[reasoning removed by loom-otel]"
+"""What a reasoning text or signature loom-otel has no reference for becomes."""
+_MIN_NEEDLE: Final = 8
+"""Texts shorter than this are not searched for inside larger values (they are still replaced where a
+reasoning shape holds them)."""
+_MAX_ENTRIES: Final = 4096
+_MAX_WINDOWS: Final = 1 << 17
+_BASE64_CHARS: Final = 256
+_MAX_TRACES: Final = 1024
+_UNTRACED_SEARCH: Final = 4
+
+Kept = tuple[str | None, str | None, int]
+"""What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
+where nothing readable was kept."""
+_Capture = tuple[Any, ...]
+"""One call's capture as ``remember`` queues it, flat: the trace id, then text, signature, ref, digest and
+size of each part."""
+_PIECE: Final = 5
+
+
+class _Needles:
+    """The short secrets of one trace as searched for inside larger values: (needle, replacement),
+    longest first, JSON-escaped forms included, with minus each length (ascending) to skip those too
+    long; rebuilt on the first search after a change, replaced in one assignment."""
+
+    __slots__ = ("built", "secrets", "stale")
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, str] = {}
+        self.built: tuple[tuple[tuple[str, str], ...], list[int]] = ((), [])
+        self.stale = False
+
+    def add(self, secret: str, replacement: str) -> None:
+        self.secrets[secret] = replacement
+        self.stale = True
+
+    def fitting(self, length: int) -> Sequence[tuple[str, str]]:
+        if self.stale:
+            self.stale = False
+            found: dict[str, str] = {}
+            for secret, replacement in list(self.secrets.items()):
+                found[secret] = replacement
+                for ascii_only in (True, False):
+                    found.setdefault(json.dumps(secret, ensure_ascii=ascii_only)[1:-1], replacement)
+            pairs = tuple(sorted(found.items(), key=lambda item: -len(item[0])))
+            self.built = (pairs, [-len(needle) for needle, _ in pairs])
+        pairs, lengths = self.built
+        return pairs[bisect.bisect_left(lengths, -length) :]
+
+
+def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
+    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64."""
+    data = text.encode("utf-8", "surrogatepass")
+    forms = [skeleton(data)]
+    if not text.isascii():
+        forms.append(skeleton(json.dumps(text).encode()))
+    return forms, [skeleton(base64.b64encode(data[shift:]))[:_BASE64_CHARS] for shift in range(3)]
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._exact: OrderedDict[str, tuple[str, str | None, str | None, int]] = OrderedDict()
+        self.windows = WindowIndex(_MAX_WINDOWS)
+        self._traces: OrderedDict[int, _Needles] = OrderedDict()
+        self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
+
+    def captured(self, capture: _Capture) -> None:
+        self._captured.append(capture)  # atomic: no lock on the model call's path
+
+    def enter_captured(self) -> None:
+        captured = self._captured
+        while captured:
+            try:
+                capture = captured.popleft()
+            except IndexError:  # another thread entered the last one
+                return
+            trace_id: int = capture[0]
+            for i in range(1, len(capture), _PIECE):
+                text, signature, ref, digest, size = capture[i : i + _PIECE]
+                if text:
+                    self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id)
+                if signature:
+                    self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
+
+    def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int) -> None:
+        if self._add(text, replacement, kept, trace_id):
+            self.windows.add(*_text_forms(text), replacement)
+
+    def add_signature(self, signature: str | bytes, replacement: str, kept: Kept, trace_id: int) -> None:
+        forms = list(signature_forms(signature))
+        if any([self._add(form, replacement, kept, trace_id) for form in forms]):
+            self.windows.add([skeleton(forms[0].encode())], (), replacement)
+
+    def _add(self, secret: str, replacement: str, kept: Kept, trace_id: int) -> bool:
+        """Enter ``secret`` as an exact value (and a short needle of its trace); True when its
+        replacement is new (its windows are to be indexed)."""
+        with self._lock:
+            old = self._exact.get(secret)
+            self._exact[secret] = (replacement, *kept)
+            self._exact.move_to_end(secret)
+            while len(self._exact) > _MAX_ENTRIES:
+                self._exact.popitem(last=False)
+            if len(secret) >= _MIN_NEEDLE and trace_id and len(skeleton(secret.encode("utf-8", "replace"))) < MIN_RUN:
+                needles = self._traces.get(trace_id)
+                if needles is None:
+                    needles = self._traces[trace_id] = _Needles()
+                    while len(self._traces) > _MAX_TRACES:
+                        self._traces.popitem(last=False)
+                needles.add(secret, replacement)
+            return old is None or old[0] != replacement
+
+    def get(self, value: str) -> str | None:
+        if self._captured:
+            self.enter_captured()
+        found = self._exact.get(value)
+        return found[0] if found is not None else None
+
+    def reference(self, value: str) -> tuple[str, str | None, str | None, int] | None:
+        if self._captured:
+            self.enter_captured()
+        return self._exact.get(value)
+
+    def needles(self, trace_id: int | None, length: int) -> Sequence[tuple[str, str]]:
+        """The short needles of ``trace_id`` that fit in a value of ``length`` characters, longest
+        first; for a record outside any trace, those of the newest ``_UNTRACED_SEARCH`` traces."""
+        if not self._traces:
+            return ()
+        if trace_id:
+            needles = self._traces.get(trace_id)
+            return needles.fitting(length) if needles is not None else ()
+        with self._lock:
+            recent = list(self._traces.values())[-_UNTRACED_SEARCH:]
+        return [pair for needles in reversed(recent) for pair in needles.fitting(length)]
+
+    def has_windows(self) -> bool:
+        if self._captured:
+            self.enter_captured()
+        return bool(self.windows)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._captured.clear()
+            self._exact.clear()
+            self._traces.clear()
+        self.windows.clear()
+
+
+registry: Final = _Registry()
+
+
+def marker(ref: str | None, digest: str | None, size: int, what: str) -> str:
+    """What replaces a captured text (``what="text"``) or signature: its reference, digest and size, or
+    the removal marker where nothing readable was kept."""
+    if ref:
+        return f"[loom-otel reasoning {what} ref={ref} digest={digest} size={size}]"
+    return REMOVED
+
+
+def signature_forms(signature: str | bytes) -> Iterable[str]:
+    """A signature as it is written: itself, or (bytes, Gemini) its standard and URL-safe base64."""
+    if isinstance(signature, str):
+        yield signature
+        return
+    yield base64.b64encode(signature).decode()
+    yield base64.urlsafe_b64encode(signature).decode()
+
+
+def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
+    """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
+    reference that replaces it (entered when the registry is next asked, not on the model call's path)."""
+    capture: list[object] = [trace_id]
+    for r, p in zip(reasonings, parts, strict=False):
+        capture += (r.text, r.signature, p.text_ref, p.digest, p.size)
+    registry.captured(tuple(capture))
+
+
+def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:
+    """Register a response's reasoning as soon as it is parsed, before capture (removal markers until
+    ``remember`` gives their references). For the wrappers to call where another instrumentation wrapped
+    inside loom-otel could record the response first (it returns to that wrapper before loom-otel's)."""
+    for reasoning in reasonings:
+        kept: Kept = (None, None, len((reasoning.text or "").encode()))
+        if reasoning.text and registry.get(reasoning.text) is None:
+            registry.add_text(reasoning.text, REMOVED, kept, trace_id)
+        signature = reasoning.signature
+        if signature and all(registry.get(form) is None for form in signature_forms(signature)):
+            registry.add_signature(signature, REMOVED, kept, trace_id)
+
+
+def reference_of(secret: str) -> tuple[str, str | None, str | None, int] | None:
+    """(replacement marker, ref, digest, size) of a text or signature loom-otel captured recently."""
+    return registry.reference(secret)
+
+
+def forget_all() -> None:
+    """Forget every remembered text and signature (tests)."""
+    registry.clear()

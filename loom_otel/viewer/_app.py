@@ -1,0 +1,320 @@
+"""``create_app``: the viewer's ASGI app (Starlette). Stateless: every answer comes from the capture
+index, the journal or archive lines and the store, so any number of workers and hosts answer the same.
+
+Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
+``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
+``/signin`` / ``/signout`` (a browser's token as an HttpOnly cookie), and, with a ``hub``, the live
+view at ``/live`` (parts of calls in flight, streamed into the execution page). Missing and forbidden
+answer the same 404; an unauthenticated request too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+from opentelemetry.sdk.trace.export import SpanExporter
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+
+from loom_otel.audit._document import reading_document
+from loom_otel.core._policy import ReadingPolicy
+from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
+from loom_otel.live._feed import Viewer
+from loom_otel.live._hub import LiveReasoningHub
+from loom_otel.viewer._archive import RemoteArchive, is_remote
+from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
+from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, list_readable, read_page
+from loom_otel.viewer._reads import ReadLog
+
+__all__ = ["create_app"]
+
+_SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+_COOKIE_DAYS: Final = 1
+_MAX_FORM: Final = 16384
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def _safe_next(value: str | None) -> str:
+    """Only a path on this site (never ``//host`` or a scheme): no open redirect through sign-in."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    if any(c.isspace() or not c.isprintable() for c in value):  # a browser drops tabs: "/\t/host" is "//host"
+        return "/"
+    return value
+
+
+class _Viewer:
+    def __init__(  # noqa: PLR0917 - one private constructor, called once
+        self,
+        evidence: Evidence,
+        store: ReasoningStore,
+        policy: ReadingPolicy,
+        authenticator: Authenticator,
+        reads: ReadLog,
+        trace_url: str | None,
+        live: bool,
+        secure_cookie: bool,
+    ) -> None:
+        self.evidence = evidence
+        self.store = store
+        self.policy = policy
+        self.authenticator = authenticator
+        self.reads = reads
+        self.trace_url = trace_url
+        self.live = live
+        self.secure_cookie = secure_cookie
+
+    async def reader(self, connection: HTTPConnection) -> str | None:
+        viewer = await authenticate(self.authenticator, connection)
+        return viewer.principal if viewer is not None and viewer.principal else None
+
+    def _not_found(self, request: Request, reader: str | None, *, html: bool) -> Response:
+        if html:
+            path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return HTMLResponse(not_found_html(path, reader=reader), status_code=404, headers=_SECURITY_HEADERS)
+        return JSONResponse({"error": "not found"}, status_code=404, headers=_SECURITY_HEADERS)
+
+    # -- executions --------------------------------------------------------------------------------
+    async def _rows(self, request: Request, reader: str) -> list[Any]:
+        query = request.query_params
+        tenant = query.get("tenant")
+        since = query.get("since")
+        since_ns = None
+        if since:
+            try:
+                when = dt.datetime.fromisoformat(since)
+                when = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)  # UTC unless it says
+                since_ns = int(when.timestamp() * 1e9)
+            except ValueError:
+                since_ns = None
+        return await asyncio.to_thread(
+            list_readable,
+            self.evidence,
+            reader,
+            self.policy,
+            tenant=tenant or None,
+            any_tenant="tenant" not in query,
+            since=since_ns,
+            limit=_int(query.get("limit"), 200),
+        )
+
+    async def index(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=True)
+        rows = await self._rows(request, reader)
+        return HTMLResponse(index_html(rows, reader=reader), headers=_SECURITY_HEADERS)
+
+    async def api_index(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=False)
+        rows = await self._rows(request, reader)
+        body = [
+            {
+                "execution_id": r.execution_id,
+                "tenant": r.tenant,
+                "calls": r.calls,
+                "parts": r.parts,
+                "first_unix_nano": r.first,
+                "last_unix_nano": r.last,
+            }
+            for r in rows
+        ]
+        return JSONResponse(body, headers=_SECURITY_HEADERS)
+
+    # -- one execution -----------------------------------------------------------------------------
+    async def _page(self, request: Request, reader: str | None) -> ExecutionPage | None:
+        if reader is None:
+            return None
+        execution_id = request.path_params["execution_id"]
+        query = request.query_params
+        tenant = query.get("tenant") or None
+        page = await asyncio.to_thread(
+            read_page,
+            self.evidence,
+            self.store,
+            reader,
+            self.policy,
+            execution_id=execution_id,
+            tenant=tenant,
+            step_id=query.get("step") or None,
+            offset=_int(query.get("offset"), 0),
+            limit=_int(query.get("limit"), PAGE_PARTS),
+        )
+        # evidence before the answer leaves: a journal that cannot be written fails the read
+        if page is None:
+            await asyncio.to_thread(self.reads.refused, reader, tenant, execution_id)
+        else:
+            await asyncio.to_thread(self.reads.parts, reader, tenant, execution_id, page.reading.parts)
+        return page
+
+    async def execution(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        page = await self._page(request, reader)
+        if page is None or reader is None:
+            return self._not_found(request, reader, html=True)
+        body = execution_html(
+            page,
+            reader=reader,
+            trace_url=self.trace_url,
+            step=request.query_params.get("step") or None,
+            live=self.live,
+        )
+        return HTMLResponse(body, headers=_SECURITY_HEADERS)
+
+    async def api_execution(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        page = await self._page(request, reader)
+        if page is None:
+            return self._not_found(request, reader, html=False)
+        document = reading_document(page.reading, text=True)
+        document["page"] = {
+            "offset": page.offset,
+            "limit": page.limit,
+            "total_parts": page.total_parts,
+            "next_offset": page.next_offset,
+        }
+        return JSONResponse(document, headers=_SECURITY_HEADERS)
+
+    # -- signing in (browsers) ---------------------------------------------------------------------
+    async def signin_form(self, request: Request) -> Response:
+        return HTMLResponse(
+            signin_html(_safe_next(request.query_params.get("next")), failed=False), headers=_SECURITY_HEADERS
+        )
+
+    async def signin(self, request: Request) -> Response:
+        body = await request.body()
+        form = parse_qs(body[:_MAX_FORM].decode("utf-8", "replace"), max_num_fields=4)
+        token = (form.get("token") or [""])[0].strip()
+        next_path = _safe_next((form.get("next") or ["/"])[0])
+        probe = _TokenProbe(request, token)
+        if not token or await self.reader(probe) is None:
+            return HTMLResponse(signin_html(next_path, failed=True), status_code=401, headers=_SECURITY_HEADERS)
+        response = RedirectResponse(next_path, status_code=303, headers=_SECURITY_HEADERS)
+        response.set_cookie(
+            TOKEN_COOKIE,
+            token,
+            max_age=_COOKIE_DAYS * 86400,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure_cookie,
+        )
+        return response
+
+    async def signout(self, request: Request) -> Response:
+        response = RedirectResponse("/", status_code=303, headers=_SECURITY_HEADERS)
+        response.delete_cookie(TOKEN_COOKIE)
+        return response
+
+    async def script(self, request: Request) -> Response:
+        text = resources.files("loom_otel.viewer").joinpath("live.js").read_text(encoding="utf-8")
+        return Response(text, media_type="text/javascript", headers=_SECURITY_HEADERS)
+
+
+class _TokenProbe(HTTPConnection):
+    """The sign-in request as if it presented ``token`` as a bearer token (checked before the cookie)."""
+
+    def __init__(self, request: Request, token: str) -> None:
+        scope = dict(request.scope)
+        headers = [(k, v) for k, v in scope.get("headers", []) if k not in (b"authorization", b"cookie")]
+        scope["headers"] = [*headers, (b"authorization", f"Bearer {token}".encode())]
+        super().__init__(scope)
+
+
+def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
+    """The live view's viewer: the authenticated principal, in the tenant the request asks for."""
+
+    async def asked(connection: HTTPConnection) -> Viewer | None:
+        viewer = await authenticate(authenticator, connection)
+        if viewer is None:
+            return None
+        return Viewer(viewer.principal, connection.query_params.get("tenant") or None)
+
+    return asked
+
+
+def create_app(
+    source: str | Path,
+    store: ReasoningStore,
+    *,
+    authenticator: Authenticator,
+    reads_journal: str | Path,
+    policy: ReadingPolicy | None = None,
+    trace_url: str | None = None,
+    hub: LiveReasoningHub | None = None,
+    secure_cookie: bool = False,
+    forward_to: SpanExporter | None = None,
+    archive_options: dict[str, Any] | None = None,
+) -> Starlette:
+    """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
+    and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
+    ``jwt_authenticator``, or ``header_authenticator`` behind a trusted proxy); ``policy`` names the
+    auditors (default: principal and owner only); ``trace_url`` is the trace link template
+    (``{trace_id}``); every read is recorded in ``reads_journal`` (this process's own origin); ``hub``
+    (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages;
+    ``forward_to`` (an OTLP exporter, say) receives the read records through a ``ChainedSpanExporter``
+    on the reads journal, like captures. ``source`` may be an archive's fsspec URL (``s3://bucket/key``;
+    ``archive_options``: the fsspec storage options, default from the environment)."""
+    if isinstance(source, str) and is_remote(source):
+        remote = RemoteArchive(source, **(archive_options or {}))
+        remote.check()
+        evidence = Evidence(remote.sync(), remote)
+    else:
+        evidence = Evidence(Path(source).expanduser().absolute())
+    if not evidence.source.exists():
+        from loom_otel.core.exceptions import ReasoningConfigError
+
+        raise ReasoningConfigError(f"no journal directory or collector archive at {str(evidence.source)!r}")
+    reads = ReadLog(reads_journal, forward_to)
+    view = _Viewer(
+        evidence, store, policy or ReadingPolicy(), authenticator, reads, trace_url, hub is not None, secure_cookie
+    )
+    routes: list[Route | Mount] = [
+        Route("/", view.index, methods=["GET"]),
+        Route("/executions/{execution_id}", view.execution, methods=["GET"]),
+        Route("/api/executions", view.api_index, methods=["GET"]),
+        Route("/api/executions/{execution_id}", view.api_execution, methods=["GET"]),
+        Route("/signin", view.signin_form, methods=["GET"]),
+        Route("/signin", view.signin, methods=["POST"]),
+        Route("/signout", view.signout, methods=["GET", "POST"]),
+    ]
+    if hub is not None:
+        from loom_otel.live.asgi import create_app as live_app
+
+        routes.append(Route("/static/live.js", view.script, methods=["GET"]))
+        live = live_app(hub, store=store, source=evidence.source, authenticator=_tenant_from_query(authenticator))
+        routes.append(Mount("/live", app=live))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            reads.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.reads = reads
+    return app

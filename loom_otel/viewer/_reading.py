@@ -1,0 +1,192 @@
+"""What a reader may see of the recorded evidence: the executions (from the capture index alone) and
+one execution's parts, one page at a time. The reading rule (``may_read``) picks the records BEFORE
+any store read, and only the parts of the page asked for are read from the store."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from loom_otel.audit._index import CaptureIndex, StaleIndexError, index_path_for
+from loom_otel.audit._read import AttemptReading, PartReading, PartResolver, ReasoningReading, StepReading
+from loom_otel.audit._records import CaptureRecord
+from loom_otel.core._policy import Audience, ReadingPolicy, may_read
+from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.viewer._archive import RemoteArchive
+
+__all__ = ["ExecutionPage", "ExecutionRow", "Evidence", "list_readable", "read_page"]
+
+PAGE_PARTS: Final = 100
+MAX_PAGE_PARTS: Final = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRow:
+    """One execution (of one tenant) as a reader may see it: only the captures it may read counted."""
+
+    execution_id: str
+    tenant: str | None
+    calls: int
+    parts: int
+    first: int
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Where the evidence is: a journal directory or a collector ``file`` exporter archive (the source
+    of the capture index, kept beside it or, where that is not writable, in the temporary directory);
+    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror."""
+
+    source: Path
+    remote: RemoteArchive | None = None
+
+    @property
+    def index_path(self) -> Path:
+        beside = index_path_for(self.source)
+        if os.access(beside.parent, os.W_OK):
+            return beside
+        name = hashlib.sha256(str(self.source.absolute()).encode()).hexdigest()[:24]
+        return Path(tempfile.gettempdir()) / f"loom-otel-index-{name}.sqlite"
+
+    def open(self) -> CaptureIndex:
+        if self.remote is not None:
+            self.remote.sync()
+        index = CaptureIndex(self.source, self.index_path)
+        index.refresh()
+        return index
+
+
+def list_readable(
+    evidence: Evidence,
+    reader: str,
+    policy: ReadingPolicy,
+    *,
+    tenant: str | None = None,
+    any_tenant: bool = True,
+    since: int | None = None,
+    limit: int = 200,
+) -> list[ExecutionRow]:
+    """The executions with a capture ``reader`` may read, newest first, from the index alone."""
+    merged: dict[tuple[str | None, str], ExecutionRow] = {}
+    with evidence.open() as index:
+        for row in index.audiences():
+            if not any_tenant and row.tenant != tenant:
+                continue
+            if not may_read(reader, Audience(row.tenant, row.principal, row.owner), policy):
+                continue
+            key = (row.tenant, row.execution_id)
+            seen = merged.get(key)
+            merged[key] = (
+                ExecutionRow(row.execution_id, row.tenant, row.calls, row.parts, row.first, row.last)
+                if seen is None
+                else ExecutionRow(
+                    row.execution_id,
+                    row.tenant,
+                    seen.calls + row.calls,
+                    seen.parts + row.parts,
+                    min(seen.first, row.first),
+                    max(seen.last, row.last),
+                )
+            )
+    rows = [r for r in merged.values() if since is None or r.last >= since]
+    rows.sort(key=lambda r: (r.last, r.execution_id), reverse=True)
+    return rows[: max(0, limit)]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPage:
+    """A window of the parts a reader may read of one execution, in log order, grouped as ``audit
+    show`` groups them; ``trace_ids`` per (step, attempt, origin, seq) for the link to the trace."""
+
+    reading: ReasoningReading
+    offset: int
+    limit: int
+    total_parts: int
+    trace_ids: dict[tuple[str, int, str, int], str]
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + self.limit
+        return end if end < self.total_parts else None
+
+
+def _readable_records(
+    evidence: Evidence,
+    execution_id: str,
+    tenant: str | None,
+    step_id: str | None,
+    *,
+    reader: str,
+    policy: ReadingPolicy,
+) -> list[CaptureRecord]:
+    for attempt in range(2):
+        with evidence.open() as index:
+            try:
+                records = list(index.select(execution_id, tenant, step_id, None))
+            except StaleIndexError:
+                if attempt:
+                    raise
+                index.rebuild()
+                continue
+        return [r for r in records if may_read(reader, Audience(r.tenant, r.principal, r.owner), policy)]
+    raise AssertionError("unreachable")
+
+
+def read_page(
+    evidence: Evidence,
+    store: ReasoningStore,
+    reader: str,
+    policy: ReadingPolicy,
+    *,
+    execution_id: str,
+    tenant: str | None,
+    step_id: str | None = None,
+    offset: int = 0,
+    limit: int = PAGE_PARTS,
+) -> ExecutionPage | None:
+    """The parts ``offset`` .. ``offset + limit`` of what ``reader`` may read of the execution (``None``:
+    nothing, whether missing or forbidden). Store reads: the page's parts only."""
+    limit = max(1, min(limit, MAX_PAGE_PARTS))
+    offset = max(0, offset)
+    records = _readable_records(evidence, execution_id, tenant, step_id, reader=reader, policy=policy)
+    if not records:
+        return None
+    last_of_step = {r.step_id: (r.origin, r.seq) for r in records}  # log order: the last one wins
+    resolver = PartResolver(store, tenant, execution_id)
+    steps: dict[str, list[AttemptReading]] = {}
+    trace_ids: dict[tuple[str, int, str, int], str] = {}
+    position = 0
+    for record in records:
+        count = len(record.kinds)
+        start, end = max(offset - position, 0), min(offset + limit - position, count)
+        position += count
+        if start >= end:
+            continue
+        received = last_of_step[record.step_id] == (record.origin, record.seq)
+        parts: Sequence[PartReading] = tuple(resolver.resolve(record, i, received=received) for i in range(start, end))
+        steps.setdefault(record.step_id, []).append(
+            AttemptReading(
+                record.step_id,
+                record.attempt,
+                received,
+                record.provider,
+                record.request_model,
+                record.response_model,
+                record.origin,
+                record.seq,
+                record.time,
+                tuple(parts),
+            )
+        )
+        if record.trace_id:
+            trace_ids[(record.step_id, record.attempt, record.origin, record.seq)] = record.trace_id
+    reading = ReasoningReading(
+        execution_id, tenant, tuple(StepReading(sid, tuple(attempts)) for sid, attempts in steps.items())
+    )
+    return ExecutionPage(reading, offset, limit, position, trace_ids)

@@ -1,0 +1,123 @@
+"""Every read is evidence: each part served (and each read refused to an authenticated reader) appends a
+chained ``read`` record (event ``loom.reasoning.read``) to the viewer's own journal origin, before the
+answer leaves. A journal that cannot be written fails the read closed (503): no text is served without
+its record. The chained exporter forwards these records like captures; ``verify`` checks them."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from loom_otel.audit._read import PartReading
+from loom_otel.core import _attributes as attr
+from loom_otel.core._journal._writer import AttributeValue, Journal, iter_records, open_journal
+
+__all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "read_records"]
+
+NOT_FOUND: Final = "not-found"
+"""The outcome of a read that found nothing the reader may read (missing and forbidden alike)."""
+
+
+class ReadLog:
+    """The viewer process's read journal (opened on first use: a worker process gets its own origin)."""
+
+    def __init__(self, directory: str | os.PathLike[str], forward_to: SpanExporter | None = None) -> None:
+        self.directory = Path(directory)
+        self._forward_to = forward_to
+        self._journal: Journal | None = None
+        self._chain: SpanExporter | None = None
+        self._lock = threading.Lock()
+
+    def _open(self) -> Journal:
+        with self._lock:
+            if self._journal is None:
+                self._journal = open_journal(self.directory, durability="batch")
+                if self._forward_to is not None:  # the chained exporter's sweeper delivers each read record
+                    from loom_otel.exporters.chain import ChainedSpanExporter
+
+                    self._chain = ChainedSpanExporter(self._forward_to, journal=self._journal)
+            return self._journal
+
+    def parts(self, reader: str, tenant: str | None, execution_id: str, parts: Iterable[PartReading]) -> int:
+        """One record per part whose text was looked up (a part that kept no text is no read)."""
+        journal = self._open()
+        count = 0
+        for part in parts:
+            if part.ref:
+                journal.append(
+                    attr.RECORD_READ, _attributes(reader, tenant, execution_id, part.ref, part.digest, part.status)
+                )
+                count += 1
+        return count
+
+    def refused(self, reader: str, tenant: str | None, execution_id: str) -> None:
+        self._open().append(attr.RECORD_READ, _attributes(reader, tenant, execution_id, "", "", NOT_FOUND))
+
+    def flush(self) -> None:
+        if self._journal is not None:
+            self._journal.flush()
+
+    def close(self) -> None:
+        """Anchor what was appended with a checkpoint (the journal is the process's, shared with any
+        capture into the same directory, so it is left open)."""
+        if self._journal is not None:
+            self._journal.checkpoint()
+            self._journal.flush()
+        if self._chain is not None:
+            self._chain.force_flush()
+
+
+def _attributes(  # noqa: PLR0917 - the fields of one record, in DESIGN's order
+    reader: str, tenant: str | None, execution_id: str, ref: str, digest: str, outcome: str
+) -> dict[str, AttributeValue]:
+    values: dict[str, AttributeValue] = {
+        attr.READ_READER: reader,
+        attr.EXECUTION_ID: execution_id,
+        attr.READ_REF: ref,
+        attr.READ_DIGEST: digest,
+        attr.READ_OUTCOME: str(outcome),
+    }
+    if tenant is not None:
+        values[attr.TENANT] = tenant
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRecord:
+    """One ``read`` record of a journal."""
+
+    time: int
+    reader: str
+    tenant: str | None
+    execution_id: str
+    ref: str
+    digest: str
+    outcome: str
+    origin: str
+    seq: int
+
+
+def read_records(directory: str | os.PathLike[str]) -> Iterator[ReadRecord]:
+    """The ``read`` records of a journal directory, in chain order per origin."""
+    for record in iter_records(directory):
+        attributes = record.get("attributes")
+        if record.get("type") != attr.RECORD_READ or not isinstance(attributes, dict):
+            continue
+        tenant = attributes.get(attr.TENANT)
+        yield ReadRecord(
+            time=int(record.get("time") or 0),  # type: ignore[call-overload]
+            reader=str(attributes.get(attr.READ_READER, "")),
+            tenant=None if tenant is None else str(tenant),
+            execution_id=str(attributes.get(attr.EXECUTION_ID, "")),
+            ref=str(attributes.get(attr.READ_REF, "")),
+            digest=str(attributes.get(attr.READ_DIGEST, "")),
+            outcome=str(attributes.get(attr.READ_OUTCOME, "")),
+            origin=str(record.get("origin", "")),
+            seq=int(record.get("seq") or 0),  # type: ignore[call-overload]
+        )

@@ -1,0 +1,94 @@
+"""The settings of ``loom-otel serve``, checked once in the command and handed to each uvicorn worker
+(a worker is a new process that builds the same app from them: stateless, so all answer the same)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Final
+
+from starlette.applications import Starlette
+
+from loom_otel.core._policy import ReadingPolicy, load_policy
+from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core.exceptions import ReasoningConfigError
+from loom_otel.live._auth import Authenticator, header_authenticator, jwt_authenticator, tokens_file_authenticator
+from loom_otel.viewer._archive import RemoteArchive, is_remote
+
+__all__ = ["SETTINGS_VARIABLE", "ServeSettings", "app_from_environment"]
+
+SETTINGS_VARIABLE: Final = "_LOOM_OTEL_SERVE_SETTINGS"
+"""Where the command leaves the settings for its workers (internal; not a configuration variable)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeSettings:
+    source: str
+    store: str
+    reads_journal: str
+    policy: str | None = None
+    tokens: str | None = None
+    jwks: str | None = None
+    issuer: str | None = None
+    audience: str | None = None
+    principal_claim: str = "sub"
+    trusted_proxy: bool = False
+    trace_url: str | None = None
+    secure_cookie: bool = False
+    forward: bool = False
+    """Forward the read records through a chained exporter (inner: ``LOOM_OTEL_CHAIN_INNER``)."""
+
+    def authenticator(self) -> Authenticator:
+        """Exactly one way to prove a reader: tokens, JWTs, or a declared trusted proxy (warned)."""
+        ways = [self.tokens is not None, self.jwks is not None, self.trusted_proxy]
+        if sum(ways) != 1:
+            raise ReasoningConfigError(
+                "loom-otel serve needs exactly one authenticator: --tokens FILE, --jwks FILE|URL with --issuer "
+                "and --audience, or --trusted-proxy (header identity set by an authenticating proxy)"
+            )
+        if self.tokens is not None:
+            return tokens_file_authenticator(self.tokens)
+        if self.jwks is not None:
+            return jwt_authenticator(
+                self.jwks, issuer=self.issuer or "", audience=self.audience or "", principal_claim=self.principal_claim
+            )
+        return header_authenticator()
+
+    def reading_policy(self) -> ReadingPolicy:
+        return load_policy(self.policy) if self.policy else ReadingPolicy()
+
+    def check(self) -> None:
+        """Everything a worker will build, built once now, so a bad setting stops the command early."""
+        if is_remote(self.source):
+            RemoteArchive(self.source).check()
+        elif not Path(self.source).exists():
+            raise ReasoningConfigError(f"no journal directory or collector archive at {self.source!r}")
+        if self.trace_url is not None and "{trace_id}" not in self.trace_url:
+            raise ReasoningConfigError(f"--trace-url {self.trace_url!r} must contain {{trace_id}}")
+        store_from_uri(self.store)
+        self.reading_policy()
+
+    def to_environment(self) -> str:
+        return json.dumps(asdict(self))
+
+    def app(self) -> Starlette:
+        from loom_otel.exporters.chain._inner import inner_from_environment
+        from loom_otel.viewer._app import create_app
+
+        return create_app(
+            self.source,
+            store_from_uri(self.store),
+            authenticator=self.authenticator(),
+            reads_journal=self.reads_journal,
+            policy=self.reading_policy(),
+            trace_url=self.trace_url,
+            secure_cookie=self.secure_cookie,
+            forward_to=inner_from_environment() if self.forward else None,
+        )
+
+
+def app_from_environment() -> Starlette:
+    """The uvicorn factory of each worker (``loom_otel.viewer._settings:app_from_environment``)."""
+    return ServeSettings(**json.loads(os.environ[SETTINGS_VARIABLE])).app()
