@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the audit-trail end-to-end tests (tests/e2e_trail) need, idempotently:
-#  - project: rotel (a Rust OTLP collector shipped as a PyPI wheel) and PyYAML into the project venv;
+# Installs what the end-to-end tests (tests/e2e_trail, tests/viewer) need, idempotently:
+#  - project: rotel (a Rust OTLP collector shipped as a PyPI wheel) and PyYAML into the project venv,
+#    and Chromium with its WebDriver from the system packages (apt-get), for the viewer's browser test;
 #  - phoenix: Arize Phoenix into its OWN venv at .ci/.cache/phoenix-venv (it pins its own OpenTelemetry
 #    versions, which must not replace the project's). The tests find it there, or via
-<<<<<<< HEAD
-#    LOOM_OTEL_TEST_PHOENIX=/path/to/phoenix (the `phoenix` executable);
-#  - Chromium and its WebDriver from the system packages, for the viewer's browser test (tests/viewer).
-=======
 #    LOOM_OTEL_TEST_PHOENIX=/path/to/phoenix (the `phoenix` executable).
 # `bash .ci/install-e2e.sh [project|phoenix]` does one part (.ci/run builds Phoenix while the project
 # venv installs); with no argument, both.
->>>>>>> h/newcomer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"
@@ -18,6 +14,11 @@ PART="${1:-all}"
 PHX=".ci/.cache/phoenix-venv"
 if [ "$PART" != phoenix ]; then
   "$PY" -m pip install --quiet --disable-pip-version-check 'rotel>=0.0.1a15' 'pyyaml>=6'
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+  fi
 fi
 if [ "$PART" != project ]; then
   if [ ! -x "$PHX/bin/phoenix" ]; then
@@ -30,15 +31,5 @@ if [ "$PART" != project ]; then
   echo "phoenix $("$PHX/bin/python" -c 'import importlib.metadata as m; print(m.version("arize-phoenix"))') ready"
 fi
 if [ "$PART" != phoenix ]; then
-  echo "rotel $("$PY" -c 'import importlib.metadata as m; print(m.version("rotel"))') ready"
+  echo "rotel $("$PY" -c 'import importlib.metadata as m; print(m.version("rotel"))') ready, $(chromium --version 2>/dev/null | head -1)"
 fi
-<<<<<<< HEAD
-"$PHX/bin/phoenix" --help >/dev/null
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
-  SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
-fi
-echo "e2e installs ready: rotel $("$PY" -c 'import importlib.metadata as m; print(m.version("rotel"))'), phoenix $("$PHX/bin/python" -c 'import importlib.metadata as m; print(m.version("arize-phoenix"))')"
-=======
->>>>>>> h/newcomer

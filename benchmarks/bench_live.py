@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loom_otel.core import MemoryReasoningStore, ReasoningConfig, ReasoningDelta
+from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import dropped_deltas
+from loom_otel.live import ReasoningDelta, dropped_deltas
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 

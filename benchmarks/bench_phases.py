@@ -37,7 +37,8 @@ from bench_anthropic import REQUEST, client_of, official
 from bench_floor import floor_variant
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, force_flush
-from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler
+from loom_otel.core._calls._handler import ReasoningHandler
+from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._journal._writer import Journal
 from loom_otel.core._store._protocol import Envelope
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor

@@ -19,6 +19,7 @@ PUBLIC_MODULES = [
     "loom_otel.instrumentation.google_genai",
     "loom_otel.instrumentation.openai",
     "loom_otel.exporters.chain",
+    "loom_otel.live",
     "loom_otel.viewer",
 ]
 
@@ -48,6 +49,7 @@ CONTRACT = {
     "loom_otel.exporters.chain": ["ChainedSpanExporter"],
     "loom_otel.testing": ["find_leaks", "instrumented", "reset_runtime"],
     "loom_otel.audit": ["read_reasoning", "read_reasoning_bounded", "verify", "erase_execution"],
+    "loom_otel.live": ["LiveReasoningHub", "ReasoningDelta", "TextDelta", "register_sink", "flush_live"],
 }
 
 
@@ -115,6 +117,7 @@ def test_environment_variables_are_registered_and_documented():
         "loom_otel/audit",
         "loom_otel/testing",
         "loom_otel/cli",
+        "loom_otel/live",
         "loom_otel/viewer",
         "instrumentation/loom_otel/instrumentation/anthropic",
         "instrumentation/loom_otel/instrumentation/google_genai",

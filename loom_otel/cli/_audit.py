@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import re
 import sys
-import time
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -25,22 +22,19 @@ from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, li
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._records import iter_captures
+from loom_otel.cli._store_args import open_store, parse_since, store_url
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core._layout import describe
-from loom_otel.core._store._protocol import ReasoningStore
-from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import LoomOtelError
 
-__all__ = ["parse_since", "register", "run_list", "run_reads", "run_show"]
+__all__ = ["register", "run_list", "run_reads", "run_show"]
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_NOT_FOUND: Final = 3
-_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
-_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _JOURNAL_HELP: Final = (
     f"journal directory or collector file (default: ${env.LOOM_OTEL_AUDIT_JOURNAL}, the store's journal, "
     "or the user's state directory)"
@@ -128,42 +122,6 @@ def _count(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
     return number
-
-
-def parse_since(value: str, *, now: float | None = None) -> int:
-    """``--since``: an ISO 8601 time (UTC unless it carries an offset) or a duration ago (``90s``, ``15m``,
-    ``1h``, ``2d``, ``1w``), as Unix ns. ``ArgumentTypeError`` (a usage error) for anything else."""
-    duration = _DURATION.fullmatch(value.strip())
-    if duration is not None:
-        seconds = float(duration[1]) * _SECONDS[duration[2]]
-        return int(((time.time() if now is None else now) - seconds) * 1e9)
-    try:
-        when = dt.datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is neither an ISO 8601 time (2026-11-30T09:00Z) nor a duration (90s, 15m, 1h, 2d, 1w)"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp()) * 1_000_000_000 + when.microsecond * 1000
-
-
-def store_url(url: str | None) -> str | None:
-    """The store URL from the command line (a plain path there is taken from the working directory),
-    else the environment (``None``: no store named)."""
-    if url and "://" not in url and url not in ("memory:",):
-        return os.path.abspath(os.path.expanduser(url))
-    return url or os.environ.get(env.LOOM_OTEL_REASONING_STORE) or None
-
-
-def open_store(url: str | None) -> ReasoningStore:
-    """The store named on the command line or in the environment (``ReasoningConfigError`` if none)."""
-    from loom_otel.core.exceptions import ReasoningConfigError
-
-    url = store_url(url)
-    if url is None:
-        raise ReasoningConfigError(f"no reasoning store: pass --store URL or set {env.LOOM_OTEL_REASONING_STORE}")
-    return store_from_uri(url, fsync=False)
 
 
 def _model(attempt: AttemptReading) -> str:

@@ -24,7 +24,7 @@ from loom_otel.audit._locations import journal_of
 from loom_otel.audit._records import iter_captures
 from loom_otel.audit._retention import Expired, erase_expired, expired_executions, parse_retention
 from loom_otel.audit._tombstones import operator
-from loom_otel.cli._audit import open_store, parse_since
+from loom_otel.cli._store_args import open_store, parse_since
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import LoomOtelError

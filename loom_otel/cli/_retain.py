@@ -16,8 +16,8 @@ from typing import Final, TextIO
 
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._retention import apply_retention, parse_retention
-from loom_otel.cli._audit import open_store
 from loom_otel.cli._erase import Progress
+from loom_otel.cli._store_args import open_store
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import LoomOtelError
 

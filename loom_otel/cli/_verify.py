@@ -22,6 +22,7 @@ from typing import Final, TextIO
 
 from loom_otel.audit._store_check import BlobProblem, StoreCheck, check_store
 from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
+from loom_otel.cli._store_args import open_store
 from loom_otel.cli._terminal import clean
 from loom_otel.core._journal._checkpoint import load_public_key
 from loom_otel.core.exceptions import LoomOtelError
@@ -93,8 +94,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(file=err)
     blobs: StoreCheck | None = None
     if args.store is not None:
-        from loom_otel.cli._audit import open_store
-
         try:
             blobs = check_store(args.path, open_store(args.store))
         except (LoomOtelError, OSError) as exc:

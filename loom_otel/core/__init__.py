@@ -25,14 +25,11 @@ from loom_otel.core.exceptions import (
     ReasoningConfigError,
     ReasoningContinuationError,
 )
-from loom_otel.live._channel import ReasoningDelta, TextDelta
-from loom_otel.live._hub import LiveReasoningHub
 
 __all__ = [
     "Envelope",
     "ExecutionScope",
     "FileReasoningStore",
-    "LiveReasoningHub",
     "LoomOtelError",
     "LoomOtelWarning",
     "MemoryReasoningStore",
@@ -41,12 +38,10 @@ __all__ = [
     "ReasoningConfig",
     "ReasoningConfigError",
     "ReasoningContinuationError",
-    "ReasoningDelta",
     "ReasoningKind",
     "ReasoningPart",
     "ReasoningStore",
     "Runtime",
-    "TextDelta",
     "Untrusted",
     "configure",
     "execution",

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from cryptography.exceptions import UnsupportedAlgorithm
 
@@ -68,6 +68,18 @@ DEFAULT_PRINCIPAL_BAGGAGE: Final = "user.id"
 """``LOOM_OTEL_PRINCIPAL_BAGGAGE`` unless set."""
 
 
+class _DeltaSink(Protocol):
+    def __call__(self, delta: Any, /) -> object: ...
+
+
+class _EventObserver(Protocol):
+    def observe(self, event: Any, /) -> None: ...
+
+
+LiveSink = _DeltaSink | _EventObserver
+"""The live view's sink (``loom_otel.live.ReasoningSink`` or ``LiveObserver``): core only hands it over."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningConfig:
     """What to do with model reasoning. ``None`` fields come from the environment, then the default.
@@ -83,7 +95,7 @@ class ReasoningConfig:
     transcript: Transcript | None = None
     live: bool | None = None
     live_text: bool | None = None
-    on_reasoning: Callable[[Any], None] | None = None
+    on_reasoning: LiveSink | None = None
     delta_guards: Sequence[Callable[[Any], Any]] = ()
     journal: str | os.PathLike[str] | Journal | None = None
     journal_durability: Durability | None = None
@@ -114,7 +126,7 @@ class Runtime:
     journal_dir: Path
     journal_durability: Durability
     checkpoint_key: Path | None
-    on_reasoning: Callable[[Any], None] | None = None
+    on_reasoning: LiveSink | None = None
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
     request_readable: RequestReadable = "off"

@@ -1,9 +1,10 @@
 """Durability shared by the store and the journal: blobs reach the disk no later than the records naming them.
 
 A store that writes blobs to the OS on the calling thread registers here (``register``) and keeps what
-it has not synced yet; every journal syncs the registered stores (``sync_dependents``) before it syncs
-its own records: ``always``, on the calling thread before the record is written; ``batch``, in the
-background group commit before the group's records; ``os``, only at ``force_flush`` or ``close``.
+it has not synced yet; every journal registers too (``register_journal``) and syncs the registered stores
+(``sync_dependents``) before it syncs its own records: ``always``, on the calling thread before the
+record is written; ``batch``, in the background group commit before the group's records; ``os``, only
+at ``force_flush`` or ``close``.
 ``force_flush`` waits for all of it (OpenTelemetry's convention: ``False`` when it did not finish in
 time or failed).
 
@@ -29,6 +30,7 @@ __all__ = [
     "Dependent",
     "force_flush",
     "register",
+    "register_journal",
     "sync_dependents",
     "sync_filesystem",
     "synced_since",
@@ -46,7 +48,14 @@ class Dependent(Protocol):
         ...
 
 
+class Flushable(Protocol):
+    """A journal: ``flush`` syncs the registered stores' pending blobs, then its own records."""
+
+    def flush(self) -> None: ...
+
+
 _dependents: weakref.WeakSet[Dependent] = weakref.WeakSet()
+_journals: weakref.WeakSet[Flushable] = weakref.WeakSet()
 _dependents_lock = threading.Lock()
 
 
@@ -64,6 +73,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def register(dependent: Dependent) -> None:
     with _dependents_lock:
         _dependents.add(dependent)
+
+
+def register_journal(journal: Flushable) -> None:
+    with _dependents_lock:
+        _journals.add(journal)
 
 
 def sync_dependents() -> None:
@@ -182,9 +196,9 @@ def synced_since(device: int, mark: int) -> bool:
 
 
 def _flush_all() -> None:
-    from loom_otel.core._journal._writer import live_journals
-
-    for journal in live_journals():  # each syncs the stores' pending blobs, then its records
+    with _dependents_lock:
+        journals = list(_journals)
+    for journal in journals:  # each syncs the stores' pending blobs, then its records
         journal.flush()
     sync_dependents()  # a store no journal names
 

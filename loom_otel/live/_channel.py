@@ -197,18 +197,30 @@ def _label(sink: object) -> str:
 
 
 class _CallState:
-    """Kept on ``ModelCall.live``: the call's identity once known, and whether a guard refused it."""
+    """One call's observer (``ModelCall.observer``, a core ``CallObserver``): the call's identity, whether
+    a guard refused it, the deltas it counted; it reports to its handler's channel."""
 
-    __slots__ = ("call", "origin", "refused", "seq", "started", "text_origin", "text_seq")
+    __slots__ = ("call", "channel", "origin", "refused", "seq", "started", "text", "text_origin", "text_seq")
 
-    def __init__(self, call: LiveCall, refused: bool) -> None:
+    def __init__(self, channel: LiveChannel, call: LiveCall, refused: bool) -> None:
+        self.channel = channel
         self.call = call
         self.origin = f"llm-reasoning:{call.step_id}"
         self.text_origin = f"llm-output:{call.step_id}"
         self.refused = refused
+        self.text = channel.text
         self.seq = 0
         self.text_seq = 0
         self.started = False
+
+    def reasoning_delta(self, deltas: Sequence[tuple[int, str]], /) -> None:
+        shielded("live delivery", self.channel._deliver, self, deltas, ReasoningDelta)
+
+    def text_delta(self, deltas: Sequence[tuple[int, str]], /) -> None:
+        shielded("live delivery", self.channel._deliver, self, deltas, TextDelta)
+
+    def ended(self, outcome: str, captured: Capture | None, /) -> None:
+        shielded("live delivery", self.channel._end, self, outcome, captured)
 
 
 class _SinkDelivery:
@@ -238,35 +250,23 @@ def _is_delta(event: LiveEvent) -> bool:
 
 
 class LiveChannel:
-    """The live view of one ``ReasoningHandler``: wired in when ``runtime.live`` is on."""
+    """The live view of one ``ReasoningHandler``: built by its instrumentor when ``runtime.live`` is on
+    (``ReasoningInstrumentor.live_view``); calling it starts a call's observer (``ObserverFactory``)."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._guards: tuple[Callable[..., object], ...] = tuple(runtime.delta_guards)
         self.refuses = any(getattr(g, "inspects_output", False) is True for g in self._guards)
         """A guard inspects the whole output: nothing is delivered live (of either kind)."""
+        self.text = runtime.live_text and not self.refuses
+        """Live text is on: streams report the answer's text deltas too."""
         self._outlets: list[_SinkDelivery] = []
         self._outlets_for: tuple[object, int] | None = None  # (configured sink, registry version)
         self._lock = threading.Lock()
         renew_after_fork(self)
 
-    # -- hooks called by ModelCall (never raise) ------------------------------------------------
-
-    def deliver(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
-        shielded("live delivery", self._deliver, call, deltas, ReasoningDelta)
-
-    def deliver_text(self, call: ModelCall, deltas: Sequence[tuple[int, str]]) -> None:
-        shielded("live delivery", self._deliver, call, deltas, TextDelta)
-
-    def end(self, call: ModelCall, outcome: str, result: Capture | None) -> None:
-        shielded("live delivery", self._end, call, outcome, result)
-
-    # -------------------------------------------------------------------------------------------
-
-    def _state(self, call: ModelCall) -> _CallState:
-        state = call.live
-        if isinstance(state, _CallState):
-            return state
+    def __call__(self, call: ModelCall) -> _CallState:
+        """The observer of ``call``, started when it first has something to tell (its identity is known)."""
         identity = call.identity
         owner = identity.owner
         live_call = LiveCall(
@@ -278,14 +278,11 @@ class LiveChannel:
             identity.principal,
             owner,
         )
-        state = _CallState(live_call, self.refuses)
-        call.live = state
-        return state
+        return _CallState(self, live_call, self.refuses)
 
     def _deliver(
-        self, call: ModelCall, deltas: Sequence[tuple[int, str]], kind: type[ReasoningDelta] | type[TextDelta]
+        self, state: _CallState, deltas: Sequence[tuple[int, str]], kind: type[ReasoningDelta] | type[TextDelta]
     ) -> None:
-        state = self._state(call)
         if state.refused:
             return
         outlets = self._current_outlets()
@@ -336,15 +333,12 @@ class LiveChannel:
                 delta = dataclasses.replace(delta, text=Untrusted(out.text.text, origin=delta.text.origin))
         return delta
 
-    def _end(self, call: ModelCall, outcome: str, result: Capture | None) -> None:
-        state = call.live if isinstance(call.live, _CallState) else None
-        if result is None and (state is None or not state.started):
+    def _end(self, state: _CallState, outcome: str, result: Capture | None) -> None:
+        if result is None and not state.started:
             return  # nothing captured and nothing streamed: nothing to tell
         outlets = [o for o in self._current_outlets() if o.observer]
         if not outlets:
             return
-        if state is None:
-            state = self._state(call)
         refs = tuple(p.text_ref or "" for p in result.parts) if result is not None else ()
         ended = CallEnded(
             state.call,

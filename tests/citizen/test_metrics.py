@@ -11,8 +11,9 @@ from google.genai import types
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._metrics import DURATION_BUCKETS, TOKEN_BUCKETS
-from loom_otel.core._calls._model_call import ReasoningHandler, RequestInfo
+from loom_otel.core._calls._model_call import RequestInfo
 from loom_otel.core._config import runtime_for
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import LiveReasoningHub, MemoryReasoningStore, ReasoningConfig, ReasoningDelta
-from loom_otel.live import flush_live
+from loom_otel.core import MemoryReasoningStore, ReasoningConfig
+from loom_otel.live import LiveReasoningHub, ReasoningDelta, flush_live
 
 
 class ListSink:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from loom_otel.core import LiveReasoningHub, LoomOtelWarning, ReasoningConfig, execution, step
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import flush_live
+from loom_otel.live import LiveReasoningHub, flush_live
 from loom_otel.live.asgi import create_app
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator

@@ -7,9 +7,9 @@ import httpx2
 import pytest
 from starlette.requests import HTTPConnection
 
-from loom_otel.core import LiveReasoningHub, ReasoningConfig, execution, step
+from loom_otel.core import ReasoningConfig, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import Viewer, flush_live
+from loom_otel.live import LiveReasoningHub, Viewer, flush_live
 from loom_otel.live.asgi import create_app
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator

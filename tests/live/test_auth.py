@@ -11,10 +11,10 @@ import pytest
 
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.cli._tail import run
-from loom_otel.core import LiveReasoningHub, LoomOtelWarning, ReasoningConfig, ReasoningConfigError, execution, step
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, ReasoningConfigError, execution, step
 from loom_otel.core import environment_variables as env
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import Viewer, flush_live
+from loom_otel.live import LiveReasoningHub, Viewer, flush_live
 from loom_otel.live.asgi import bearer_authenticator, create_app
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator

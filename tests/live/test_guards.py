@@ -7,9 +7,9 @@ import logging
 import re
 
 from loom_otel.audit import read_reasoning
-from loom_otel.core import ReasoningConfig, ReasoningDelta, Untrusted, execution, step
+from loom_otel.core import ReasoningConfig, Untrusted, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import flush_live
+from loom_otel.live import ReasoningDelta, flush_live
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import ANTHROPIC, anthropic_request

@@ -6,9 +6,19 @@ import asyncio
 
 import pytest
 
-from loom_otel.core import LiveReasoningHub, ReasoningDelta
 from loom_otel.core._policy import ReadingPolicy, TenantPolicy
-from loom_otel.live import CallEnded, CallStarted, Done, LiveCall, Partial, Reset, Viewer, admits
+from loom_otel.live import (
+    CallEnded,
+    CallStarted,
+    Done,
+    LiveCall,
+    LiveReasoningHub,
+    Partial,
+    ReasoningDelta,
+    Reset,
+    Viewer,
+    admits,
+)
 from tests.live.deltas import delta as _delta
 
 ALICE = Viewer("alice", "acme")

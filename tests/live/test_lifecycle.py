@@ -72,10 +72,19 @@ def test_public_surface(name):
     assert all(hasattr(module, member) for member in module.__all__)
 
 
-def test_core_exports_the_live_names():
+def test_core_loads_without_the_live_view():
+    """Core never imports the live view (ARCHITECTURE.md): its names are ``loom_otel.live``'s alone."""
+    import subprocess
+    import sys
+
+    code = "import sys, loom_otel.core; print(sorted(m for m in sys.modules if m.startswith('loom_otel.live')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
     from loom_otel import core, live
 
-    assert core.ReasoningDelta is live.ReasoningDelta and core.LiveReasoningHub is live.LiveReasoningHub
+    assert not hasattr(core, "ReasoningDelta") and {"LiveReasoningHub", "ReasoningDelta", "TextDelta"} <= set(
+        live.__all__
+    )
 
 
 def test_flush_waits_for_an_uninstrumented_channel(store, journal_dir):

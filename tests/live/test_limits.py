@@ -10,9 +10,9 @@ import pytest
 
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.cli._tail import EXIT_UNREACHABLE, run
-from loom_otel.core import LiveReasoningHub, ReasoningConfigError
+from loom_otel.core import ReasoningConfigError
 from loom_otel.core.exceptions import LiveSubscriberLimitError
-from loom_otel.live import CallStarted, LiveCall, Viewer
+from loom_otel.live import CallStarted, LiveCall, LiveReasoningHub, Viewer
 from loom_otel.live.asgi import create_app
 from tests.live.deltas import delta as _delta
 from tests.live.sse import SseReader

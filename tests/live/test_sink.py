@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from loom_otel.audit import PartStatus, read_reasoning
-from loom_otel.core import ReasoningConfig, ReasoningDelta, Untrusted, execution, step
+from loom_otel.core import ReasoningConfig, Untrusted, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import dropped_deltas, flush_live, register_sink
+from loom_otel.live import ReasoningDelta, dropped_deltas, flush_live, register_sink
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.live.modes import ANTHROPIC, anthropic_request

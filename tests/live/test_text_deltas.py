@@ -17,15 +17,13 @@ from loom_otel.core import (
     LoomOtelWarning,
     ReasoningConfig,
     ReasoningConfigError,
-    ReasoningDelta,
     Runtime,
-    TextDelta,
     Untrusted,
     execution,
     step,
 )
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-from loom_otel.live import flush_live
+from loom_otel.live import ReasoningDelta, TextDelta, flush_live
 from loom_otel.live.asgi import create_app
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator

@@ -13,7 +13,7 @@ import pytest
 
 from loom_otel.audit import ReasoningQuery, erase_execution, read_reasoning, read_reasoning_bounded
 from loom_otel.cli.__main__ import build_parser, main
-from loom_otel.cli._audit import parse_since
+from loom_otel.cli._store_args import parse_since
 from loom_otel.core import FileReasoningStore, ReasoningConfigError, Untrusted
 from loom_otel.core._guard._requests import check_anthropic_request, check_gemini_request
 from tests.support.evidence import Blobs, make_recorder, redacted, text

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler
+from loom_otel.core._calls._handler import ReasoningHandler
+from loom_otel.core._calls._model_call import ModelCall
 
 __all__ = ["left_to_the_collector"]
 

@@ -1,15 +1,15 @@
 """The one instrumentor shape every vendor package declares: what to wrap, with which factories.
 
-A vendor instrumentor is a subclass that only sets ``provider``, ``instruments``, ``wraps`` and
-``adapter`` (its ``VendorAdapter``); building the shared handler, the boot warning and the mirrored
-wrap/unwrap list live here once.
+A vendor instrumentor is a subclass that only sets ``provider``, ``instruments``, ``wraps``,
+``adapter`` (its ``VendorAdapter``) and ``live_view`` (core never imports the live view); building the
+shared handler, the boot warning and the mirrored wrap/unwrap list live here once.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
@@ -18,17 +18,23 @@ from wrapt import wrap_function_wrapper
 from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import VendorAdapter
-from loom_otel.core._calls._model_call import ReasoningHandler
+from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
-from loom_otel.core._config import runtime_for
+from loom_otel.core._config import Runtime, runtime_for
 from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._scrub import install_scrubber
 
-__all__ = ["ReasoningInstrumentor", "Wrap"]
+__all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]
 
 Wrap = tuple[str, str, Callable[[ReasoningHandler], Any]]
 """(module, "Class.method", wrapper factory taking the shared handler)."""
+
+
+class LiveView(Protocol):
+    """Builds a handler's watcher from the runtime (``loom_otel.live.LiveChannel``)."""
+
+    def __call__(self, runtime: Runtime, /) -> ObserverFactory: ...
 
 
 class ReasoningInstrumentor(BaseInstrumentor):
@@ -43,6 +49,9 @@ class ReasoningInstrumentor(BaseInstrumentor):
     adapter: ClassVar[type[VendorAdapter]]
     """The vendor's adapter to the call skeleton, built with the runtime (``handler.adapter``)."""
     version: ClassVar[str] = "0.1.0"
+    live_view: ClassVar[LiveView | None] = None
+    """Builds the live view of the handler when live is on (``loom_otel.live.LiveChannel``): it watches
+    every call (``CallObserver``). Given by the vendor package, since core never imports the live view."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.instruments
@@ -58,6 +67,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
         hold(self, runtime)
         adapter = type(self).adapter(runtime)
         tracer_provider = kwargs.get("tracer_provider")
+        live_view = type(self).live_view
+        observe = live_view(runtime) if live_view is not None and runtime.live and runtime.enabled else None
         handler = ReasoningHandler(
             tracer_provider,
             runtime,
@@ -65,6 +76,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
             self.version,
             adapter,
             meter_provider=kwargs.get("meter_provider"),
+            observe=observe,
         )
         shielded("installing the reasoning scrubber", install_scrubber, tracer_provider, kwargs.get("logger_provider"))
         for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):

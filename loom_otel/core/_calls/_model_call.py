@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context, trace
-from opentelemetry.metrics import MeterProvider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import shielded
@@ -24,21 +23,19 @@ from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
-from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
+from loom_otel.core._calls._metrics import metric_attributes
+from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._omitted import warn_if_only_omitted
-from loom_otel.core._calls._peers import foreign_model_span
-from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning
 from loom_otel.core._scrub import remember
-from loom_otel.core._semconv import SCHEMA_URL
-from loom_otel.live._channel import LiveChannel
 
 if TYPE_CHECKING:
-    from loom_otel.core._calls._adapter import Outgoing, VendorAdapter
+    from loom_otel.core._calls._adapter import Outgoing
+    from loom_otel.core._calls._handler import ReasoningHandler
 
-__all__ = ["CallRef", "ModelCall", "ReasoningHandler", "RequestInfo", "ResponseInfo", "current_call"]
+__all__ = ["CallRef", "ModelCall", "RequestInfo", "ResponseInfo", "current_call"]
 
 _CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
@@ -84,45 +81,6 @@ class ResponseInfo:
     """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
     layout: tuple[str, ...] = ()
     """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
-
-
-class ReasoningHandler:
-    """Shared by every wrapper of one instrumentor: the tracer, the GenAI metrics, the process runtime,
-    the vendor adapter."""
-
-    def __init__(
-        self,
-        tracer_provider: TracerProvider | None,
-        runtime: Runtime,
-        name: str,
-        version: str,
-        adapter: VendorAdapter,
-        *,
-        meter_provider: MeterProvider | None = None,
-    ) -> None:
-        self.runtime = runtime
-        self.adapter = adapter
-        self.tracer = trace.get_tracer(name, version, tracer_provider, schema_url=SCHEMA_URL)
-        self.metrics = GenAiMetrics(meter_provider, name, version)
-        self.live_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
-        self.live_end: Callable[[ModelCall, str, Capture | None], None] | None = None
-        self.live_text_sink: Callable[[ModelCall, Sequence[tuple[int, str]]], None] | None = None
-        """Set only with live text on (and no guard refusing live delivery): streams then report text."""
-        if runtime.live and runtime.enabled:
-            channel = LiveChannel(runtime)
-            self.live_sink, self.live_end = channel.deliver, channel.end
-            if runtime.live_text and not channel.refuses:
-                self.live_text_sink = channel.deliver_text
-
-    def call(self, request: RequestInfo, *, peer_outside: bool = False) -> ModelCall:
-        """A call whose span starts now (the request is about to be sent), or whose events go on the
-        model-call span another GenAI instrumentation already started for it (one span per call).
-        ``peer_outside``: another GenAI instrumentation wraps the method outside loom-otel (its span is
-        the call's GenAI span even where it is not made current): loom-otel's span then carries its
-        events and identity but no GenAI attributes, so no backend counts the call twice."""
-        current = _CURRENT.get()
-        shared = foreign_model_span(current.span if current is not None else None)
-        return ModelCall(self, request, shared, genai=not peer_outside)
 
 
 class CallRef:
@@ -182,7 +140,7 @@ class ModelCall:
         "_step",
         "after_capture",
         "handler",
-        "live",
+        "observer",
         "outgoing",
         "request",
         "span",
@@ -221,8 +179,8 @@ class ModelCall:
         self._identity: CallIdentity | None = None
         self.outgoing: Outgoing | None = None
         """The request after the continuation pass (the vendor's; ``None`` without continuation)."""
-        self.live: object = None
-        """The live view's per-call state (identity, guard refusal); ``None`` until it is needed."""
+        self.observer: CallObserver | None = None
+        """What watches this call (``handler.observe``); ``None`` until the call has something to tell."""
         self.after_capture: Callable[[Capture | None, Sequence[Reasoning]], None] | None = None
         """Run once the response's reasoning is captured, with what was captured (``Capture.parts`` are
         in the order of the ``Reasoning`` items): the continuation layer records bindings;
@@ -372,7 +330,7 @@ class ModelCall:
         self._record_end(response.model, response.attributes, None)
         if after_capture is not None:
             shielded("recording reasoning bindings", after_capture, result, reasonings)
-        self._live_end("completed", result)
+        self._tell_end("completed", result)
         return result
 
     def fail(self, exc: BaseException) -> None:
@@ -393,38 +351,48 @@ class ModelCall:
         self._last_attributes({attr.STREAM_OUTCOME: reason})
         self._end()
         self._record_end(None, {}, reason)
-        self._live_end(reason, None)
+        self._tell_end(reason, None)
 
     def _end(self) -> None:
         if self._owns_span:
             self.span.end()
 
     def _end_with_error(self, exc: BaseException) -> None:
-        """The error type only, never the message (it may quote a request); the live view is told."""
+        """The error type only, never the message (it may quote a request); the watcher is told."""
         error = type(exc).__qualname__
         self._last_attributes({attr.ERROR_TYPE: error} if self._owns_span else {})
         if self._owns_span:
             self.span.set_status(Status(StatusCode.ERROR, error))
             self.span.end()
-        self._live_end("failed", None)
+        self._tell_end("failed", None)
 
-    def _live_end(self, outcome: str, result: Capture | None) -> None:
-        """Tell the live view the call ended (clears its catch-up buffer; never raises)."""
-        end = self.handler.live_end
-        if end is not None:
-            end(self, outcome, result)
+    def watched(self) -> CallObserver | None:
+        """The call's observer, started at the first thing the call tells it; ``None``: nobody watches."""
+        observer = self.observer
+        if observer is None and self.handler.observe is not None:
+            observer = self.observer = self.handler.observe(self)
+        return observer
+
+    def _tell_end(self, outcome: str, result: Capture | None) -> None:
+        """Tell the watcher the call ended, unless it was told nothing and nothing was captured (the live
+        view clears its catch-up buffer; never raises)."""
+        if result is None and self.observer is None:
+            return
+        observer = self.watched()
+        if observer is not None:
+            observer.ended(outcome, result)
 
     def deliver(self, deltas: Sequence[tuple[int, str]]) -> None:
-        """Streamed reasoning deltas (block index, text): to the live view when one is configured."""
-        sink = self.handler.live_sink
-        if sink is not None:
-            sink(self, deltas)
+        """Streamed reasoning deltas (block index, text): to the watcher, if any."""
+        observer = self.watched()
+        if observer is not None:
+            observer.reasoning_delta(deltas)
 
     def deliver_text(self, deltas: Sequence[tuple[int, str]]) -> None:
-        """Streamed answer text deltas (block index, text): to the live view when live text is on."""
-        sink = self.handler.live_text_sink
-        if sink is not None:
-            sink(self, deltas)
+        """Streamed answer text deltas (block index, text): to the watcher, if any (it takes text)."""
+        observer = self.watched()
+        if observer is not None:
+            observer.text_delta(deltas)
 
     @property
     def ended(self) -> bool:

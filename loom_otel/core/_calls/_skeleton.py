@@ -22,7 +22,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._calls._adapter import Outgoing
-from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler
+from loom_otel.core._calls._handler import ReasoningHandler
+from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._calls._peers import peer_outside, without_peers
 from loom_otel.core._calls._withheld import withhold_from_exception, withhold_from_request
 

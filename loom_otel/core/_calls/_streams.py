@@ -68,13 +68,13 @@ def _chunk_step(call: ModelCall, accumulator: StreamAccumulator) -> Callable[[An
     the accumulator reads the whole response at the end). The live step holds what it uses in its
     closure (nothing of the proxy: no attribute read per chunk, and no reference cycle through it)."""
     feed = accumulator.feed
-    handler = call.handler
-    if handler.live_sink is None:
+    observer = call.watched()
+    if observer is None:
         return None if getattr(accumulator, "reads_whole_response", False) else feed
     text: list[tuple[int, str]] | None = None
-    if handler.live_text_sink is not None:
+    if observer.text:
         text = accumulator.text_deltas = []
-    deliver, deliver_text = call.deliver, call.deliver_text
+    deliver, deliver_text = observer.reasoning_delta, observer.text_delta
 
     def live_step(chunk: Any) -> None:
         deltas = feed(chunk)

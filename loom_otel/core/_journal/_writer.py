@@ -200,6 +200,7 @@ class Journal:
         self._segment_bytes = max(1, segment_bytes)
         self._start_chain()
         _live.add(self)
+        _durability.register_journal(self)
         renew_after_fork(self, Journal._after_fork_in_child)
 
     def _start_chain(self) -> None:
@@ -543,7 +544,7 @@ def local_origins(directory: str | os.PathLike[str]) -> frozenset[str]:
 
 
 def live_journals() -> list[Journal]:
-    """Every journal of this process (``force_flush`` syncs them all)."""
+    """Every journal of this process that is open (``reset_runtime`` closes them)."""
     return list(_live)
 
 

@@ -122,9 +122,9 @@ class Simulator(ClientFactories):
 
     def transport(self) -> httpx2.MockTransport:
         """An ``httpx2.MockTransport`` for ``httpx2.Client`` and ``httpx2.AsyncClient`` alike."""
-        from ._transport import mock_transport
+        from ._transport import mock_transport  # imports httpx2: only where a transport is wanted
 
-        return mock_transport(self)
+        return mock_transport(self.handle)
 
     def handle(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], content: bytes

@@ -1,15 +1,15 @@
-"""The in-process transport: ``httpx2.MockTransport`` in front of ``Simulator.handle``."""
+"""The in-process transport: ``httpx2.MockTransport`` in front of ``Simulator.handle`` (given, not imported)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 import httpx2
 
-if TYPE_CHECKING:
-    from ._exchange import Reply
-    from ._simulator import Simulator
+from ._exchange import Reply
+
+Handle = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Reply]
+"""Answers one HTTP request: method, path, query, headers, body (``Simulator.handle``)."""
 
 
 class _ReplyStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
@@ -31,9 +31,9 @@ class _ReplyStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
             raise httpx2.ReadError("simulated connection drop mid-stream", request=self._request)
 
 
-def mock_transport(simulator: Simulator) -> httpx2.MockTransport:
+def mock_transport(handle: Handle) -> httpx2.MockTransport:
     def handler(request: httpx2.Request) -> httpx2.Response:
-        reply = simulator.handle(
+        reply = handle(
             request.method,
             request.url.path,
             dict(request.url.params),

@@ -26,6 +26,7 @@ from loom_otel.instrumentation.anthropic._wrappers import (
 )
 from loom_otel.instrumentation.anthropic.package import _instruments
 from loom_otel.instrumentation.anthropic.version import __version__
+from loom_otel.live._channel import LiveChannel
 
 __all__ = ["AnthropicInstrumentor"]
 
@@ -70,3 +71,4 @@ class AnthropicInstrumentor(ReasoningInstrumentor):
     optional_wraps = _OPTIONAL
     adapter = AnthropicAdapter
     version = __version__
+    live_view = LiveChannel

@@ -17,7 +17,8 @@ from typing import Any
 import wrapt
 
 from loom_otel.core._calls._adapter import Outgoing
-from loom_otel.core._calls._model_call import ModelCall, ReasoningHandler, ResponseInfo, current_call
+from loom_otel.core._calls._handler import ReasoningHandler
+from loom_otel.core._calls._model_call import ModelCall, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
 from loom_otel.core._calls._skeleton import (
     Wrapper,
@@ -131,7 +132,7 @@ def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any)
     adapter = handler.adapter
     assert isinstance(adapter, AnthropicAdapter)
     outgoing = outgoing_of(call)
-    if call.handler.live_sink is not None or (outgoing is not None and outgoing.blanks):
+    if call.handler.observe is not None or (outgoing is not None and outgoing.blanks):
         return adapter.accumulator(call)
     return _Snapshot(stream, call)
 

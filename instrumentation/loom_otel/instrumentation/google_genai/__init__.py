@@ -28,6 +28,7 @@ from loom_otel.instrumentation.google_genai._wrappers import (
 )
 from loom_otel.instrumentation.google_genai.package import _instruments
 from loom_otel.instrumentation.google_genai.version import __version__
+from loom_otel.live._channel import LiveChannel
 
 __all__ = ["GoogleGenAiInstrumentor"]
 
@@ -56,3 +57,4 @@ class GoogleGenAiInstrumentor(ReasoningInstrumentor):
     wraps = _WRAPS
     adapter = GeminiAdapter
     version = __version__
+    live_view = LiveChannel

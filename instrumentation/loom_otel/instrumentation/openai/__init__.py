@@ -25,6 +25,7 @@ from loom_otel.instrumentation.openai._wrappers import (
 )
 from loom_otel.instrumentation.openai.package import _instruments
 from loom_otel.instrumentation.openai.version import __version__
+from loom_otel.live._channel import LiveChannel
 
 __all__ = ["OpenAiInstrumentor"]
 
@@ -53,3 +54,4 @@ class OpenAiInstrumentor(ReasoningInstrumentor):
     wraps = _WRAPS
     adapter = OpenAiAdapter
     version = __version__
+    live_view = LiveChannel

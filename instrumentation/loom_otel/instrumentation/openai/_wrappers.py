@@ -8,7 +8,7 @@ entered, so they are seen through it once (no double count), and ``parse()`` pos
 
 from __future__ import annotations
 
-from loom_otel.core._calls._model_call import ReasoningHandler
+from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._skeleton import Wrapper, async_method, sync_method
 
 __all__ = [

@@ -1,0 +1,98 @@
+"""ARCHITECTURE.md "What each part must never import", checked by import-linter (the contracts in
+``pyproject.toml``) and by ``.ci/import_cycles.py`` (no import cycle among loom_otel's modules).
+
+Both run in a subprocess that sees one checkout only: ``-S`` leaves out the site directory's ``.pth``
+files (an editable install of another checkout would add its folders to the ``loom_otel`` namespace),
+and the tools come from the site directory put on ``PYTHONPATH`` instead."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_DIRS = (".", "instrumentation", "exporters")
+LINT = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = [str(root / d) for d in SOURCE_DIRS] + [sysconfig.get_paths()["purelib"]]
+    env = {"PYTHONPATH": ":".join(path), "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+    return subprocess.run(
+        [sys.executable, "-S", *args], cwd=root, env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+
+
+def _copy(tmp_path: Path) -> Path:
+    """The source roots and ``pyproject.toml`` of this checkout, in a temporary directory."""
+    copy = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("loom_otel", "instrumentation", "exporters"):
+        shutil.copytree(ROOT / name, copy / name, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+def _add_import(root: Path, module: str, statement: str) -> None:
+    path = root / next(d for d in SOURCE_DIRS[::-1] if (root / d / module).exists()) / module
+    path.write_text(path.read_text() + f"\n{statement}\n")
+
+
+def test_the_import_contracts_hold() -> None:
+    done = _run(ROOT, "-c", LINT, "--no-cache")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " broken" not in done.stdout.replace("0 broken", "") and "Contracts: " in done.stdout
+
+
+def test_no_import_cycle() -> None:
+    done = _run(ROOT, str(ROOT / ".ci" / "import_cycles.py"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 import cycle(s)" in done.stdout
+
+
+def test_core_importing_the_live_view_breaks_the_contract(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    _add_import(copy, "loom_otel/core/_model.py", "from loom_otel.live import _channel  # noqa: E402")
+    done = _run(copy, "-c", LINT, "--no-cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "core never imports the parts built on it, nor a vendor SDK BROKEN" in " ".join(done.stdout.split())
+    assert "loom_otel.core._model -> loom_otel.live._channel" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "statement", "expected"),
+    [
+        ("loom_otel/core/_journal/_reader.py", "import loom_otel.core._calls._capture", "_journal._reader -> "),
+        ("loom_otel/live/_hub.py", "import loom_otel.instrumentation.anthropic", "live._hub -> "),
+        (
+            "loom_otel/instrumentation/openai/_adapter.py",
+            "import loom_otel.instrumentation.anthropic",
+            "openai._adapter -> ",
+        ),
+        ("loom_otel/instrumentation/anthropic/_extractors.py", "import openai", "anthropic._extractors -> openai"),
+        ("loom_otel/exporters/chain/_outbox.py", "import loom_otel.instrumentation.openai", "chain._outbox -> "),
+        ("loom_otel/audit/_read.py", "import loom_otel.instrumentation.openai", "audit._read -> "),
+        ("loom_otel/core/_config.py", "import anthropic", "core._config -> anthropic"),
+    ],
+)
+def test_each_rule_fails_on_a_forbidden_import(tmp_path: Path, module: str, statement: str, expected: str) -> None:
+    copy = _copy(tmp_path)
+    _add_import(copy, module, f"{statement}  # noqa: E402")
+    done = _run(copy, "-c", LINT, "--no-cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Contracts: " in done.stdout and " 0 broken" not in done.stdout, done.stdout
+    assert expected in done.stdout, done.stdout
+
+
+def test_a_cycle_is_found(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    _add_import(copy, "loom_otel/core/_durability.py", "import loom_otel.core._journal._writer  # noqa: E402")
+    done = _run(copy, str(ROOT / ".ci" / "import_cycles.py"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "import cycle: loom_otel.core._durability <-> loom_otel.core._journal._writer" in done.stdout
