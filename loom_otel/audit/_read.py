@@ -36,6 +36,7 @@ from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, dige
 
 __all__ = [
     "AttemptReading",
+    "attempt_reading",
     "PartReading",
     "PartResolver",
     "PartStatus",
@@ -223,8 +224,12 @@ class PartResolver:
         )
 
 
-def _attempt(resolver: PartResolver, record: CaptureRecord, received: bool) -> AttemptReading:
-    parts = tuple(resolver.resolve(record, i, received=received) for i in range(len(record.kinds)))
+def attempt_reading(
+    resolver: PartResolver, record: CaptureRecord, received: bool, indices: range | None = None
+) -> AttemptReading:
+    """One capture record read: its parts (``indices``: those only; default all) and its call."""
+    chosen = range(len(record.kinds)) if indices is None else indices
+    parts = tuple(resolver.resolve(record, i, received=received) for i in chosen)
     return AttemptReading(
         record.step_id,
         record.attempt,
@@ -273,7 +278,7 @@ def read_reasoning(
     )
     resolver = PartResolver(store, tenant, execution_id, source)
     steps = tuple(
-        StepReading(sid, tuple(_attempt(resolver, r, i == len(rs) - 1) for i, r in enumerate(rs)))
+        StepReading(sid, tuple(attempt_reading(resolver, r, i == len(rs) - 1) for i, r in enumerate(rs)))
         for sid, rs in group_steps(selected).items()
     )
     return ReasoningReading(execution_id, tenant, steps)

@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
-from loom_otel.audit._read import AttemptReading, PartReading, PartResolver, ReasoningReading, StepReading
+from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
 from loom_otel.audit._records import CaptureRecord
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
@@ -178,7 +177,7 @@ def read_page(
     if found is None:
         return None
     records, last_of_step, position, total = found
-    resolver = PartResolver(store, tenant, execution_id)
+    resolver = PartResolver(store, tenant, execution_id, evidence.source)  # its tombstones: erased, or missing
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
     for record in records:
@@ -188,21 +187,7 @@ def read_page(
         if start >= end:
             continue
         received = last_of_step[record.step_id] == (record.origin, record.seq)
-        parts: Sequence[PartReading] = tuple(resolver.resolve(record, i, received=received) for i in range(start, end))
-        steps.setdefault(record.step_id, []).append(
-            AttemptReading(
-                record.step_id,
-                record.attempt,
-                received,
-                record.provider,
-                record.request_model,
-                record.response_model,
-                record.origin,
-                record.seq,
-                record.time,
-                tuple(parts),
-            )
-        )
+        steps.setdefault(record.step_id, []).append(attempt_reading(resolver, record, received, range(start, end)))
         if record.trace_id:
             trace_ids[(record.step_id, record.attempt, record.origin, record.seq)] = record.trace_id
     reading = ReasoningReading(

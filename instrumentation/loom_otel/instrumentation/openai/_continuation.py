@@ -401,6 +401,17 @@ class Outgoing:
         return reasoning.get("summary") if isinstance(reasoning, Mapping) else None
 
 
+def _blank_event_text(event: Any, kind: str | None) -> None:
+    """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place."""
+    if kind in _DELTA_EVENTS:
+        event.delta = ""
+    elif kind in _TEXT_EVENTS:
+        event.text = ""
+    part = getattr(event, "part", None)
+    if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
+        part.text = ""
+
+
 def _drop_fields(obj: Any) -> None:
     extra = getattr(obj, "model_extra", None)
     if extra:
@@ -486,13 +497,7 @@ class _RedactingLayer(AccumulatorLayer):
             self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
-        if kind in _DELTA_EVENTS:
-            event.delta = ""
-        elif kind in _TEXT_EVENTS:
-            event.text = ""
-        part = getattr(event, "part", None)
-        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
-            part.text = ""
+        _blank_event_text(event, kind)
         item = getattr(event, "item", None)
         if item is not None:
             _blank_item(item)
@@ -502,13 +507,7 @@ class _RedactingLayer(AccumulatorLayer):
     def _withhold(self, event: Any, kind: str | None, final: Any) -> None:
         """A summary only loom-otel asked for: its events carry no text (they still arrive, empty: a
         stream cannot lose events), its items and responses none at all."""
-        if kind in _DELTA_EVENTS:
-            event.delta = ""
-        elif kind in _TEXT_EVENTS:
-            event.text = ""
-        part = getattr(event, "part", None)
-        if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
-            part.text = ""
+        _blank_event_text(event, kind)
         item = getattr(event, "item", None)
         if item is not None:
             withhold_item(item)
