@@ -3,6 +3,9 @@ point, and ``loom.audit.record`` spans a backend shows sensibly."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,3 +93,18 @@ def test_record_spans_join_their_sampled_call():
     assert format(joined.context.trace_id, "032x") == trace_id
     assert joined.parent is not None and format(joined.parent.span_id, "016x") == span_id
     assert root.parent is None and format(root.context.trace_id, "032x") != trace_id
+
+
+def test_forward_names_an_unknown_inner_exporter_as_a_usage_error(tmp_path):
+    env = {**os.environ, "LOOM_OTEL_CHAIN_INNER": "banana", "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "loom_otel.cli", "forward", str(tmp_path / "journal")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("loom-otel forward: LOOM_OTEL_CHAIN_INNER='banana' names no registered span exporter")
+    assert not (tmp_path / "journal").exists()
