@@ -11,6 +11,7 @@ from typing import Final
 
 from starlette.applications import Starlette
 
+from loom_otel.core._config import unusable_directory
 from loom_otel.core._policy import ReadingPolicy, load_policy
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import ReasoningConfigError
@@ -69,6 +70,9 @@ class ServeSettings:
             raise ReasoningConfigError(f"--trace-url {self.trace_url!r} must contain {{trace_id}}")
         store_from_uri(self.store)
         self.reading_policy()
+        problem = unusable_directory(Path(self.reads_journal))
+        if problem is not None:  # every read is recorded there first: a viewer that cannot would serve nothing
+            raise ReasoningConfigError(f"--reads-journal {self.reads_journal!r} cannot be written: {problem}")
 
     def to_environment(self) -> str:
         return json.dumps(asdict(self))

@@ -137,3 +137,16 @@ def test_the_viewer_admits_a_jwt_reader_by_its_subject(keys, captured, tmp_path)
         assert httpx2.get(url, headers={"Authorization": f"Bearer {_token(private)}"}, timeout=30).status_code == 200
         for token in (_token(private, sub="bob"), _token(other), _token(private, aud="x")):
             assert httpx2.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=30).status_code == 404
+
+
+def test_serve_refuses_a_reads_journal_it_cannot_write(tmp_path, capsys):
+    from loom_otel.cli.__main__ import main
+
+    (tmp_path / "journal").mkdir()
+    (tmp_path / "tokens.toml").write_text('[tokens]\nalice = "alice-secret-token-0000"\n')
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    common = ["serve", "--journal", str(tmp_path / "journal"), "--store", f"file://{tmp_path / 'store'}"]
+    code = main([*common, "--tokens", str(tmp_path / "tokens.toml"), "--reads-journal", str(blocker / "reads")])
+    assert code == 2 and "--reads-journal" in capsys.readouterr().err
+    assert main([*common]) == 2 and "exactly one authenticator" in capsys.readouterr().err
