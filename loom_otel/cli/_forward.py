@@ -61,6 +61,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from loom_otel.exporters.chain._exporter import ChainedSpanExporter
     from loom_otel.exporters.chain._inner import inner_from_environment
 
+    try:  # a configuration error first: it holds whatever the journal
+        inner = inner_from_environment(args.inner)
+    except ReasoningConfigError as exc:
+        print(f"loom-otel forward: {exc}", file=err)
+        return 2
     if args.journal is not None:
         directory = Path(args.journal).expanduser().absolute()
         why = _not_a_journal(directory)
@@ -76,11 +81,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if not directory.exists():
             out.write(f"nothing to forward: no journal at {directory} (the default; pass JOURNAL to name one)\n")
             return 0
-    try:
-        inner = inner_from_environment(args.inner)
-    except ReasoningConfigError as exc:
-        print(f"loom-otel forward: {exc}", file=err)
-        return 2
     exporter = ChainedSpanExporter(inner, journal=directory)
     try:
         delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))

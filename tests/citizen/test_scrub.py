@@ -15,7 +15,7 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.sdk.trace import ReadableSpan
 
 from loom_otel.core import ReasoningConfig
-from loom_otel.core._scrub import REMOVED, install_scrubber, scrub_value
+from loom_otel.core._scrub import REMOVED, install_scrubber, scrub_value, uninstall_scrubber
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import Telemetry, find_leaks
 from loom_otel.testing.simulator import Simulator
@@ -23,6 +23,10 @@ from loom_otel.testing.simulator import Simulator
 CANARY = "CANARY-5be1-scrub: the user wants Paris weather, so I call the tool first."
 CLAUDE = "claude-sonnet-4-6"
 ORDERS = ("loom_first", "loom_last")
+
+
+class _Owner:
+    """Stands for an instrumented instrumentor (the scrubber keeps its owners in a weak set)."""
 
 
 def _request(messages: list[Any]) -> dict[str, Any]:
@@ -123,7 +127,7 @@ def _run_beside(other: _Other, order: str, config: ReasoningConfig, logs: Any, s
         steps.reverse()
     for step in steps:
         step()
-    install_scrubber(telemetry.provider, provider)  # the logs side: the instrumentor's logger_provider
+    install_scrubber(loom, telemetry.provider, provider)  # the logs side: the instrumentor's logger_provider
     try:
         signatures = _conversation(sim.anthropic_client(), stream=stream)
     finally:
@@ -386,7 +390,8 @@ def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
     from loom_otel.core._scrub import remember, sight
 
     provider, exporter = logs
-    install_scrubber(Telemetry.in_memory().provider, provider)
+    owner = _Owner()  # what an instrumentor is to the scrubber: it works while one is instrumented
+    install_scrubber(owner, Telemetry.in_memory().provider, provider)
     reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=CANARY, signature="EqQDsig-canary-0123456789")
     sight([reasoning], 0xABC)
     logger = provider.get_logger("peer")
@@ -398,6 +403,7 @@ def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
     assert first.body["message"]["content"] == REMOVED and first.attributes["sig"] == REMOVED
     assert second.body["message"]["content"].startswith("[loom-otel reasoning text ref=mem://r1")
     assert _scan((), exporter, [CANARY, reasoning.signature]) == []
+    uninstall_scrubber(owner)
 
 
 @pytest.mark.peers

@@ -23,7 +23,7 @@ from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import Runtime, runtime_for
 from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
-from loom_otel.core._scrub import install_scrubber
+from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
 
 __all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]
 
@@ -78,16 +78,20 @@ class ReasoningInstrumentor(BaseInstrumentor):
             meter_provider=kwargs.get("meter_provider"),
             observe=observe,
         )
-        shielded("installing the reasoning scrubber", install_scrubber, tracer_provider, kwargs.get("logger_provider"))
+        shielded(
+            "installing the reasoning scrubber", install_scrubber, self, tracer_provider, kwargs.get("logger_provider")
+        )
         for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):
             wrap_function_wrapper(module, name, factory(handler))
 
     def _uninstrument(self, **kwargs: Any) -> None:
         """Unwrap, then stop the background work of the runtime ``instrument()`` used (``_lifecycle``:
-        its store and journal flushed and closed unless another instrumentor still uses them)."""
+        its store and journal flushed and closed unless another instrumentor still uses them); the scrubber
+        rewrites nothing once no loom-otel instrumentor is instrumented."""
         for module, name, _ in (*self.wraps, *_present(self.optional_wraps)):
             owner, _, attribute = f"{module}.{name}".rpartition(".")
             unwrap(owner, attribute)
+        uninstall_scrubber(self)
         release(self)
 
 

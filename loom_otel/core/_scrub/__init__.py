@@ -20,6 +20,7 @@ from loom_otel.core._scrub._install import (
     ReasoningScrubber,
     install_scrubber,
     leave_alone,
+    uninstall_scrubber,
 )
 from loom_otel.core._scrub._registry import REMOVED, forget_all, marker, reference_of, remember, sight
 from loom_otel.core._scrub._values import scrub_attributes, scrub_texts, scrub_value
@@ -31,6 +32,7 @@ __all__ = [
     "forget_all",
     "install_scrubber",
     "leave_alone",
+    "uninstall_scrubber",
     "marker",
     "reference_of",
     "remember",

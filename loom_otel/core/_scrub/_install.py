@@ -25,7 +25,7 @@ from opentelemetry.trace import Span
 
 from loom_otel.core._scrub._records import scrub_log_record, scrub_span
 
-__all__ = ["ReasoningLogScrubber", "ReasoningScrubber", "install_scrubber", "leave_alone"]
+__all__ = ["ReasoningLogScrubber", "ReasoningScrubber", "install_scrubber", "leave_alone", "uninstall_scrubber"]
 
 _PATCHED: Final = "_loom_otel_scrubs"
 
@@ -36,7 +36,14 @@ def _report() -> None:
     logger.debug("loom-otel: scrubbing a record failed", exc_info=True)
 
 
+_owners: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The instrumentors that installed the scrubber and are still instrumented: with none, nothing is
+rewritten (an uninstrumented process exports what it exported before ``instrument()``)."""
+
+
 def _scrub_span_safely(span: Any) -> None:
+    if not _owners:
+        return
     try:
         scrub_span(span)
     except Exception:  # telemetry plumbing never raises into the app
@@ -44,6 +51,8 @@ def _scrub_span_safely(span: Any) -> None:
 
 
 def _scrub_log_safely(log_data: Any) -> None:
+    if not _owners:
+        return
     try:
         scrub_log_record(log_data)
     except Exception:
@@ -127,12 +136,14 @@ def _reach_sdk() -> tuple[tuple[type, ...], tuple[type, ...]]:
     return spans, logs
 
 
-def install_scrubber(tracer_provider: Any = None, logger_provider: Any = None) -> None:
+def install_scrubber(owner: object, tracer_provider: Any = None, logger_provider: Any = None) -> None:
     """Reach every SDK provider of the process; add a processor to the given (else global) providers
-    whose pipeline is not the SDK's; warn once naming a provider that stays out of reach."""
+    whose pipeline is not the SDK's; warn once naming a provider that stays out of reach. The scrubber
+    works while ``owner`` (an instrumentor) or another owner is instrumented."""
     from opentelemetry import trace
     from opentelemetry._logs import get_logger_provider
 
+    _owners.add(owner)
     spans, logs = _reach_sdk()
     unreachable: list[str] = []
     provider: Any = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
@@ -161,6 +172,11 @@ def install_scrubber(tracer_provider: Any = None, logger_provider: Any = None) -
             "exported as it is",
             once=("scrubber-unreachable", what),
         )
+
+
+def uninstall_scrubber(owner: object) -> None:
+    """``owner`` was uninstrumented: with no other owner left, the scrubber rewrites nothing."""
+    _owners.discard(owner)
 
 
 def _is_proxy(provider: Any) -> bool:
