@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 _DOMAIN: Final = b"loom-otel/binding/v1\x00"
+_HISTORY: Final = b"loom-otel/history/v1\x00"
 _SEP: Final = b"\x1e"
 
 # Drop reasons (``loom.reasoning.drop.reason``).
@@ -151,6 +152,9 @@ class Plan:
     request as it will be sent."""
     reads: bool = False
     """A first pass (``Continuation.plan``) met a text it would have to read from the store."""
+    history: hashlib._Hash | None = None
+    """The running digest of the messages as the application sends them (no header, no drops): what
+    ``BlockRecord.history`` continues."""
 
     def put_back(self) -> list[str]:
         """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
@@ -319,21 +323,35 @@ class Continuation:
         plan = Plan(header, header.start())
         h = plan.chain
         shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
+        held = plan.history = hashlib.sha256(_HISTORY)  # the conversation as held: no header, no drops
         lookup = self.bindings.block
         for i, message in enumerate(messages):
             items = message.items
             if message.round_key is not None and not any(isinstance(x, Block) for x in items):
                 items = self._restore(plan, i, message, scope, probe=probe) or items
             h.update(message.head)
+            held.update(message.head)
             if shadow is not None:
                 shadow.update(message.head)
             for j, item in enumerate(items):
                 if isinstance(item, bytes):
                     h.update(item + _SEP)
+                    held.update(item + _SEP)
                     if shadow is not None:
                         shadow.update(item + _SEP)
                     continue
                 record = lookup(item.key)
+                # the application holds the block in the conversation it was handed in (its messages;
+                # a changed system prompt, tool list or model unbinds it, and no more)
+                if (
+                    record is not None
+                    and record.history
+                    and item.held
+                    and i not in plan.restored
+                    and held.copy().digest() == record.history
+                ):
+                    plan.bound = record
+                held.update(item.canon + _SEP)
                 if record is None:
                     keep = True
                 elif not item.droppable:  # a tool-call signature: never dropped; it binds if it matches
@@ -462,6 +480,9 @@ class Continuation:
         h = plan.chain.copy()
         prefix = h.digest()
         h.update(head)
+        held = plan.history.copy() if plan.history is not None else None
+        if held is not None:
+            held.update(head)
         records: list[tuple[bytes, BlockRecord]] = []
         blocks: list[RoundBlock] = []
         plain: list[bytes] = []
@@ -469,8 +490,13 @@ class Continuation:
             if isinstance(item, bytes):
                 plain.append(item)
                 h.update(item + _SEP)
+                if held is not None:
+                    held.update(item + _SEP)
                 continue
             binding = h.copy().digest()
+            history = held.digest() if held is not None else b""
+            if held is not None:
+                held.update(item.canon + _SEP)
             records.append(
                 (
                     item.key,
@@ -488,6 +514,7 @@ class Continuation:
                         owner.principal,
                         owner.named_execution,
                         True,
+                        history,
                     ),
                 )
             )
