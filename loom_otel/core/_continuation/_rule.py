@@ -279,8 +279,10 @@ class Continuation:
         ``scope`` is the call's execution when known (``ModelCall.request_scope()``); ``None``: the
         request's lineage is found (``Plan.lineage``, DESIGN "Execution identity" rule 2) and texts are
         read back from that execution only. The lineage is the execution of the request's latest
-        reasoning block whose recorded binding holds in the request as it will be sent (a block holds a
-        vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
+        reasoning block whose recorded binding holds in the request as it will be sent, or that stands in
+        the conversation it was handed in (``BlockRecord.history``: a changed system prompt, tool list or
+        model unbinds a block, it does not end a conversation; such a block gets no text) (a block holds
+        a vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
         for an execution no ``execution()`` named, or one this process named (``_joinable``); a first
         pass finds it without reading the store, a second reads the texts from it (and, if a text it
         needs cannot be had there so that the block no longer binds, the call joins nothing and nothing
