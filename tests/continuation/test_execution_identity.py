@@ -118,3 +118,33 @@ def test_a_gemini_conversation_is_one_execution(mode: str, tmp_path: Path) -> No
     assert {e["loom.execution.id"] for e in reasoning_events(telemetry.spans)} == {first}
     assert reasoning_events(telemetry.spans, "loom.reasoning.dropped") == []
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[tmp_path]) == []
+
+
+@pytest.mark.parametrize("transcript", ["keep", "redact"])
+@pytest.mark.parametrize("mode", ["sync", "stream", "async_messages.stream"])
+def test_a_system_prompt_that_changes_every_call_keeps_one_execution(
+    mode: str, transcript: str, tmp_path: Path
+) -> None:
+    """A framework that writes the time into the system prompt unbinds every earlier block on every call:
+    the blocks go (their binding does not hold, no text is put back), yet the request still carries them
+    in the conversation they were handed in, so the conversation stays one execution."""
+    sim = Simulator(strict=True, reasoning_text=f"Think it through. {CANARY}", max_tool_rounds=1)
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript=transcript)
+    drop = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+    kw = {"model": "claude-sonnet-5-5", "max_tokens": 4096, "thinking": drop, "tools": [WEATHER]}
+    history: list[Any] = []
+    with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
+        for n, question in enumerate(("Plan a rainy-day walk in Lyon.", "And in Grenoble?", "And in Annecy?")):
+            history.append({"role": "user", "content": question})
+            message = MODES[mode](sim, {**kw, "system": f"You are a guide. Call {n}.", "messages": list(history)})
+            history.append(message.to_param())
+            if message.stop_reason == "tool_use":
+                call = next(b for b in message.content if b.type == "tool_use")
+                result = {"type": "tool_result", "tool_use_id": call.id, "content": "rain"}
+                history.append({"role": "user", "content": [result]})
+                message = MODES[mode](sim, {**kw, "system": f"You are a guide. Call {n}b.", "messages": list(history)})
+                history.append(message.to_param())
+    calls = _spans_of_calls(telemetry.spans)
+    assert len(calls) == len(sim.requests) >= 4
+    assert len({s.attributes["loom.execution.id"] for s in calls}) == 1
+    assert find_leaks([CANARY], spans=telemetry.spans, directories=[tmp_path]) == []

@@ -3,8 +3,8 @@
 1. an explicit ``execution()`` scope;
 2. else the transcript's lineage: the execution (of no tenant, and named by no ``execution()`` of another
    process) that this process's binding records attribute the request's latest reasoning block whose
-   recorded binding holds in the request as it will be sent to (``Continuation.plan``); never visible
-   text, ids or digests;
+   recorded binding holds in the request as it will be sent, or that stands in the conversation it was
+   handed in, to (``Continuation.plan``); never visible text, ids or digests;
 3. else a new execution whose id is the trace id of the call's span.
 
 The step is the ``step()`` scope, else the model-call span id. ``ModelCall`` owns the decision; capture,

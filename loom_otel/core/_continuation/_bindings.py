@@ -76,6 +76,10 @@ class BlockRecord(NamedTuple):
     older files."""
     local: bool = False
     """Recorded by this process (never written: a record read from a file is not)."""
+    history: bytes = b""
+    """The digest of the conversation before the block as the application held it (its messages, no
+    system, tools or model): a request that carries the block in that same conversation joins its
+    execution even where a changed system prompt or tool list unbinds it. ``b""`` in older files."""
 
     def to_json(self, key: bytes) -> str:
         """One line of the binding file: the JSON object ``from_json`` reads, formatted directly (the
@@ -85,6 +89,7 @@ class BlockRecord(NamedTuple):
         owner += "" if self.tenant is None else f',"n":{_string(self.tenant)}'
         owner += "" if self.principal is None else f',"w":{_string(self.principal)}'
         owner += "" if self.named else ',"a":1'
+        owner += f',"h":"{self.history.hex()}"' if self.history else ""
         return (
             f'{{"v":{_VERSION},"k":"{key.hex()}","b":"{self.binding.hex()}","p":{_string(self.provider)},'
             f'"m":{_string(self.model)},"s":"{self.system.hex()}","t":"{self.tools.hex()}",'
@@ -110,6 +115,8 @@ class BlockRecord(NamedTuple):
                 _text_or_none(raw.get("n")),
                 _text_or_none(raw.get("w")),
                 raw.get("a") != 1,
+                False,
+                bytes.fromhex(raw.get("h") or ""),
             )
             return bytes.fromhex(raw["k"]), record
         except (ValueError, KeyError, TypeError, AttributeError):

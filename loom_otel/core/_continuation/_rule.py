@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 _DOMAIN: Final = b"loom-otel/binding/v1\x00"
+_HISTORY: Final = b"loom-otel/history/v1\x00"
 _SEP: Final = b"\x1e"
 
 # Drop reasons (``loom.reasoning.drop.reason``).
@@ -151,6 +152,9 @@ class Plan:
     request as it will be sent."""
     reads: bool = False
     """A first pass (``Continuation.plan``) met a text it would have to read from the store."""
+    history: hashlib._Hash | None = None
+    """The running digest of the messages as the application sends them (no header, no drops): what
+    ``BlockRecord.history`` continues."""
 
     def put_back(self) -> list[str]:
         """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
@@ -275,8 +279,10 @@ class Continuation:
         ``scope`` is the call's execution when known (``ModelCall.request_scope()``); ``None``: the
         request's lineage is found (``Plan.lineage``, DESIGN "Execution identity" rule 2) and texts are
         read back from that execution only. The lineage is the execution of the request's latest
-        reasoning block whose recorded binding holds in the request as it will be sent (a block holds a
-        vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
+        reasoning block whose recorded binding holds in the request as it will be sent, or that stands in
+        the conversation it was handed in (``BlockRecord.history``: a changed system prompt, tool list or
+        model unbinds a block, it does not end a conversation; such a block gets no text) (a block holds
+        a vendor-issued secret by construction: it is keyed by its signature), recorded for no tenant and
         for an execution no ``execution()`` named, or one this process named (``_joinable``); a first
         pass finds it without reading the store, a second reads the texts from it (and, if a text it
         needs cannot be had there so that the block no longer binds, the call joins nothing and nothing
@@ -319,21 +325,35 @@ class Continuation:
         plan = Plan(header, header.start())
         h = plan.chain
         shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
+        held = plan.history = hashlib.sha256(_HISTORY)  # the conversation as held: no header, no drops
         lookup = self.bindings.block
         for i, message in enumerate(messages):
             items = message.items
             if message.round_key is not None and not any(isinstance(x, Block) for x in items):
                 items = self._restore(plan, i, message, scope, probe=probe) or items
             h.update(message.head)
+            held.update(message.head)
             if shadow is not None:
                 shadow.update(message.head)
             for j, item in enumerate(items):
                 if isinstance(item, bytes):
                     h.update(item + _SEP)
+                    held.update(item + _SEP)
                     if shadow is not None:
                         shadow.update(item + _SEP)
                     continue
                 record = lookup(item.key)
+                # the application holds the block in the conversation it was handed in (its messages;
+                # a changed system prompt, tool list or model unbinds it, and no more)
+                if (
+                    record is not None
+                    and record.history
+                    and item.held
+                    and i not in plan.restored
+                    and held.copy().digest() == record.history
+                ):
+                    plan.bound = record
+                held.update(item.canon + _SEP)
                 if record is None:
                     keep = True
                 elif not item.droppable:  # a tool-call signature: never dropped; it binds if it matches
@@ -462,6 +482,9 @@ class Continuation:
         h = plan.chain.copy()
         prefix = h.digest()
         h.update(head)
+        held = plan.history.copy() if plan.history is not None else None
+        if held is not None:
+            held.update(head)
         records: list[tuple[bytes, BlockRecord]] = []
         blocks: list[RoundBlock] = []
         plain: list[bytes] = []
@@ -469,8 +492,13 @@ class Continuation:
             if isinstance(item, bytes):
                 plain.append(item)
                 h.update(item + _SEP)
+                if held is not None:
+                    held.update(item + _SEP)
                 continue
             binding = h.copy().digest()
+            history = held.digest() if held is not None else b""
+            if held is not None:
+                held.update(item.canon + _SEP)
             records.append(
                 (
                     item.key,
@@ -488,6 +516,7 @@ class Continuation:
                         owner.principal,
                         owner.named_execution,
                         True,
+                        history,
                     ),
                 )
             )
