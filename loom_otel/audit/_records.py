@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import iter_records
+from loom_otel.core._journal._reader import iter_records
 
 __all__ = [
     "CaptureRecord",

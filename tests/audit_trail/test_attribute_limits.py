@@ -24,8 +24,9 @@ from loom_otel.core import (
 )
 from loom_otel.core._calls._capture import capture
 from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
-from loom_otel.core._journal._writer import Journal, iter_records
+from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 
 from .conftest import CANARY

@@ -13,8 +13,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.core import ReasoningConfigError
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
-from loom_otel.core._journal._writer import Journal, iter_records
+from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._inner import NoneSpanExporter
 

@@ -15,8 +15,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.audit import verify
 from loom_otel.audit._records import iter_captures
 from loom_otel.cli.__main__ import main
-from loom_otel.core._journal._reader import MAX_LINE_BYTES, Line, Position, all_segments, list_origins, read_lines
-from loom_otel.core._journal._writer import Journal, iter_records
+from loom_otel.core._journal._reader import (
+    MAX_LINE_BYTES,
+    Line,
+    Position,
+    all_segments,
+    iter_records,
+    list_origins,
+    read_lines,
+)
+from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._outbox import Outbox
 

@@ -26,8 +26,8 @@ from loom_otel.core._journal._checkpoint import (
     generate_key,
     load_public_key,
 )
-from loom_otel.core._journal._reader import all_segments
-from loom_otel.core._journal._writer import Journal, iter_records, record_body
+from loom_otel.core._journal._reader import all_segments, iter_records
+from loom_otel.core._journal._writer import Journal, record_body
 from loom_otel.exporters.chain._spans import RecordSpans
 
 

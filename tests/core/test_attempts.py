@@ -13,7 +13,7 @@ import pytest
 
 from loom_otel.core import _context, execution, step
 from loom_otel.core._journal import _attempts
-from loom_otel.core._journal._writer import iter_records
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator

@@ -15,7 +15,8 @@ from loom_otel.audit import ReasoningQuery, erase_execution, read_reasoning, rea
 from loom_otel.cli.__main__ import build_parser, main
 from loom_otel.cli._store_args import parse_since
 from loom_otel.core import FileReasoningStore, ReasoningConfigError, Untrusted
-from loom_otel.core._guard._requests import check_anthropic_request, check_gemini_request
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
+from loom_otel.instrumentation.google_genai._guard import check_gemini_request
 from tests.support.evidence import Blobs, make_recorder, redacted, text
 
 CANARY = "CANARY-d41d8cd98f-private-reasoning"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import loom_otel.audit as audit
 from loom_otel.core._guard import _requests as _guard
+from loom_otel.instrumentation.anthropic import _guard as anthropic_guard
+from loom_otel.instrumentation.google_genai import _guard as gemini_guard
+from loom_otel.instrumentation.openai import _guard as openai_guard
 
 READBACK = {
     "AttemptReading",
@@ -30,13 +33,11 @@ def test_audit_exports() -> None:
 
 
 def test_guard_exports() -> None:
-    assert _guard.__all__ == [
-        "check_anthropic_batch_request",
-        "check_anthropic_request",
-        "check_gemini_request",
-        "check_openai_chat_request",
-        "check_openai_responses_request",
-    ]
+    """The scanner and the rule in core; each vendor's field tables and request walk in its package."""
+    assert _guard.__all__ == ["DATA_ROLES", "Path", "check", "check_rest", "model_fields", "reasoning_block"]
+    assert anthropic_guard.__all__ == ["check_anthropic_batch_request", "check_anthropic_request"]
+    assert gemini_guard.__all__ == ["check_gemini_request"]
+    assert openai_guard.__all__ == ["check_openai_chat_request", "check_openai_responses_request"]
 
 
 def test_statuses() -> None:
