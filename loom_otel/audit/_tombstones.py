@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loom_otel.audit._records import ReasoningSource, SpanLike, any_value
+from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._journal._reader import iter_records

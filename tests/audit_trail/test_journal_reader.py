@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.audit import verify
-from loom_otel.audit._records import iter_captures
+from loom_otel.audit._captures import iter_captures
 from loom_otel.cli.__main__ import main
 from loom_otel.core._journal._reader import (
     MAX_LINE_BYTES,

@@ -13,7 +13,7 @@ import pytest
 from google.genai import types
 
 from loom_otel.audit import verify
-from loom_otel.audit._records import iter_captures
+from loom_otel.audit._captures import iter_captures
 from loom_otel.cli.__main__ import main
 from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
 from loom_otel.core._canonical import canonical_json, sha256_hex

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from opentelemetry import baggage, context
 
-from loom_otel.audit._records import iter_captures
+from loom_otel.audit._captures import iter_captures
 from loom_otel.core import ReasoningConfig, ReasoningConfigError, execution
 from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read, parse_retention
