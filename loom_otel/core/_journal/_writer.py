@@ -7,7 +7,8 @@ started after ``segment_records`` records or ``segment_bytes`` bytes. Each line 
     {"hash": SHA-256(prev || canonical(record without "hash")), "attributes": {...}, "origin": ...,
      "prev": <hash of n-1>, "seq": n, "time": <unix ns>, "type": "capture", "v": 1}
 
-Readers parse the line as JSON; ``record_body`` gives the canonical bytes the hash covers.
+Readers parse the line as JSON (``_reader``: ``read_lines``, ``iter_records``); ``record_body`` gives the
+canonical bytes the hash covers.
 
 The record's ``attributes`` are exactly the span event's attributes minus the chain fields, so a
 record can be rebuilt from an exported event and its hash checked (``_records``).

@@ -22,8 +22,7 @@ from loom_otel.core._journal import _writer as _journal
 from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.testing import OtlpJsonFileExporter
-
-from .conftest import CANARY
+from tests.support.journaled import CANARY
 
 LONG_ORIGIN = "a-host-name-long-enough-to-be-cut-4242-0123456789ab"
 CALLS = 5

@@ -98,13 +98,13 @@ def test_audit_list_limit_below_one_is_a_usage_error(limit: str, capsys: pytest.
 
 
 def test_the_readme_cli_table_lists_the_store_and_journal_options() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `loom-otel audit show"))
     assert "--store" in row and "--journal" in row
 
 
 def test_the_readme_stands_alone() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert "DESIGN.md" not in readme and "shared notes" not in readme
 
 

@@ -13,8 +13,7 @@ from loom_otel.cli.__main__ import main
 from loom_otel.core._canonical import canonical_json, chain_hash
 from loom_otel.core._journal._checkpoint import CHECKPOINT_SIGNATURE, generate_key, load_public_key
 from loom_otel.core._journal._writer import Journal, record_body
-
-from .conftest import journal_lines
+from tests.support.journaled import journal_lines
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import Telemetry, find_leaks
 from loom_otel.testing.simulator import Simulator
-from tests.citizen.helpers import metered, points
+from tests.calls.helpers import metered, points
 
 CANARY = "CANARY-f3a7-table: think before the tool call."
 NAMES = ("official", "openinference", "openllmetry", "loom-otel")

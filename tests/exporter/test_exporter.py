@@ -18,8 +18,7 @@ from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
 from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._inner import NoneSpanExporter
-
-from .conftest import CANARY
+from tests.support.journaled import CANARY
 
 
 class Flaky(InMemorySpanExporter):

@@ -1,3 +1,6 @@
+"""A journal, a runtime over it and one capture (fixtures for the journal, exporter and verify tests; each
+folder's ``conftest`` imports them), and helpers to read a chain's lines."""
+
 from __future__ import annotations
 
 import json

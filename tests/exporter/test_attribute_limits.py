@@ -28,8 +28,7 @@ from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
 from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
-
-from .conftest import CANARY
+from tests.support.journaled import CANARY
 
 LONG_ORIGIN = "a-host-name-long-enough-to-be-cut-4242-0123456789ab"
 

@@ -9,7 +9,7 @@ from typing import Final
 
 import pytest
 
-from tests.citizen.features import FEATURES, NAMES, measure, table
+from tests.calls.features import FEATURES, NAMES, measure, table
 
 
 def test_loom_otel_records_every_feature(tmp_path):

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import Telemetry, find_leaks
 from loom_otel.testing.simulator import Simulator
-from tests.citizen.test_scrub import CANARY, _others, _request
+from tests.scrub.test_scrub import CANARY, _others, _request
 
 pytestmark = pytest.mark.peers
 

@@ -20,7 +20,7 @@ from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import Telemetry
 from loom_otel.testing.simulator import Simulator
-from tests.citizen.helpers import metered, points
+from tests.calls.helpers import metered, points
 
 CLAUDE = "claude-sonnet-4-6"
 REQUEST = {

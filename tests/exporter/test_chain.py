@@ -39,7 +39,7 @@ def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: recording-exporter\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
-        "[opentelemetry_traces_exporter]\nrecording_test = tests.citizen.test_chain:RecordingExporter\n"
+        "[opentelemetry_traces_exporter]\nrecording_test = tests.exporter.test_chain:RecordingExporter\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     RecordingExporter.exported.clear()
