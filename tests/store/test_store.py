@@ -76,6 +76,22 @@ def test_a_copied_blob_does_not_open_for_another_execution(tmp_path):
     assert store.get(forged.ref, tenant=None, execution_id="thief") is None
 
 
+def test_the_file_store_writes_the_sealed_blob_format(tmp_path):
+    """One format for every store (``_store/_sealed``): the blob on disk is ``Envelope.sealed()``, it starts
+    with ``MAGIC``, and ``unseal`` opens it for its own scope only."""
+    from loom_otel.core._store._sealed import MAGIC, REF, opens, unseal
+
+    store = FileReasoningStore(tmp_path / "s")
+    envelope = Envelope.seal("CANARY-sealed-5e1d", execution_id="e1", tenant="t")
+    ref = store.put(envelope)
+    blob = store.sealed_blob(ref)
+    assert blob == b"".join(envelope.sealed()) and blob.startswith(MAGIC) and REF.match(ref)
+    assert opens(ref, "t", "e1") and not opens(ref, "t", "e2") and not opens(ref, None, "e1")
+    assert unseal(blob, "t", "e1") == b"CANARY-sealed-5e1d"
+    assert unseal(blob, "t", "e2") is None and unseal(blob, None, "e1") is None
+    assert unseal(blob[len(MAGIC) :], "t", "e1") is None
+
+
 def test_ten_megabytes_of_reasoning_cost_at_most_one_extra_copy(tmp_path):
     text = "r" * (10 * 1024 * 1024)
     runtime = Runtime.resolve(
