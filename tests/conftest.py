@@ -28,7 +28,7 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the default journal's home
     monkeypatch.chdir(tmp_path)
     # Unsigned checkpoints warn once per process, so which test would see it depends on the order;
-    # the test of that warning resets the flag (tests/audit_trail/test_journal.py).
+    # the test of that warning resets the flag (tests/journal/test_journal.py).
     monkeypatch.setattr(_journal, "_warned_unsigned", True)
     reset_runtime()
     forget_bindings()

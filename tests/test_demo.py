@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.core import FileReasoningStore
-from loom_otel.core._journal._writer import iter_records
+from loom_otel.core._journal._reader import iter_records
 
 # How the README's install runs it (the venv's script, the venv not activated), and as a module.
 LAUNCHERS = {

@@ -20,9 +20,9 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
+from loom_otel.audit._captures import CaptureRecord, ReasoningSource, SpanLike, iter_captures
 from loom_otel.audit._index import CaptureIndex, StaleIndexError
 from loom_otel.audit._read import PartReading, PartResolver
-from loom_otel.audit._records import CaptureRecord, ReasoningSource, SpanLike, iter_captures
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core.exceptions import ReasoningConfigError
 

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
+from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.audit._read import PartResolver, PartStatus, group_steps, recorded_status
-from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._store._protocol import ReasoningStore
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from loom_otel.audit._records import CaptureRecord, parse_collector_line, parse_journal_line
+from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
 from loom_otel.core._journal._reader import all_segments
 
 __all__ = ["AudienceRow", "CaptureIndex", "IndexRow", "StaleIndexError", "index_path_for"]

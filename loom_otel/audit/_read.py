@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from loom_otel.audit._records import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.audit._tombstones import Tombstone, TombstoneIndex
 from loom_otel.core._canonical import text_of
 from loom_otel.core._guard._untrusted import Untrusted

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from loom_otel.audit._captures import ReasoningSource, iter_captures
 from loom_otel.audit._erase import ErasureResult, erase_execution
-from loom_otel.audit._records import ReasoningSource, iter_captures
 from loom_otel.audit._tombstones import TombstoneIndex, operator
 from loom_otel.core import environment_variables as env
 from loom_otel.core._journal._writer import Journal, open_journal

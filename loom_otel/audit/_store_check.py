@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loom_otel.audit._captures import ReasoningSource, iter_captures
 from loom_otel.audit._read import PartResolver, PartStatus
-from loom_otel.audit._records import ReasoningSource, iter_captures
 from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._store._protocol import ReasoningStore
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loom_otel.audit._records import ReasoningSource, SpanLike, any_value
+from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value
 from loom_otel.core import _attributes as attr
+from loom_otel.core._attributes import AttributeValue
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._records import RECORD_SPAN
-from loom_otel.core._journal._writer import AttributeValue, iter_records
 
 __all__ = ["Tombstone", "TombstoneIndex", "iter_tombstones", "operator", "tombstone_attributes"]
 

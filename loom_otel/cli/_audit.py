@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import Final, TextIO
 
+from loom_otel.audit._captures import iter_captures
 from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
-from loom_otel.audit._records import iter_captures
 from loom_otel.cli._store_args import open_store, parse_since, store_url
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean

@@ -9,11 +9,16 @@ import hashlib
 import secrets
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from loom_otel.cli._invocation import command_line
 from loom_otel.cli._table import render_table
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 __all__ = ["register"]
 
@@ -55,48 +60,104 @@ def _execution_id(name: str, run: int) -> str:
     return name if run == 1 else f"{name}-{run}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Places:
+    """Where one demo run writes: the store, the journal, the collector's archive, the checkpoint key."""
+
+    root: Path
+    store: Path
+    journal: Path
+    archive: Path
+    key: Path
+
+
+@dataclass(frozen=True, slots=True)
+class _Executions:
+    """The two executions of this run (numbered after the runs the directory already holds)."""
+
+    anthropic: str
+    gemini: str
+
+
 def run(args: argparse.Namespace) -> int:
+    """The demo as steps: places, pipeline, the agent loops, the audit read-back, verify, the hints."""
+    started = time.perf_counter()
+    places = _places(args.dir)
+    executions = _executions(places)
+    seen, provider = _pipeline(places)
+    made = _drive(places, executions, seen, provider)
+    _read_back(places, made)
+    ok = _verify(places)
+    captured = _events(seen.get_finished_spans(), "loom.reasoning.captured")
+    _try_next(places, executions, captured)
+    print(f"done in {time.perf_counter() - started:.1f} s")
+    _viewer_hint(places.root, places.journal, places.store, captured)
+    return 0 if ok else 1
+
+
+def _places(chosen: Path | None) -> _Places:
+    """``--dir`` (or a new temporary directory) and what goes in it, told to the user."""
+    root = (chosen or Path(tempfile.mkdtemp(prefix="loom-otel-demo-"))).absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    places = _Places(
+        root, root / "store", root / "journal", root / "collector" / "traces.jsonl", root / "checkpoint.key"
+    )
+    places.archive.parent.mkdir(parents=True, exist_ok=True)
+    print(f"loom-otel demo in {root}")
+    print(f"  store    {places.store}   (readable reasoning, sealed per execution)")
+    print(f"  journal  {places.journal}   (hash-chained audit records)")
+    print(f"  archive  {places.archive}   (what a collector's file exporter keeps)")
+    print(f"  key      {places.key}   (signs journal checkpoints)")
+    return places
+
+
+def _executions(places: _Places) -> _Executions:
+    number = _run_number(places.journal)
+    executions = _Executions(_execution_id("demo-anthropic", number), _execution_id("demo-gemini", number))
+    if number > 1:
+        print(
+            f"  this directory holds {number - 1} earlier run(s): "
+            f"this one is {executions.anthropic} and {executions.gemini}"
+        )
+    return executions
+
+
+def _pipeline(places: _Places) -> tuple[InMemorySpanExporter, TracerProvider]:
+    """A tracer provider as an application builds one: the spans kept in memory for the report, and the
+    chained exporter (journal, then a collector's file exporter) behind a batch processor."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from loom_otel.audit import read_reasoning, verify
-    from loom_otel.cli._demo_agents import anthropic_loop, edited_history, gemini_loop
-    from loom_otel.core import FileReasoningStore, ReasoningConfig, execution
-    from loom_otel.core._journal._checkpoint import generate_key, load_public_key
     from loom_otel.exporters.chain import ChainedSpanExporter
-    from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
-    from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
     from loom_otel.testing import OtlpJsonFileExporter
-    from loom_otel.testing.simulator import Simulator
-
-    started = time.perf_counter()
-    root = (args.dir or Path(tempfile.mkdtemp(prefix="loom-otel-demo-"))).absolute()
-    root.mkdir(parents=True, exist_ok=True)
-    store_dir, journal_dir, archive = root / "store", root / "journal", root / "collector" / "traces.jsonl"
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    print(f"loom-otel demo in {root}")
-    print(f"  store    {store_dir}   (readable reasoning, sealed per execution)")
-    print(f"  journal  {journal_dir}   (hash-chained audit records)")
-    print(f"  archive  {archive}   (what a collector's file exporter keeps)")
-    print(f"  key      {root / 'checkpoint.key'}   (signs journal checkpoints)")
-    number = _run_number(journal_dir)
-    anthropic_id, gemini_id = _execution_id("demo-anthropic", number), _execution_id("demo-gemini", number)
-    if number > 1:
-        print(f"  this directory holds {number - 1} earlier run(s): this one is {anthropic_id} and {gemini_id}")
 
     seen = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(seen))
-    chained = ChainedSpanExporter(OtlpJsonFileExporter(archive), journal=journal_dir)
+    chained = ChainedSpanExporter(OtlpJsonFileExporter(places.archive), journal=places.journal)
     provider.add_span_processor(BatchSpanProcessor(chained))
-    key = root / "checkpoint.key"
-    if not key.exists():
-        generate_key(key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
+    return seen, provider
+
+
+def _drive(
+    places: _Places, executions: _Executions, seen: InMemorySpanExporter, provider: TracerProvider
+) -> dict[str, int]:
+    """Instrument both SDKs, run the agent loops against the strict simulator, uninstrument and flush;
+    the model calls made, per execution."""
+    from loom_otel.cli._demo_agents import anthropic_loop, edited_history, gemini_loop
+    from loom_otel.core import ReasoningConfig, execution
+    from loom_otel.core._journal._checkpoint import generate_key
+    from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+    from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
+    from loom_otel.testing.simulator import Simulator
+
+    if not places.key.exists():
+        generate_key(places.key)  # what `loom-otel keygen` writes: checkpoints are Ed25519-signed
     config = ReasoningConfig(
-        store=f"file://{store_dir}",
-        journal=journal_dir,
-        checkpoint_key=key,
+        store=f"file://{places.store}",
+        journal=places.journal,
+        checkpoint_key=places.key,
         viewer_url=f"http://127.0.0.1:{VIEWER_PORT}",
     )
     instrumentors: list[AnthropicInstrumentor | GoogleGenAiInstrumentor] = [
@@ -108,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     sim = Simulator(strict=True)
     try:
         _say("anthropic: a tool loop through messages.stream() (real anthropic SDK, strict simulator)")
-        with execution(anthropic_id, tenant="acme", principal="alice"):
+        with execution(executions.anthropic, tenant="acme", principal="alice"):
             calls, history = anthropic_loop(sim)
             print(f"  the tool loop: {calls} model calls, every assistant turn sent back as returned: accepted")
             _say("anthropic: the app edits its first question and continues the same history")
@@ -122,21 +183,28 @@ def run(args: argparse.Namespace) -> int:
                 f"count={event['loom.reasoning.drop.count']} at {list(event['loom.reasoning.drop.positions'])}"
             )
         _say("gemini: a chat with automatic function calling (real google-genai SDK, strict simulator)")
-        with execution(gemini_id, tenant="acme", principal="alice"):
+        with execution(executions.gemini, tenant="acme", principal="alice"):
             requests = gemini_loop(sim)
         print(f"  1 send_message, {requests} model calls, thought summaries and signatures captured")
     finally:
         for instrumentor in instrumentors:
             instrumentor.uninstrument()
         provider.shutdown()  # flushes the chained exporter: every journal record reaches the archive
+    return {executions.anthropic: calls, executions.gemini: requests}
 
-    store = FileReasoningStore(store_dir)
-    for execution_id, made in ((anthropic_id, calls), (gemini_id, requests)):
+
+def _read_back(places: _Places, made: dict[str, int]) -> None:
+    """``read_reasoning`` of each execution, as a table of its parts."""
+    from loom_otel.audit import read_reasoning
+    from loom_otel.core import FileReasoningStore
+
+    store = FileReasoningStore(places.store)
+    for execution_id, calls in made.items():
         _say(f"audit: read_reasoning(journal, store, execution_id={execution_id!r}, tenant='acme')")
-        reading = read_reasoning(journal_dir, store, execution_id=execution_id, tenant="acme")
+        reading = read_reasoning(places.journal, store, execution_id=execution_id, tenant="acme")
         captured_calls = sum(len(step.attempts) for step in reading.steps)
         print(
-            f"  {made} model calls made, {captured_calls} captured: {len(reading.steps)} steps, "
+            f"  {calls} model calls made, {captured_calls} captured: {len(reading.steps)} steps, "
             f"{len(reading.parts)} reasoning parts"
         )
         rows = [
@@ -155,28 +223,36 @@ def run(args: argparse.Namespace) -> int:
             for p in attempt.parts
         ]
         print(render_table(("step", "provider", "model", "part", "kind", "status", "size", "digest"), rows))
+
+
+def _verify(places: _Places) -> bool:
+    """``verify`` the journal and the collector's archive, checkpoints signed by the demo's key."""
+    from loom_otel.audit import verify
+    from loom_otel.core._journal._checkpoint import load_public_key
+
     _say("verify: the journal and the collector archive (checkpoints must carry our signature)")
     ok = True
-    trusted = [load_public_key(key)]
-    for source in (journal_dir, archive):
+    trusted = [load_public_key(places.key)]
+    for source in (places.journal, places.archive):
         report = verify(source, public_keys=trusted, require_signed=True)
         ok = ok and report.ok
         print(
             f"  {source.name:14} {report.records} records, {len(report.origins)} chain(s): "
             f"{'ok' if report.ok else '; '.join(report.problems)}"
         )
-    captured = _events(seen.get_finished_spans(), "loom.reasoning.captured")
+    return ok
+
+
+def _try_next(places: _Places, executions: _Executions, captured: list[dict[str, Any]]) -> None:
+    """What the run left, and the commands that look at it."""
     print(
         f"\n{len(captured)} loom.reasoning.captured events carry refs, digests and sizes only; "
-        f"readable text is in {store_dir / 'blobs'}."
+        f"readable text is in {places.store / 'blobs'}."
     )
     print("Try:")
-    print(f"  {command_line('audit', 'list', '--journal', str(journal_dir), '--store', f'file://{store_dir}')}")
-    show = ("audit", "show", "--execution", anthropic_id, "--tenant", "acme", "--journal", str(journal_dir))
-    print(f"  {command_line(*show, '--store', f'file://{store_dir}', '--text')}")
-    print(f"done in {time.perf_counter() - started:.1f} s")
-    _viewer_hint(root, journal_dir, store_dir, captured)
-    return 0 if ok else 1
+    print(f"  {command_line('audit', 'list', '--journal', str(places.journal), '--store', f'file://{places.store}')}")
+    show = ("audit", "show", "--execution", executions.anthropic, "--tenant", "acme", "--journal", str(places.journal))
+    print(f"  {command_line(*show, '--store', f'file://{places.store}', '--text')}")
 
 
 def _viewer_hint(root: Path, journal_dir: Path, store_dir: Path, captured: list[dict[str, Any]]) -> None:

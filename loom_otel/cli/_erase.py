@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, TextIO
 
+from loom_otel.audit._captures import iter_captures
 from loom_otel.audit._erase import ErasureResult, erase_execution
 from loom_otel.audit._locations import journal_of
-from loom_otel.audit._records import iter_captures
 from loom_otel.audit._retention import Expired, erase_expired, expired_executions, parse_retention
 from loom_otel.audit._tombstones import operator
 from loom_otel.cli._store_args import open_store, parse_since

@@ -1,7 +1,9 @@
 """loom-otel core: vendor-neutral reasoning capture (model, context, configuration, store, journal).
 
-Instrumentation packages (``loom_otel.instrumentation.*``) hold only each SDK's mapping and wrap list;
-every rule lives here once.
+Every vendor-neutral rule lives here once (the call skeleton, capture, the continuation rule, the request
+guard's scanner). Instrumentation packages (``loom_otel.instrumentation.*``) hold each SDK's facts: its wrap
+list, its shapes, its request guard's field tables, its side of the continuation rule; they import core
+through one face, ``_adapter_kit``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
+
+AttributeValue = str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
+"""What an OpenTelemetry attribute (and a journal record's attribute) may hold."""
 
 # Events on the model-call span.
 EVENT_CAPTURED: Final = "loom.reasoning.captured"

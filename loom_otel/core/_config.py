@@ -178,30 +178,14 @@ class Runtime:
         environ = os.environ if environ is None else environ
         enabled = _pick(config.enabled, env_bool(env.LOOM_OTEL_REASONING, environ), True)
         require = _pick(config.require_continuation, env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
-        fsync = _pick(config.store_fsync, env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
-        store_setting = _pick(config.store, environ.get(env.LOOM_OTEL_REASONING_STORE) or None)
-        store: ReasoningStore | None
-        if store_setting is None or not enabled:
-            store = None
-        elif isinstance(store_setting, str):
-            store = _shared_store(store_setting, fsync, "ReasoningConfig.store" if config.store else None)
-        else:
-            store = store_setting
+        store = _store(config, environ, enabled)
         capture = _pick(config.capture, env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
-        transcript = _pick(
-            config.transcript, env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
-        )
-        if transcript not in ("keep", "redact"):
-            raise ReasoningConfigError(f"transcript must be 'keep' or 'redact', got {transcript!r}")
-        if enabled and transcript == "redact" and (store is None or not capture):
-            raise ReasoningConfigError(
-                "transcript='redact' needs a reasoning store with capture on: without one, redacted "
-                f"reasoning could never be put back ({env.LOOM_OTEL_REASONING_STORE})"
-            )
+        keeps = store is not None and bool(capture)
+        transcript = _transcript(config, environ, enabled=enabled, keeps=keeps)
         live = _pick(config.live, env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
         live_text = _pick(config.live_text, env_bool(env.LOOM_OTEL_REASONING_LIVE_TEXT, environ), False)
         readable = _request_readable(config.request_readable, environ)
-        if enabled and readable != "off" and (store is None or not capture):
+        if enabled and readable != "off" and not keeps:
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_REQUEST_READABLE}={readable!r} needs a reasoning store with capture on "
                 f"({env.LOOM_OTEL_REASONING_STORE}): the readable reasoning it asks for is kept there and put "
@@ -212,34 +196,10 @@ class Runtime:
             env_choice(env.LOOM_OTEL_JOURNAL_DURABILITY, ("always", "batch", "os"), environ),
             "batch",
         )
-        digest = _pick(config.digest, env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256")
-        if enabled and digest == "hmac-sha256" and store is not None and not isinstance(store, DigestKeyStore):
-            raise ReasoningConfigError(
-                f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
-                f"{type(store).__name__} does not"
-            )
+        digest = _digest(config, environ, enabled=enabled, store=store)
         parse_retention(environ.get(env.LOOM_OTEL_RETENTION) or "none")  # used by retain and serve: checked here
-        journal_setting = _pick(config.journal, env_path(env.LOOM_OTEL_AUDIT_JOURNAL, environ))
-        journal: Journal | None = None
-        if isinstance(journal_setting, Journal):
-            journal, journal_dir = journal_setting, journal_setting.directory
-            named_by = "ReasoningConfig.journal"
-        elif journal_setting is not None:
-            journal_dir = Path(journal_setting).expanduser().absolute()
-            named_by = "ReasoningConfig.journal" if config.journal is not None else env.LOOM_OTEL_AUDIT_JOURNAL
-        elif isinstance(store, FileReasoningStore):
-            journal_dir = store.root / "journal"
-            named_by = f"{env.LOOM_OTEL_REASONING_STORE} (the journal beside a file store)"
-        else:
-            journal_dir = default_journal_dir().absolute()
-            named_by = f"{env.LOOM_OTEL_AUDIT_JOURNAL} (default: the user's state directory)"
-        if enabled:
-            _check_journal_location(journal_dir, named_by, fail_closed=store is not None)
-        key_setting = _pick(config.checkpoint_key, env_path(env.LOOM_OTEL_CHECKPOINT_KEY, environ))
-        key_path = Path(key_setting).expanduser() if key_setting is not None else None
-        if enabled and key_path is not None:
-            named = "ReasoningConfig.checkpoint_key" if config.checkpoint_key is not None else None
-            _check_checkpoint_key(key_path, named or env.LOOM_OTEL_CHECKPOINT_KEY)
+        journal, journal_dir = _journal_place(config, environ, enabled=enabled, store=store)
+        key_path = _checkpoint_key(config, environ, enabled=enabled)
         runtime = cls(
             enabled=enabled,
             store=store,
@@ -267,6 +227,85 @@ class Runtime:
                 f"configured ({env.LOOM_OTEL_REASONING_STORE}): reasoning could not be carried forward"
             )
         return runtime
+
+
+# -- the steps of ``Runtime.resolve``, in its order ----------------------------------------------------
+
+
+def _store(config: ReasoningConfig, environ: Mapping[str, str], enabled: bool) -> ReasoningStore | None:
+    """The reasoning store: an instance as given, a URL opened once per process (``_shared_store``), or none
+    (none at all when loom-otel is disabled)."""
+    fsync = _pick(config.store_fsync, env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True)
+    setting = _pick(config.store, environ.get(env.LOOM_OTEL_REASONING_STORE) or None)
+    if setting is None or not enabled:
+        return None
+    if isinstance(setting, str):
+        return _shared_store(setting, fsync, "ReasoningConfig.store" if config.store else None)
+    store: ReasoningStore = setting
+    return store
+
+
+def _transcript(config: ReasoningConfig, environ: Mapping[str, str], *, enabled: bool, keeps: bool) -> Transcript:
+    """``keep`` or ``redact``; ``redact`` only with a store that captures (``keeps``), which puts it back."""
+    transcript: Transcript = _pick(
+        config.transcript, env_choice(env.LOOM_OTEL_REASONING_TRANSCRIPT, ("keep", "redact"), environ), "keep"
+    )
+    if transcript not in ("keep", "redact"):
+        raise ReasoningConfigError(f"transcript must be 'keep' or 'redact', got {transcript!r}")
+    if enabled and transcript == "redact" and not keeps:
+        raise ReasoningConfigError(
+            "transcript='redact' needs a reasoning store with capture on: without one, redacted "
+            f"reasoning could never be put back ({env.LOOM_OTEL_REASONING_STORE})"
+        )
+    return transcript
+
+
+def _digest(
+    config: ReasoningConfig, environ: Mapping[str, str], *, enabled: bool, store: ReasoningStore | None
+) -> DigestMode:
+    """``sha256`` or ``hmac-sha256``; the keyed one only with a store that keeps per-execution keys."""
+    digest: DigestMode = _pick(
+        config.digest, env_choice(env.LOOM_OTEL_DIGEST, ("sha256", "hmac-sha256"), environ), "sha256"
+    )
+    if enabled and digest == "hmac-sha256" and store is not None and not isinstance(store, DigestKeyStore):
+        raise ReasoningConfigError(
+            f"{env.LOOM_OTEL_DIGEST}=hmac-sha256 needs a store that keeps per-execution digest keys; "
+            f"{type(store).__name__} does not"
+        )
+    return digest
+
+
+def _journal_place(
+    config: ReasoningConfig, environ: Mapping[str, str], *, enabled: bool, store: ReasoningStore | None
+) -> tuple[Journal | None, Path]:
+    """The journal given as an instance (and its directory), else its directory: the setting, the one
+    beside a file store, or the user's state directory; checked writable when enabled."""
+    setting = _pick(config.journal, env_path(env.LOOM_OTEL_AUDIT_JOURNAL, environ))
+    if isinstance(setting, Journal):
+        journal, directory = setting, setting.directory
+        named_by = "ReasoningConfig.journal"
+    elif setting is not None:
+        journal, directory = None, Path(setting).expanduser().absolute()
+        named_by = "ReasoningConfig.journal" if config.journal is not None else env.LOOM_OTEL_AUDIT_JOURNAL
+    elif isinstance(store, FileReasoningStore):
+        journal, directory = None, store.root / "journal"
+        named_by = f"{env.LOOM_OTEL_REASONING_STORE} (the journal beside a file store)"
+    else:
+        journal, directory = None, default_journal_dir().absolute()
+        named_by = f"{env.LOOM_OTEL_AUDIT_JOURNAL} (default: the user's state directory)"
+    if enabled:
+        _check_journal_location(directory, named_by, fail_closed=store is not None)
+    return journal, directory
+
+
+def _checkpoint_key(config: ReasoningConfig, environ: Mapping[str, str], *, enabled: bool) -> Path | None:
+    """The checkpoint signing key's path, checked readable when enabled."""
+    setting = _pick(config.checkpoint_key, env_path(env.LOOM_OTEL_CHECKPOINT_KEY, environ))
+    path = Path(setting).expanduser() if setting is not None else None
+    if enabled and path is not None:
+        named = "ReasoningConfig.checkpoint_key" if config.checkpoint_key is not None else None
+        _check_checkpoint_key(path, named or env.LOOM_OTEL_CHECKPOINT_KEY)
+    return path
 
 
 _READABLE: Final = ("off", "summarized")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from loom_otel.audit import CaptureKey, PartReading, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
-from loom_otel.audit._records import ReasoningSource
+from loom_otel.audit._captures import ReasoningSource
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.live._feed import Done
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
-from loom_otel.audit._records import CaptureRecord
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive

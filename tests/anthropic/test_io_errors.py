@@ -64,7 +64,7 @@ def test_binding_records_on_a_full_disk_say_where_and_what_it_means(tmp_path, ca
     from loom_otel.core._continuation import _bindings
 
     bindings = Bindings(tmp_path / "b", deferred=True)
-    from tests.core.test_bindings import _record
+    from tests.continuation.test_bindings import _record
 
     bindings.add([_record(1)], [])
     monkeypatch.setattr(_bindings.os, "write", _full_disk)

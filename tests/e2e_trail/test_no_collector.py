@@ -17,7 +17,7 @@ import pytest
 
 from loom_otel.audit import verify
 from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._journal._writer import iter_records
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
 
 from .receiver import Receiver, free_port

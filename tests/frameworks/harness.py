@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from loom_otel.audit._records import CaptureRecord, iter_captures
+from loom_otel.audit._captures import CaptureRecord, iter_captures
 from loom_otel.testing.simulator import Reply, Simulator, serve
 from tests.e2e_trail.receiver import Receiver
 

@@ -14,12 +14,9 @@ from google.genai import types as genai
 from openai.types.chat import ChatCompletionMessage
 
 from loom_otel.core import LoomOtelError, ReasoningConfigError, Untrusted
-from loom_otel.core._guard._requests import (
-    check_anthropic_request,
-    check_gemini_request,
-    check_openai_chat_request,
-    check_openai_responses_request,
-)
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
+from loom_otel.instrumentation.google_genai._guard import check_gemini_request
+from loom_otel.instrumentation.openai._guard import check_openai_chat_request, check_openai_responses_request
 
 CANARY = "CANARY-7f3a-secret-thought"
 U = Untrusted(f"the model thought {CANARY}", origin="llm-reasoning:plan")

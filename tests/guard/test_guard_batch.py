@@ -10,7 +10,7 @@ from anthropic.types import ThinkingBlock
 from anthropic.types.messages import batch_create_params
 
 from loom_otel.core import ReasoningConfigError, Untrusted
-from loom_otel.core._guard._requests import check_anthropic_batch_request
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_batch_request
 
 CANARY = "CANARY-b47c-batched-thought"
 U = Untrusted(f"the model thought {CANARY}", origin="llm-reasoning:batch")

@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 
 from loom_otel.core import ReasoningConfigError, Untrusted
-from loom_otel.core._guard._requests import (
-    check_anthropic_request,
-    check_gemini_request,
-    check_openai_chat_request,
-    check_openai_responses_request,
-)
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
+from loom_otel.instrumentation.google_genai._guard import check_gemini_request
+from loom_otel.instrumentation.openai._guard import check_openai_chat_request, check_openai_responses_request
 
 CANARY = "CANARY-91c2-evasive-thought"
 U = Untrusted(f"the model thought {CANARY}", origin="llm-reasoning:plan")

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.core import _context, execution, step
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._config import ReasoningConfig, Runtime
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
-from loom_otel.core._journal._writer import iter_records
 from loom_otel.core._model import Reasoning, ReasoningKind
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._fsspec import FsspecReasoningStore

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from opentelemetry import baggage, context
 
-from loom_otel.audit._records import iter_captures
+from loom_otel.audit._captures import iter_captures
 from loom_otel.core import ReasoningConfig, ReasoningConfigError, execution
-from loom_otel.core._journal._writer import iter_records
+from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read, parse_retention
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events

@@ -11,6 +11,7 @@ from typing import TypeVar
 from opentelemetry.trace import Span
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._calls._as_built import add_event
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._canonical import text_bytes
@@ -18,7 +19,6 @@ from loom_otel.core._config import Runtime
 from loom_otel.core._context import current_execution, current_step, next_attempt
 from loom_otel.core._io_error import failure_detail, store_location
 from loom_otel.core._journal._attempts import highest_in
-from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, Envelope

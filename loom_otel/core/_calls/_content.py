@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._scrub import REMOVED, marker, reference_of
 from loom_otel.core._shapes import field

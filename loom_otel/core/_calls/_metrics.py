@@ -15,7 +15,7 @@ from opentelemetry import metrics
 from opentelemetry.metrics import MeterProvider
 
 from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._semconv import SCHEMA_URL
 
 __all__ = ["TOKEN_BUCKETS", "DURATION_BUCKETS", "GenAiMetrics", "metric_attributes"]

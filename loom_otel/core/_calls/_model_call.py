@@ -18,6 +18,7 @@ from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
@@ -27,7 +28,6 @@ from loom_otel.core._calls._metrics import metric_attributes
 from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
-from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._model import Reasoning
 from loom_otel.core._scrub import remember
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import text_bytes, text_digest
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._continuation._rehydrate import resolve_text
-from loom_otel.core._journal._writer import AttributeValue
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest

@@ -1,15 +1,9 @@
 """The request guard: reasoning read back for audit must never become an instruction.
 
-The wrappers call one function per request shape before the SDK serializes the request:
-
-- ``check_anthropic_request(kwargs)``: ``messages.create`` / ``stream`` keyword arguments;
-- ``check_anthropic_batch_request(kwargs)``: ``messages.batches.create``, each ``requests[i].params``
-  checked as a ``messages.create`` request (positions ``requests[3].params.system[0].text``);
-- ``check_gemini_request(contents, config)``: ``models.generate_content`` (and ``_stream``);
-- ``check_openai_chat_request(kwargs)``: ``chat.completions.create``;
-- ``check_openai_responses_request(kwargs)``: ``responses.create``.
-
-Each raises ``ReasoningConfigError`` naming the origin and the position (``system[0].text``) when
+This module holds the scanner and the rule; each vendor package holds its own field tables and the walk
+of its request shape (``instrumentation/.../<vendor>/_guard.py``), calling ``check`` for every part of a
+request with whether that part is user data (``allow_fenced``) and whether it is an instruction. A
+vendor's check raises ``ReasoningConfigError`` naming the origin and the position (``system[0].text``) when
 
 1. an ``Untrusted`` value appears anywhere (in an instruction position: refused as such; elsewhere
    the SDK could not serialize it anyway; the remedy is ``Untrusted.fenced()`` inside a user message);
@@ -21,7 +15,8 @@ Each raises ``ReasoningConfigError`` naming the origin and the position (``syste
    so the opening marker without its ``<``, the closing marker alone (a fence whose header line was
    cut off), an upper-cased or HTML-escaped fence are all refused, and the word "untrusted" is not;
 3. a reasoning block (Anthropic ``thinking`` / ``redacted_thinking``, a Gemini ``thought`` part, an
-   OpenAI-compatible ``reasoning_content``) sits in a message that is not the assistant's/model's;
+   OpenAI-compatible ``reasoning_content``) sits in a message that is not the assistant's/model's
+   (the vendor finds it and raises ``reasoning_block``);
 4. the request nests deeper than ``_MAX_DEPTH`` (48) levels, where the walk stops: refused rather
    than passed unchecked.
 
@@ -46,17 +41,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from loom_otel.core._guard._untrusted import FENCE_OPEN, Untrusted
-from loom_otel.core._shapes import field as _get
 from loom_otel.core._shapes import is_mapping
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = [
-    "check_anthropic_batch_request",
-    "check_anthropic_request",
-    "check_gemini_request",
-    "check_openai_chat_request",
-    "check_openai_responses_request",
-]
+__all__ = ["DATA_ROLES", "Path", "check", "check_rest", "model_fields", "reasoning_block"]
 
 _TAG: Final = FENCE_OPEN[1 : FENCE_OPEN.index(" ")]
 """``untrusted-model-output``: both the opening and the closing marker hold it."""
@@ -72,8 +60,8 @@ _UNESCAPES: Final = 3
 _MAX_DEPTH: Final = 48
 _SCALARS: Final = (int, float, bool, bytes, bytearray, type(None))
 _LEAVES: Final = frozenset(_SCALARS)
-_DATA_ROLES: Final = frozenset({"user", "tool", "function"})
-_ANTHROPIC_REASONING: Final = frozenset({"thinking", "redacted_thinking"})
+DATA_ROLES: Final = frozenset({"user", "tool", "function"})
+"""The roles whose messages are user-side data, where the fenced form may appear."""
 
 Path = list[str | int]
 
@@ -132,7 +120,7 @@ _MODELS: dict[type, bool] = {}
 """Whether a type is an SDK (pydantic) model, per type (as ``is_mapping`` keeps its answers)."""
 
 
-def _fields(value: object) -> Mapping[str, Any] | None:
+def model_fields(value: object) -> Mapping[str, Any] | None:
     """The field values of an SDK (pydantic) object, without copying; ``None`` for anything else."""
     kind = type(value)
     model = _MODELS.get(kind)
@@ -165,7 +153,7 @@ def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
     elif isinstance(value, (list, tuple)):
         items = enumerate(value)
     else:
-        fields = _fields(value)
+        fields = model_fields(value)
         if fields is None:
             return
         items = fields.items()
@@ -212,7 +200,9 @@ def _refuse(vendor: str, offense: _Offense, *, instruction: bool) -> ReasoningCo
     )
 
 
-def _check(vendor: str, value: object, path: Path, *, allow_fenced: bool, instruction: bool) -> None:
+def check(vendor: str, value: object, path: Path, *, allow_fenced: bool, instruction: bool) -> None:
+    """Refuse (``ReasoningConfigError`` naming ``vendor`` and the position under ``path``) an ``Untrusted``
+    value anywhere in ``value``, and the fenced form unless ``allow_fenced`` (a user-side part)."""
     try:
         _scan(value, allow_fenced)
     except _Offense as offense:
@@ -220,163 +210,23 @@ def _check(vendor: str, value: object, path: Path, *, allow_fenced: bool, instru
         raise _refuse(vendor, offense, instruction=instruction) from None
 
 
-def _reasoning_block(vendor: str, kind: str, role: object, path: Path) -> ReasoningConfigError:
+def reasoning_block(vendor: str, kind: str, role: object, path: Path) -> ReasoningConfigError:
+    """The refusal of a reasoning block of ``kind`` at ``path`` in a message of ``role`` (not the model's)."""
     return ReasoningConfigError(
         f"{vendor} request refused: a reasoning block ({kind}) at {_position(path)} in a {str(role)!r} message; "
         "reasoning blocks belong only in the assistant's turns"
     )
 
 
-def _check_rest(
+def check_rest(
     vendor: str,
     kwargs: Mapping[str, Any],
     handled: frozenset[str],
     instruction: frozenset[str],
     path: Sequence[str | int] = (),
 ) -> None:
+    """``check`` every field of ``kwargs`` but the ``handled`` ones (which the vendor walks itself), as
+    data that may not hold the fence, an instruction when its key is in ``instruction``."""
     for key, value in kwargs.items():
         if key not in handled:
-            _check(vendor, value, [*path, key], allow_fenced=False, instruction=key in instruction)
-
-
-# -- Anthropic ------------------------------------------------------------------------------------
-
-_ANTHROPIC: Final = "Anthropic"
-_ANTHROPIC_HANDLED: Final = frozenset({"messages"})
-_ANTHROPIC_INSTRUCTIONS: Final = frozenset({"system", "tools", "tool_choice", "output_format", "mcp_servers"})
-
-
-def check_anthropic_request(kwargs: Mapping[str, Any]) -> None:
-    """Check ``messages.create`` keyword arguments (``system``, ``tools``, ``messages``, ...)."""
-    _check_anthropic(_ANTHROPIC, kwargs, [])
-
-
-def _check_anthropic(vendor: str, kwargs: Mapping[str, Any], path: Path) -> None:
-    _check_rest(vendor, kwargs, _ANTHROPIC_HANDLED, _ANTHROPIC_INSTRUCTIONS, path)
-    for i, message in enumerate(kwargs.get("messages") or ()):
-        role = _get(message, "role")
-        user = role == "user"
-        content = _get(message, "content")
-        if isinstance(content, (list, tuple)) and role != "assistant":
-            for j, block in enumerate(content):
-                kind = _get(block, "type")
-                if kind in _ANTHROPIC_REASONING:
-                    raise _reasoning_block(vendor, str(kind), role, [*path, "messages", i, "content", j])
-        _check(vendor, message, [*path, "messages", i], allow_fenced=user, instruction=False)
-
-
-_ANTHROPIC_BATCH: Final = "Anthropic batch"
-
-
-def check_anthropic_batch_request(kwargs: Mapping[str, Any]) -> None:
-    """Check ``messages.batches.create`` keyword arguments: every ``requests[i].params`` as a
-    ``messages.create`` request, every other field (``custom_id``, headers) as data that may not
-    hold the fence. ``requests`` must be a list or tuple (the caller materialises a one-shot iterable
-    before checking, or the check would consume what the SDK is to send)."""
-    _check_rest(_ANTHROPIC_BATCH, kwargs, frozenset({"requests"}), frozenset())
-    requests = kwargs.get("requests") or ()
-    if not isinstance(requests, (list, tuple)):
-        _check(_ANTHROPIC_BATCH, requests, ["requests"], allow_fenced=False, instruction=False)
-        return
-    for i, request in enumerate(requests):
-        params = _get(request, "params")
-        fields = request if is_mapping(request) else _fields(request)
-        if fields is None or params is None:
-            _check(_ANTHROPIC_BATCH, request, ["requests", i], allow_fenced=False, instruction=False)
-            continue
-        _check_rest(_ANTHROPIC_BATCH, fields, frozenset({"params"}), frozenset(), ["requests", i])
-        params_fields = params if is_mapping(params) else _fields(params)
-        if params_fields is not None:
-            _check_anthropic(_ANTHROPIC_BATCH, params_fields, ["requests", i, "params"])
-        else:
-            _check(_ANTHROPIC_BATCH, params, ["requests", i, "params"], allow_fenced=False, instruction=True)
-
-
-# -- Google GenAI ---------------------------------------------------------------------------------
-
-_GEMINI: Final = "Google GenAI"
-
-
-def _is_content(value: object) -> bool:
-    """A ``Content`` (or its dict form), as opposed to a bare ``Part`` or string the SDK makes a user turn."""
-    if isinstance(value, Mapping):
-        return "parts" in value or "role" in value
-    return hasattr(value, "parts") and hasattr(value, "role")
-
-
-def _gemini_contents(contents: object, path: Path) -> None:
-    """Fenced text only in user contents; ``Untrusted`` nowhere; thought parts only in model contents."""
-    if isinstance(contents, (list, tuple)):
-        for i, item in enumerate(contents):
-            _gemini_contents(item, [*path, i])
-        return
-    if _is_content(contents):
-        role = _get(contents, "role") or "user"
-        if role != "model":
-            for j, part in enumerate(_get(contents, "parts") or ()):
-                if _get(part, "thought") is True:
-                    raise _reasoning_block(_GEMINI, "thought", role, [*path, "parts", j])
-    else:
-        role = "user"
-        if _get(contents, "thought") is True:
-            raise _reasoning_block(_GEMINI, "thought", role, path)
-    _check(_GEMINI, contents, path, allow_fenced=role in _DATA_ROLES, instruction=False)
-
-
-_GEMINI_INSTRUCTIONS: Final = frozenset({"system_instruction", "tools", "tool_config", "response_schema"})
-
-
-def check_gemini_request(contents: object, config: object = None) -> None:
-    """Check ``generate_content(contents=..., config=...)``: ``contents`` may be a string, a ``Part``, a
-    ``Content``, a dict, or a list of them; ``config`` a ``GenerateContentConfig`` or a dict."""
-    _gemini_contents(contents, ["contents"])
-    if config is None:
-        return
-    fields = config if isinstance(config, Mapping) else _fields(config)
-    if fields is None:
-        _check(_GEMINI, config, ["config"], allow_fenced=False, instruction=True)
-        return
-    for key, value in fields.items():
-        if value is not None:
-            _check(_GEMINI, value, ["config", key], allow_fenced=False, instruction=key in _GEMINI_INSTRUCTIONS)
-
-
-# -- OpenAI ---------------------------------------------------------------------------------------
-
-_OPENAI_CHAT: Final = "OpenAI chat"
-_OPENAI_RESPONSES: Final = "OpenAI responses"
-_INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
-
-
-def _openai_messages(vendor: str, messages: object, path: Path) -> None:
-    if not isinstance(messages, (list, tuple)):
-        _check(vendor, messages, path, allow_fenced=True, instruction=False)  # a plain user input
-        return
-    for i, message in enumerate(messages):
-        role = _get(message, "role")
-        if role is not None and role != "assistant" and _get(message, "reasoning_content"):
-            raise _reasoning_block(vendor, "reasoning_content", role, [*path, i, "reasoning_content"])
-        if role is None:  # a Responses item: function_call_output is tool data; others are the model's
-            data = _get(message, "type") in ("function_call_output", "custom_tool_call_output")
-            _check(vendor, message, [*path, i], allow_fenced=data, instruction=False)
-            continue
-        instruction = role in _INSTRUCTION_ROLES
-        _check(vendor, message, [*path, i], allow_fenced=role in _DATA_ROLES, instruction=instruction)
-
-
-_CHAT_INSTRUCTIONS: Final = frozenset({"tools", "functions", "tool_choice", "response_format", "prediction"})
-
-
-def check_openai_chat_request(kwargs: Mapping[str, Any]) -> None:
-    """Check ``chat.completions.create`` keyword arguments (system/developer messages, tool descriptions)."""
-    _check_rest(_OPENAI_CHAT, kwargs, frozenset({"messages"}), _CHAT_INSTRUCTIONS)
-    _openai_messages(_OPENAI_CHAT, kwargs.get("messages") or (), ["messages"])
-
-
-_RESPONSES_INSTRUCTIONS: Final = frozenset({"instructions", "tools", "tool_choice", "text", "prompt"})
-
-
-def check_openai_responses_request(kwargs: Mapping[str, Any]) -> None:
-    """Check ``responses.create`` keyword arguments (``instructions``, ``input`` items, tools, prompt)."""
-    _check_rest(_OPENAI_RESPONSES, kwargs, frozenset({"input"}), _RESPONSES_INSTRUCTIONS)
-    _openai_messages(_OPENAI_RESPONSES, kwargs.get("input") or (), ["input"])
+            check(vendor, value, [*path, key], allow_fenced=False, instruction=key in instruction)

@@ -2,7 +2,7 @@
 resumable positions, torn tails, liveness.
 
 Used by the chained exporter (to resend what the span pipeline lost), by ``verify``, by the audit
-readers and ``_journal.iter_records``. Readers never write to a chain; a line without its newline at
+readers through ``iter_records`` (every parseable record). Readers never write to a chain; a line without its newline at
 the end of a chain is reported as ``torn`` (the writer died mid-write, or is writing it right now:
 ``origin_is_live`` tells which).
 
@@ -14,6 +14,7 @@ no data, so every reader counts it as malformed.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ __all__ = [
     "Line",
     "Position",
     "all_segments",
+    "iter_records",
     "list_origins",
     "origin_is_live",
     "read_lines",
@@ -149,3 +151,18 @@ def origin_is_live(origin_dir: str | os.PathLike[str]) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def iter_records(directory: str | os.PathLike[str]) -> Iterator[dict[str, object]]:
+    """Every parseable record under ``directory``, chain by chain, in file order (``list_origins`` and
+    ``read_lines``; a torn, too long or malformed line is skipped)."""
+    for origin in list_origins(directory):
+        for line in read_lines(Path(directory) / origin):
+            if line.torn or line.too_long:
+                continue
+            try:
+                record = json.loads(line.data)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                yield record

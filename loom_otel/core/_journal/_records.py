@@ -9,21 +9,19 @@ event the record, and so its hash, is rebuilt exactly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._attributes import AttributeValue
 
 __all__ = [
     "CHAIN_KEYS",
     "RECORD_SPAN",
     "RECORD_VERSION",
-    "AttributeValue",
     "event_for_record",
     "record_from_event",
 ]
-
-AttributeValue = str | bool | int | float | Sequence[str] | Sequence[bool] | Sequence[int] | Sequence[float]
 
 RECORD_VERSION: Final = 1
 RECORD_SPAN: Final = "loom.audit.record"

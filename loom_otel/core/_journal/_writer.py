@@ -7,7 +7,8 @@ started after ``segment_records`` records or ``segment_bytes`` bytes. Each line 
     {"hash": SHA-256(prev || canonical(record without "hash")), "attributes": {...}, "origin": ...,
      "prev": <hash of n-1>, "seq": n, "time": <unix ns>, "type": "capture", "v": 1}
 
-Readers parse the line as JSON; ``record_body`` gives the canonical bytes the hash covers.
+Readers parse the line as JSON (``_reader``: ``read_lines``, ``iter_records``); ``record_body`` gives the
+canonical bytes the hash covers.
 
 The record's ``attributes`` are exactly the span event's attributes minus the chain fields, so a
 record can be rebuilt from an exported event and its hash checked (``_records``).
@@ -37,36 +38,33 @@ import atexit
 import contextlib
 import fcntl
 import functools
-import json
 import logging
 import os
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core import _durability
 from loom_otel.core import environment_variables as env
+from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._io_error import failure_detail
 from loom_otel.core._journal._checkpoint import Signer, checkpoint_attributes
-from loom_otel.core._journal._reader import list_origins, read_lines
-from loom_otel.core._journal._records import RECORD_VERSION, AttributeValue
+from loom_otel.core._journal._records import RECORD_VERSION
 from loom_otel.core._warnings import warn
 
 __all__ = [
-    "AttributeValue",
     "BestEffortJournal",
     "Durability",
     "Journal",
     "JournalEntry",
     "best_effort",
-    "iter_records",
     "open_journal",
     "record_body",
 ]
@@ -647,18 +645,3 @@ def _close_all() -> None:
 
 
 atexit.register(_close_all)
-
-
-def iter_records(directory: str | os.PathLike[str]) -> Iterator[dict[str, object]]:
-    """Every parseable record under ``directory``, chain by chain, in file order (``_journal_reader``
-    lists the chains and segments; a torn or malformed line is skipped)."""
-    for origin in list_origins(directory):
-        for line in read_lines(Path(directory) / origin):
-            if line.torn or line.too_long:
-                continue
-            try:
-                record = json.loads(line.data)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                yield record

@@ -69,15 +69,12 @@ from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._store._pool import PACK_FLAGS, Ready, ReadyPack, ScopePool, discard, pack_name, sweep
 from loom_otel.core._store._protocol import (
-    _MAGIC,
-    _REF,
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     Envelope,
-    _opens,
-    _unseal,
     scope_of,
 )
+from loom_otel.core._store._sealed import REF, opens, unseal
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FileReasoningStore"]
@@ -349,7 +346,7 @@ class FileReasoningStore:
     def put(self, envelope: Envelope) -> str:
         ref = envelope.ref
         scope = ref[:32]
-        blob = (_MAGIC, envelope.header(), envelope.body)
+        blob = envelope.sealed()
         with self._lock:
             if envelope.named:
                 known: _Scope | None = self._scope(scope, writing=True)
@@ -640,7 +637,7 @@ class FileReasoningStore:
     def _read(self, ref: str) -> bytes | None:
         """The sealed blob at ``ref``: from where this writer last saw it (or wrote it), else (erased,
         moved, never seen) from what the disk holds now."""
-        if _REF.match(ref) is None:
+        if REF.match(ref) is None:
             return None
         scope = ref[:32]
         with self._lock:
@@ -662,10 +659,10 @@ class FileReasoningStore:
         return None if entry is None else _record(entry, ref)
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
-        if not _opens(ref, tenant, execution_id):
+        if not opens(ref, tenant, execution_id):
             return None
         blob = self._read(ref)
-        return None if blob is None else _unseal(blob, tenant, execution_id)
+        return None if blob is None else unseal(blob, tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
         return self._read(ref) is not None
@@ -676,7 +673,7 @@ class FileReasoningStore:
 
     def write_sealed_blob(self, ref: str, blob: bytes) -> None:
         """Append raw sealed bytes as the newest record for ``ref`` (tests simulating disk faults)."""
-        if _REF.match(ref) is None:
+        if REF.match(ref) is None:
             raise ValueError("not a reasoning ref")
         scope = ref[:32]
         with self._lock:
@@ -687,7 +684,7 @@ class FileReasoningStore:
 
     def delete(self, ref: str) -> None:
         """Remove one blob: every record of it is erased in place (rare; erasure is by scope)."""
-        if _REF.match(ref) is None:
+        if REF.match(ref) is None:
             return
         scope = ref[:32]
         with self._lock:

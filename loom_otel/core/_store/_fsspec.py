@@ -27,15 +27,12 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from loom_otel.core._store._protocol import (
-    _MAGIC,
-    _REF,
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     Envelope,
-    _opens,
-    _unseal,
     scope_of,
 )
+from loom_otel.core._store._sealed import REF, opens, unseal
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FsspecReasoningStore"]
@@ -159,23 +156,23 @@ class FsspecReasoningStore:
         return True
 
     def put(self, envelope: Envelope) -> str:
-        self._create(self._path(envelope.ref), _MAGIC + envelope.header() + envelope.body)
+        self._create(self._path(envelope.ref), b"".join(envelope.sealed()))
         return envelope.ref
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
-        if not _opens(ref, tenant, execution_id):
+        if not opens(ref, tenant, execution_id):
             return None
         try:
             blob: bytes = self._retry(lambda: self._fs.cat_file(self._path(ref)))
         except FileNotFoundError:
             return None
-        return _unseal(blob, tenant, execution_id)
+        return unseal(blob, tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
-        return _REF.match(ref) is not None and self._retry(lambda: bool(self._fs.exists(self._path(ref))))
+        return REF.match(ref) is not None and self._retry(lambda: bool(self._fs.exists(self._path(ref))))
 
     def delete(self, ref: str) -> None:
-        if not _REF.match(ref):
+        if not REF.match(ref):
             return
         with contextlib.suppress(FileNotFoundError):
             self._retry(lambda: self._fs.rm_file(self._path(ref)))
@@ -201,7 +198,7 @@ class FsspecReasoningStore:
             return 0
         if not found:
             return 0
-        count = sum(1 for path in found if _REF.match(path[len(self._blobs) + 1 :]))
+        count = sum(1 for path in found if REF.match(path[len(self._blobs) + 1 :]))
         with contextlib.suppress(FileNotFoundError):
             self._retry(lambda: self._fs.rm(prefix, recursive=True))
         return count

@@ -8,11 +8,15 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core._calls._model_call import ModelCall, RequestInfo
-from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
-from loom_otel.core._calls._withheld import withhold_from_response
-from loom_otel.core._config import Runtime
-from loom_otel.core._guard._requests import check_anthropic_request
+from loom_otel.core._adapter_kit import (
+    AsyncStreamProxy,
+    ModelCall,
+    RequestInfo,
+    Runtime,
+    StreamAccumulator,
+    SyncStreamProxy,
+    withhold_from_response,
+)
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
 from loom_otel.instrumentation.anthropic._extractors import (
     MessageStreamAccumulator,
@@ -21,6 +25,7 @@ from loom_otel.instrumentation.anthropic._extractors import (
     request_info,
     response_info,
 )
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
 from loom_otel.instrumentation.anthropic._readable import readable_thinking
 
 __all__ = ["AnthropicAdapter", "outgoing_of"]

@@ -15,19 +15,31 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._calls._capture import Capture
-from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
-from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
-from loom_otel.core._canonical import text_bytes
-from loom_otel.core._config import Runtime
-from loom_otel.core._context import current_execution
-from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
-from loom_otel.core._continuation._rule import Block, Continuation, Header, MessageView, Plan, Produced, record_digest
-from loom_otel.core._memo import BoundedMemo, DigestMemo
-from loom_otel.core._model import Reasoning
-from loom_otel.core._shapes import field as _get
-from loom_otel.core._shapes import is_mapping
+from loom_otel.core._adapter_kit import (
+    AccumulatorLayer,
+    Block,
+    BoundedMemo,
+    Capture,
+    Continuation,
+    DigestMemo,
+    Header,
+    MessageView,
+    ModelCall,
+    Plan,
+    Produced,
+    Reasoning,
+    ResponseInfo,
+    RoundBlock,
+    Runtime,
+    StreamAccumulator,
+    attr,
+    bindings_for,
+    current_execution,
+    is_mapping,
+    record_digest,
+    text_bytes,
+)
+from loom_otel.core._adapter_kit import field as _get
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 
 __all__ = ["AnthropicContinuation", "Outgoing"]

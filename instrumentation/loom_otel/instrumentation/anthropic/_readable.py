@@ -13,9 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import AttributeValue
-from loom_otel.core._shapes import field
+from loom_otel.core._adapter_kit import AttributeValue, attr, field
 
 __all__ = ["default_omitted", "readable_thinking", "summarises", "thinking_settings"]
 

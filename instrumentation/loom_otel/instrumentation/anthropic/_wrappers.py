@@ -16,27 +16,31 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core._calls._adapter import Outgoing
-from loom_otel.core._calls._handler import ReasoningHandler
-from loom_otel.core._calls._model_call import ModelCall, ResponseInfo, current_call
-from loom_otel.core._calls._peers import without_peers
-from loom_otel.core._calls._skeleton import (
+from loom_otel.core._adapter_kit import (
+    AsyncStreamProxy,
+    ModelCall,
+    Outgoing,
+    Reasoning,
+    ReasoningHandler,
+    ResponseInfo,
+    StreamAccumulator,
+    SyncStreamProxy,
     Wrapper,
     active,
     async_method,
+    current_call,
     delivered,
     failed,
     prepare,
     sent,
     start,
     sync_method,
+    without_peers,
 )
-from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
-from loom_otel.core._guard._requests import check_anthropic_batch_request
-from loom_otel.core._model import Reasoning
 from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
 from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
+from loom_otel.instrumentation.anthropic._guard import check_anthropic_batch_request
 
 __all__ = [
     "async_messages_create",

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._calls._model_call import ModelCall, RequestInfo
-from loom_otel.core._calls._streams import StreamAccumulator
-from loom_otel.core._config import Runtime
-from loom_otel.core._guard._requests import check_gemini_request
+from loom_otel.core._adapter_kit import ModelCall, RequestInfo, Runtime, StreamAccumulator
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
+from loom_otel.instrumentation.google_genai._guard import check_gemini_request
 from loom_otel.instrumentation.google_genai._readable import readable_config
 
 __all__ = ["CallHops", "GeminiAdapter", "hops_of"]

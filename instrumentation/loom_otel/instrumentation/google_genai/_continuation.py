@@ -24,24 +24,27 @@ import base64
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from loom_otel.core._calls._capture import Capture
-from loom_otel.core._calls._model_call import CallRef, ModelCall
-from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
-from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope
-from loom_otel.core._continuation._bindings import RoundBlock, bindings_for
-from loom_otel.core._continuation._rule import (
+from loom_otel.core._adapter_kit import (
+    AccumulatorLayer,
     Block,
+    BoundedMemo,
+    CallRef,
+    Capture,
     Continuation,
+    ExecutionScope,
     Header,
+    ModelCall,
     Plan,
     Produced,
+    Reasoning,
+    RoundBlock,
+    Runtime,
+    StreamAccumulator,
+    bindings_for,
     digest_of,
     readable,
     record_digest,
 )
-from loom_otel.core._memo import BoundedMemo
-from loom_otel.core._model import Reasoning
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 from loom_otel.instrumentation.google_genai._readable import withhold_thoughts

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import AttributeValue
+from loom_otel.core._adapter_kit import AttributeValue, attr
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["readable_config", "thinking_settings", "withhold_thoughts"]

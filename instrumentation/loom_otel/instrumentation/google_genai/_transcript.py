@@ -25,9 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core._canonical import canonical_json, text_of
-from loom_otel.core._continuation._rule import Block, MessageView
-from loom_otel.core._memo import BoundedMemo, DigestMemo
+from loom_otel.core._adapter_kit import Block, BoundedMemo, DigestMemo, MessageView, canonical_json, text_of
 
 __all__ = [
     "MODEL_HEAD",

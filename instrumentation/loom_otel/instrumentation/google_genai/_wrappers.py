@@ -18,10 +18,19 @@ import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from loom_otel.core._calls._handler import ReasoningHandler
-from loom_otel.core._calls._model_call import ModelCall, current_call
-from loom_otel.core._calls._skeleton import Wrapper, active, async_method, prepare, start, sync_method
-from loom_otel.core._calls._streams import AsyncStreamProxy, SyncStreamProxy
+from loom_otel.core._adapter_kit import (
+    AsyncStreamProxy,
+    ModelCall,
+    ReasoningHandler,
+    SyncStreamProxy,
+    Wrapper,
+    active,
+    async_method,
+    current_call,
+    prepare,
+    start,
+    sync_method,
+)
 from loom_otel.instrumentation.google_genai._adapter import CallHops, hops_of
 
 __all__ = [

@@ -7,13 +7,18 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from loom_otel.core._calls._model_call import ModelCall, RequestInfo
-from loom_otel.core._calls._streams import AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
-from loom_otel.core._calls._withheld import withhold_from_response
-from loom_otel.core._config import Runtime
-from loom_otel.core._guard._requests import check_openai_chat_request, check_openai_responses_request
+from loom_otel.core._adapter_kit import (
+    AsyncStreamProxy,
+    ModelCall,
+    RequestInfo,
+    Runtime,
+    StreamAccumulator,
+    SyncStreamProxy,
+    withhold_from_response,
+)
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
+from loom_otel.instrumentation.openai._guard import check_openai_chat_request, check_openai_responses_request
 from loom_otel.instrumentation.openai._readable import readable_reasoning, thinking_settings
 
 __all__ = ["OpenAiAdapter"]

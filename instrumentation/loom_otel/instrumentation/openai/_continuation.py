@@ -23,29 +23,35 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._calls._capture import Capture
-from loom_otel.core._calls._model_call import CallRef, ModelCall, ResponseInfo
-from loom_otel.core._calls._streams import AccumulatorLayer, StreamAccumulator
-from loom_otel.core._canonical import canonical_json
-from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope, current_execution
-from loom_otel.core._continuation._bindings import BlockRecord, bindings_for
-from loom_otel.core._continuation._rehydrate import resolve_text
-from loom_otel.core._continuation._rule import (
+from loom_otel.core._adapter_kit import (
     UNRESOLVABLE,
+    AccumulatorLayer,
     Block,
+    BlockRecord,
+    CallRef,
+    Capture,
     Continuation,
+    ExecutionScope,
     Header,
     MessageView,
+    ModelCall,
     Plan,
     Produced,
+    Reasoning,
+    ReasoningPart,
+    ResponseInfo,
+    Runtime,
+    StreamAccumulator,
+    attr,
+    bindings_for,
+    canonical_json,
+    current_execution,
     digest_of,
     readable,
     record_digest,
+    resolve_text,
 )
-from loom_otel.core._model import Reasoning, ReasoningPart
-from loom_otel.core._shapes import field as _get
+from loom_otel.core._adapter_kit import field as _get
 from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]

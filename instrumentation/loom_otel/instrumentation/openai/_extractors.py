@@ -17,21 +17,25 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from loom_otel.core import Reasoning, ReasoningKind
-from loom_otel.core import _attributes as attr
-from loom_otel.core._calls._content import (
+from loom_otel.core._adapter_kit import (
+    AttributeValue,
+    LayoutBuilder,
+    RequestInfo,
+    ResponseInfo,
     attach_request,
+    attr,
     content_mode,
     content_part,
+    field,
+    finish_reasons,
+    model_name,
     reasoning_input_part,
+    request_parameters,
+    server_attributes,
     text_part,
     tool_call_part,
     tool_response_part,
 )
-from loom_otel.core._calls._model_call import RequestInfo, ResponseInfo
-from loom_otel.core._journal._writer import AttributeValue
-from loom_otel.core._layout import LayoutBuilder
-from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
-from loom_otel.core._shapes import field
 
 __all__ = ["CHAT", "RESPONSES", "Api", "provider_of"]
 

@@ -1,0 +1,238 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from loom_otel.audit import verify
+from loom_otel.core import LoomOtelWarning
+from loom_otel.core._canonical import GENESIS
+from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._journal._checkpoint import CHECKPOINT_HEAD, CHECKPOINT_SIZE
+from loom_otel.core._journal._reader import iter_records, origin_is_live
+from loom_otel.core._journal._writer import Journal, open_journal
+
+
+def test_records_chain_and_close_checkpoints(journal_dir: Path) -> None:
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_every=1000, checkpoint_interval=0)
+    first = j.append("capture", {"a": 1, "l": ["x", "y"], "n": [1, 2], "b": [True, False]})
+    second = j.append("capture", {"a": 2})
+    assert (first.seq, first.prev) == (1, GENESIS)
+    assert second.prev == first.hash
+    assert j.head == (2, second.hash)
+    j.close()
+    records = list(iter_records(journal_dir))
+    assert [r["type"] for r in records] == ["capture", "capture", "checkpoint"]
+    assert records[2]["attributes"][CHECKPOINT_SIZE] == 2
+    assert records[2]["attributes"][CHECKPOINT_HEAD] == second.hash
+    report = verify(journal_dir)
+    assert report.ok, report.problems
+
+
+def test_segments_rotate(journal_dir: Path) -> None:
+    j = Journal(journal_dir, durability="os", checkpoint_key=None, segment_records=10, checkpoint_interval=0)
+    for i in range(35):
+        j.append("capture", {"i": i})
+    j.close()
+    (origin,) = list(journal_dir.iterdir())
+    assert sorted(p.name for p in origin.glob("*.jsonl")) == [f"{n:08d}.jsonl" for n in range(1, 5)]
+    assert verify(journal_dir).ok
+
+
+@pytest.mark.parametrize("policy", ["always", "batch", "os"])
+def test_durability_policies(journal_dir: Path, monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    syncs: list[int] = []
+    real = _journal._sync
+    monkeypatch.setattr(_journal, "_sync", lambda fd: (syncs.append(fd), real(fd)))
+    j = Journal(journal_dir, durability=policy, checkpoint_key=None, checkpoint_interval=0)
+    for i in range(20):
+        entry = j.append("capture", {"i": i})
+        if policy == "always":
+            assert len(syncs) == i + 1  # synced before the append returned
+    if policy == "batch":
+        deadline = time.monotonic() + 5
+        while j._synced < entry.seq and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert j._synced >= entry.seq  # the group commit synced every record, a window later
+        assert 1 <= len(syncs) <= 20
+    else:
+        assert len(syncs) == {"always": 20, "os": 0}[policy]
+    j.close()
+
+
+def test_batch_appends_do_not_wait_for_the_disk(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    real = _journal._sync
+    monkeypatch.setattr(_journal, "_sync", lambda fd: (release.wait(10), real(fd)))
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_interval=0)
+    started = time.monotonic()
+    entries = [j.append("capture", {"i": i}) for i in range(50)]
+    assert time.monotonic() - started < 5  # the fsync is stuck, the appends are not
+    assert j._synced < entries[-1].seq
+    release.set()
+    deadline = time.monotonic() + 5
+    while j._synced < entries[-1].seq and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert j._synced >= entries[-1].seq
+    j.close()
+    assert verify(journal_dir).ok
+
+
+def test_batch_group_commit_shares_syncs(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    syncs: list[int] = []
+    real = _journal._sync
+    monkeypatch.setattr(_journal, "_sync", lambda fd: (syncs.append(fd), real(fd)))
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_interval=0, checkpoint_every=10**6)
+    failures: list[str] = []
+
+    def work() -> None:
+        for i in range(100):
+            j.append("capture", {"i": i})
+
+    threads = [threading.Thread(target=work) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    j.checkpoint()  # synced through the last record before it returns
+    assert j._synced == j.head[0]
+    assert len(syncs) < 400  # one fsync per group, not per record
+    j.close()
+    report = verify(journal_dir)
+    assert report.ok and report.records == 1601
+
+
+def test_bad_durability_is_refused(journal_dir: Path) -> None:
+    with pytest.raises(ValueError, match="durability"):
+        Journal(journal_dir, durability=cast(Any, "sometimes"))
+
+
+def test_short_write_leaves_no_torn_line(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
+    j.append("capture", {"i": 0})
+    real_write = os.write
+    monkeypatch.setattr(_journal.os, "write", lambda fd, data: real_write(fd, data[: len(data) // 2]))
+    with pytest.raises(OSError, match="short write"):
+        j.append("capture", {"i": 1})
+    monkeypatch.setattr(_journal.os, "write", real_write)
+    assert j.append("capture", {"i": 1}).seq == 2
+    j.close()
+    report = verify(journal_dir)
+    assert report.ok, report.problems
+
+
+def test_torn_tail_of_a_dead_writer_is_reported_not_dropped(journal_dir: Path) -> None:
+    j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
+    for i in range(5):
+        j.append("capture", {"i": i})
+    j.close()
+    (origin,) = list(journal_dir.iterdir())
+    segment = sorted(origin.glob("*.jsonl"))[-1]
+    with segment.open("ab") as fh:
+        fh.write(b'{"v":1,"origin":"' + origin.name.encode() + b'","seq":7,"prev":"ab')  # crash mid-write
+    report = verify(journal_dir)
+    assert not report.ok
+    (chain,) = report.origins
+    assert chain.torn > 0 and chain.records == 6
+    assert any("torn" in p for p in report.problems)
+    # the next process never appends to the torn chain: it starts its own origin
+    k = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
+    k.append("capture", {"i": 0})
+    assert k.origin != origin.name
+    k.close()
+    assert len([r for r in iter_records(journal_dir) if r["origin"] == k.origin]) == 2
+
+
+def test_threads_and_asyncio_share_one_chain(journal_dir: Path) -> None:
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_every=50, checkpoint_interval=0)
+
+    def work() -> None:
+        for i in range(100):
+            j.append("capture", {"i": i})
+
+    async def main() -> None:
+        async def task(n: int) -> None:
+            j.append("capture", {"task": n})
+            await asyncio.sleep(0)
+            await asyncio.to_thread(j.append, "capture", {"task": n, "thread": True})
+
+        await asyncio.gather(*(task(n) for n in range(50)))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    asyncio.run(main())
+    for t in threads:
+        t.join()
+    j.close()
+    report = verify(journal_dir)
+    assert report.ok, report.problems
+    seqs = [r["seq"] for r in iter_records(journal_dir)]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_child_starts_its_own_origin(journal_dir: Path) -> None:
+    j = open_journal(journal_dir, durability="batch")
+    j.append("capture", {"who": "parent"})
+    parent_origin = j.origin
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            entry = j.append("capture", {"who": "child"})
+            os.write(write, json.dumps([j.origin, entry.seq, entry.prev]).encode())
+            j.close()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    child_origin, child_seq, child_prev = json.loads(os.read(read, 4096))
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_origin != parent_origin and (child_seq, child_prev) == (1, GENESIS)
+    assert j.append("capture", {"who": "parent"}).seq == 2
+    assert origin_is_live(journal_dir / parent_origin)
+    assert not origin_is_live(journal_dir / child_origin)
+    j.close()
+    assert not origin_is_live(journal_dir / parent_origin)
+    report = verify(journal_dir)
+    assert report.ok, report.problems
+    assert {o.origin for o in report.origins} == {parent_origin, child_origin}
+
+
+def test_checkpoint_every_n_and_every_t(journal_dir: Path) -> None:
+    j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_every=10, checkpoint_interval=0.05)
+    for i in range(25):
+        j.append("capture", {"i": i})
+    types = [r["type"] for r in iter_records(journal_dir)]
+    assert [i + 1 for i, t in enumerate(types) if t == "checkpoint"] == [11, 22]
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and [r["type"] for r in iter_records(journal_dir)][-1] != "checkpoint":
+        time.sleep(0.02)
+    assert [r["type"] for r in iter_records(journal_dir)][-1] == "checkpoint"  # the timer anchored the tail
+    assert verify(journal_dir).ok
+    j.close()
+
+
+def test_unsigned_checkpoints_warn_once(journal_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_journal, "_warned_unsigned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for sub in ("a", "b"):
+            j = Journal(journal_dir / sub, durability="os", checkpoint_key=None, checkpoint_interval=0)
+            j.append("capture", {"i": 0})
+            j.close()
+    loom = [w for w in caught if issubclass(w.category, LoomOtelWarning)]
+    assert len(loom) == 1 and "LOOM_OTEL_CHECKPOINT_KEY" in str(loom[0].message)
