@@ -3,7 +3,10 @@
 Reads a journal directory or a collector ``file`` archive and the store, and serves the pages and the
 JSON API to readers proved by static tokens, JWTs, or a declared trusted proxy, each read recorded in
 the viewer's own journal origin. ``--workers N`` starts N uvicorn workers; all answer the same.
-Exit codes: 2 a usage or configuration error.
+With a retention (``--retention``, else ``LOOM_OTEL_RETENTION``; a tenant's ``retention`` in the policy
+file wins) and a journal directory, the command applies it as ``loom-otel retain`` does, at start and then
+every ``--retain-every`` seconds, in its own process (not in each worker). Exit codes: 2 a usage or
+configuration error.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Final, TextIO
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import default_journal_dir
-from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
 
 __all__ = ["register", "run"]
 
@@ -72,6 +77,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"(to ${env.LOOM_OTEL_CHAIN_INNER}, default OTLP over HTTP)",
     )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
+    parser.add_argument(
+        "--retention",
+        default=None,
+        help=f"erase what is older (30d, 12h, none; default: ${env.LOOM_OTEL_RETENTION}); needs --journal",
+    )
+    parser.add_argument(
+        "--retain-every", type=float, default=3600.0, metavar="SECONDS", help="how often (default: 3600)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -110,6 +123,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except (LoomOtelError, OSError) as exc:
         print(f"loom-otel serve: {exc}", file=err)
         return EXIT_USAGE
+    try:
+        retaining = _retention(args, source, store, err)
+    except LoomOtelError as exc:
+        print(f"loom-otel serve: {exc}", file=err)
+        return EXIT_USAGE
+    if retaining is not None:
+        retaining.start()
     os.environ[SETTINGS_VARIABLE] = settings.to_environment()
     import uvicorn
 
@@ -124,3 +144,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         access_log=False,
     )
     return 0
+
+
+def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -> threading.Thread | None:
+    """The thread applying the retention while the viewer runs (``None``: no retention is set)."""
+    from loom_otel.audit._retention import apply_retention
+    from loom_otel.cli._retain import retention_settings
+    from loom_otel.cli._store_args import open_store
+
+    default, tenants = retention_settings(args.retention, args.policy)
+    if default is None and not tenants:
+        return None
+    if not args.journal:
+        raise ReasoningConfigError("a retention is applied to a journal directory: serve --journal DIR")
+    if args.retain_every <= 0:
+        raise ReasoningConfigError(f"--retain-every={args.retain_every} is not a positive number of seconds")
+    opened = open_store(store)
+
+    def retain() -> None:
+        while True:
+            try:
+                done = apply_retention(source, opened, default=default, tenants=tenants, journal=source)
+                if done:
+                    print(f"loom-otel serve: retention erased {len(done)} execution(s)", file=err, flush=True)
+            except Exception as exc:  # the viewer keeps serving; the next round tries again
+                print(f"loom-otel serve: retention failed ({type(exc).__name__}: {exc})", file=err, flush=True)
+            time.sleep(args.retain_every)
+
+    return threading.Thread(target=retain, name="loom-otel-retention", daemon=True)

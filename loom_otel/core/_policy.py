@@ -19,20 +19,16 @@ The policy file (``LOOM_OTEL_POLICY``, ``--policy``) is TOML::
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
 
 from loom_otel.core import environment_variables as env
+from loom_otel.core._retention import Retention, parse_retention
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["Audience", "ReadingPolicy", "TenantPolicy", "load_policy", "may_read", "parse_retention", "policy_from_env"]
-
-_RETENTION: Final = re.compile(r"(\d+)\s*(s|m|h|d|w)")
-_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+__all__ = ["Audience", "ReadingPolicy", "TenantPolicy", "load_policy", "may_read", "policy_from_env"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +44,7 @@ class Audience:
 class TenantPolicy:
     auditors: frozenset[str] = frozenset()
     retention: str | None = None
-    """As written (``30d``, ``12h``, ``none``); ``parse_retention`` reads it."""
+    """As written (``30d``, ``12h``, ``none``); ``core._retention.parse_retention`` reads it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +63,13 @@ class ReadingPolicy:
         own = self.tenants.get(tenant)
         return self.auditors | own.auditors if own is not None else self.auditors
 
+    def retentions(self) -> dict[str, Retention | None]:
+        """Each tenant's own retention, where the file gives one (``loom-otel retain`` and ``serve``)."""
+        named = {name: t.retention for name, t in self.tenants.items() if t.retention is not None}
+        return {
+            name: parse_retention(text, named_by=f"policy tenants.{name}.retention") for name, text in named.items()
+        }
+
     def audited_tenants(self, principal: str) -> frozenset[str] | None:
         """The tenants ``principal`` audits; ``None``: every tenant (a global auditor)."""
         if principal in self.auditors:
@@ -84,18 +87,6 @@ def may_read(principal: str | None, audience: Audience, policy: ReadingPolicy) -
     if not audience.principal:
         return False  # a part nobody asked for is its tenant's auditors' alone
     return principal in (audience.principal, audience.owner)
-
-
-def parse_retention(value: str) -> int | None:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as seconds; ``none``: ``None`` (kept forever).
-    ``ValueError`` for anything else."""
-    text = value.strip().lower()
-    if text == "none":
-        return None
-    match = _RETENTION.fullmatch(text)
-    if match is None or int(match.group(1)) <= 0:
-        raise ValueError(f"{value!r} is not a retention (allowed: a positive number with s, m, h, d or w, or none)")
-    return int(match.group(1)) * _SECONDS[match.group(2)]
 
 
 def _names(value: object, where: str, path: Path) -> frozenset[str]:
@@ -137,10 +128,7 @@ def load_policy(path: str | os.PathLike[str]) -> ReadingPolicy:
         if retention is not None:
             if not isinstance(retention, str):
                 raise ReasoningConfigError(f"policy {str(where)!r}: [tenants.{name}] retention must be a string")
-            try:
-                parse_retention(retention)
-            except ValueError as exc:
-                raise ReasoningConfigError(f"policy {str(where)!r}: [tenants.{name}] retention: {exc}") from None
+            parse_retention(retention, named_by=f"policy {str(where)!r} [tenants.{name}] retention")
         tenants[name] = TenantPolicy(_names(table.get("auditors", []), f"[tenants.{name}] auditors", where), retention)
     return ReadingPolicy(_names(global_table.get("auditors", []), "[global] auditors", where), tenants)
 

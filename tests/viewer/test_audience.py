@@ -13,7 +13,7 @@ from opentelemetry import baggage, context
 from loom_otel.audit._captures import iter_captures
 from loom_otel.core import ReasoningConfig, ReasoningConfigError, execution
 from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read, parse_retention
+from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
@@ -122,7 +122,8 @@ def test_policy_file(tmp_path):
         '[tenants.globex]\nauditors = ["gus"]\n'
     )
     assert load_policy(path) == POLICY
-    assert parse_retention("30d") == 30 * 86400 and parse_retention("none") is None
+    retentions = load_policy(path).retentions()
+    assert set(retentions) == {"acme"} and retentions["acme"] is not None and retentions["acme"].seconds == 30 * 86400
     for bad, match in [
         ('[tenants.acme]\nretention = "soon"\n', "retention"),
         ('[tenants.acme]\nreaders = ["x"]\n', "unknown key"),

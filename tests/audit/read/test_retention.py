@@ -206,3 +206,48 @@ def test_parse_retention(value: str, seconds: int) -> None:
     for bad in ("0d", "-1d", "30", "1y", "banana"):
         with pytest.raises(ReasoningConfigError, match="LOOM_OTEL_RETENTION"):
             parse_retention(bad)
+
+
+def test_retain_reads_each_tenants_retention_from_the_policy_file(
+    recorder: Recorder, store: FileReasoningStore, tmp_path: Path, later
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tenants.acme]\nretention = "60d"\n\n[tenants.globex]\nretention = "10d"\n')
+    later(31)
+    code, out, err = _cli(tmp_path, recorder, "retain", "--policy", str(policy))
+    assert code == 0, err
+    assert "per tenant: acme 60d, globex 10d" in out and "erased 1 execution(s)" in out
+    assert [_status(recorder, store, t, e) for t, e in RUNS] == ["ok", "ok", "erased", "ok"]  # globex only
+    code, out, _ = _cli(tmp_path, recorder, "retain", "--policy", str(policy), "--retention", "30d")
+    assert code == 0 and "erased 1 execution(s)" in out  # the untenanted run-4 by the default
+    assert [_status(recorder, store, t, e) for t, e in RUNS] == ["ok", "ok", "erased", "erased"]
+    policy.write_text('[tenants.acme]\nretention = "soon"\n')
+    code, _, err = _cli(tmp_path, recorder, "retain", "--policy", str(policy))
+    assert code == 2 and "tenants.acme" in err and "'soon'" in err
+
+
+def test_serve_applies_the_retention_while_it_runs(
+    recorder: Recorder, store: FileReasoningStore, tmp_path: Path, later, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``loom-otel serve`` with a retention runs it in its own thread (the viewer itself is not started
+    here: the thread is what ``run`` starts before uvicorn)."""
+    from loom_otel.cli import _serve
+
+    args = build_parser().parse_args(
+        ["serve", "--journal", str(recorder.journal_dir), "--store", f"file://{tmp_path / 'store'}", "--tokens", "x"]
+    )
+    assert _serve._retention(args, str(recorder.journal_dir), args.store, io.StringIO()) is None  # none set
+    args.retention = "30d"
+    later(31)
+    err = io.StringIO()
+    thread = _serve._retention(args, str(recorder.journal_dir), args.store, err)
+    assert thread is not None and thread.daemon
+    thread.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and "retention erased" not in err.getvalue():
+        time.sleep(0.05)
+    assert "retention erased 4 execution(s)" in err.getvalue()
+    assert [_status(recorder, store, t, e) for t, e in RUNS] == ["erased"] * 4
+    args.journal, args.archive = None, str(tmp_path / "archive.jsonl")
+    with pytest.raises(ReasoningConfigError, match="--journal"):
+        _serve._retention(args, args.archive, args.store, io.StringIO())
