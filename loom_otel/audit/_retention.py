@@ -92,19 +92,26 @@ def erase_expired(
     expired: Iterable[Expired],
     *,
     journal: str | os.PathLike[str] | Journal,
-    scope: str,
-    by: str,
+    scope: str | Callable[[Expired], str],
+    by: str | Callable[[Expired], str],
     reason: str,
     progress: Progress | None = None,
 ) -> list[ErasureResult]:
-    """Erase each of ``expired`` (a tombstone each, then its blobs), reporting ``progress``."""
+    """Erase each of ``expired`` (a tombstone each, then its blobs), reporting ``progress``; ``scope`` and
+    ``by`` name the selection and who asked, the same for all or per execution."""
     chosen = list(expired)
     target = journal if isinstance(journal, Journal) else open_journal(journal, durability="always")
     results: list[ErasureResult] = []
     try:
         for number, item in enumerate(chosen, 1):
             result = erase_execution(
-                store, item.tenant, item.execution_id, journal=target, reason=reason, by=by, scope=scope
+                store,
+                item.tenant,
+                item.execution_id,
+                journal=target,
+                reason=reason,
+                by=by if isinstance(by, str) else by(item),
+                scope=scope if isinstance(scope, str) else scope(item),
             )
             results.append(result)
             if progress is not None:
@@ -144,26 +151,19 @@ def apply_retention(
         if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source):
             raise ValueError("apply_retention needs journal= when source is not a journal directory")
         journal = source
-    target = journal if isinstance(journal, Journal) else open_journal(journal, durability="always")
     who = operator()
-    results: list[ErasureResult] = []
-    try:
-        for number, item in enumerate(expired, 1):
-            retention = policy(item.tenant)
-            assert retention is not None  # cutoff() selected it
-            result = erase_execution(
-                store,
-                item.tenant,
-                item.execution_id,
-                journal=target,
-                reason="retention",
-                by=f"policy {retention.named_by}={retention.text} (run by {who})",
-                scope=f"retention {retention.text}",
-            )
-            results.append(result)
-            if progress is not None:
-                progress(number, len(expired), result)
-    finally:
-        if not isinstance(journal, Journal):
-            target.close()
-    return results
+
+    def retention_of(item: Expired) -> Retention:
+        retention = policy(item.tenant)
+        assert retention is not None  # cutoff() selected it
+        return retention
+
+    return erase_expired(
+        store,
+        expired,
+        journal=journal,
+        scope=lambda item: f"retention {retention_of(item).text}",
+        by=lambda item: f"policy {retention_of(item).named_by}={retention_of(item).text} (run by {who})",
+        reason="retention",
+        progress=progress,
+    )
