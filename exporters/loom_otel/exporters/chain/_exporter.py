@@ -44,7 +44,7 @@ is given: it only checkpoints and sends what the exit delivery left."""
 class ChainedSpanExporter(SpanExporter):
     """Forwards every span to ``inner`` and delivers every audit-journal record at least once.
 
-    What the span pipeline loses (``OTEL-NOTES`` section 1): the ``BatchSpanProcessor`` evicts the
+    What the span pipeline loses (the OpenTelemetry SDK's documented behaviour): the ``BatchSpanProcessor`` evicts the
     oldest span when its queue is full and discards a batch whose export failed; OTLP exporters give
     up after ``OTEL_EXPORTER_OTLP_TIMEOUT``; whatever is queued when the process dies is gone; and a
     collector may drop, duplicate or reorder what it was given.

@@ -1,7 +1,7 @@
 """Anthropic thinking settings: which requests ask for thinking without readable output (DESIGN
 "Readable by request"), which models summarise their thinking, and the settings a span records.
 
-Facts from the vendor (SDK-NOTES 1.4, 1.8): ``thinking.display`` is ``summarized`` or ``omitted`` and
+Facts from the vendor's documentation: ``thinking.display`` is ``summarized`` or ``omitted`` and
 "the default depends on the model": ``omitted`` on the newest models, whose blocks then carry an empty
 ``thinking`` and their signature. The Claude 4 family and later return a summary of their thinking,
 never the raw chain; Claude 3 models return the raw chain.
@@ -24,7 +24,7 @@ _GENERATION: Final = re.compile(r"claude-(?:[a-z]+-)*?(\d{1,2})(?!\d)")
 _NEWEST_NAMES: Final = ("claude-mythos", "claude-fable")
 """Claude models named without a generation number that belong to the newest family."""
 _OMITTED_FROM: Final = 5
-"""The first generation whose default ``display`` is ``omitted`` (the models SDK-NOTES lists as the
+"""The first generation whose default ``display`` is ``omitted`` (the models the vendor lists as the
 newest: opus/sonnet/haiku 5-5, fable and mythos)."""
 _SUMMARISES_FROM: Final = 4
 

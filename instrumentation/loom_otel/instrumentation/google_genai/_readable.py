@@ -1,7 +1,7 @@
 """Gemini thinking settings: a request that asks for thinking without its thoughts (DESIGN "Readable by
 request"), the settings a span records, and the thought parts withheld from the application.
 
-A ``thinking_config`` without ``include_thoughts`` thinks but returns no thought parts (SDK-NOTES 2.3):
+A ``thinking_config`` without ``include_thoughts`` thinks but returns no thought parts (the vendor's documentation):
 with ``LOOM_OTEL_REQUEST_READABLE=summarized`` loom-otel sends ``include_thoughts: true``, keeps the
 thought summaries, and takes them out of what the application gets (the response, its chunks, the
 automatic-function-calling history). Gemini does not need them back (it checks only signatures); the
