@@ -103,6 +103,18 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
     assert "import cycle: loom_otel.core._durability <-> loom_otel.core._journal._writer" in done.stdout
 
 
+def test_a_cycle_through_type_annotations_only_is_found(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    _add_import(
+        copy,
+        "loom_otel/core/_calls/_model_call.py",
+        "if TYPE_CHECKING:  # noqa: E402\n    from loom_otel.core._calls._handler import ReasoningHandler",
+    )
+    done = _run(copy, str(ROOT / ".ci" / "import_cycles.py"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "loom_otel.core._calls._handler <-> loom_otel.core._calls._model_call" in done.stdout
+
+
 def test_a_vendor_reaching_past_the_adapter_kit_breaks_the_contract(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
     _add_import(copy, "loom_otel/instrumentation/google_genai/_wrappers.py", "import loom_otel.core._calls._skeleton")

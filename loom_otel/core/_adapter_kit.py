@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._adapter import Outgoing, StreamAccumulator
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._content import (
     attach_request,
@@ -26,7 +26,7 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
-from loom_otel.core._calls._model_call import CallRef, ModelCall, RequestInfo, ResponseInfo, current_call
+from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
 from loom_otel.core._calls._skeleton import (
     Wrapper,
@@ -34,12 +34,14 @@ from loom_otel.core._calls._skeleton import (
     async_method,
     delivered,
     failed,
+    finish,
     prepare,
+    sending,
     sent,
     start,
     sync_method,
 )
-from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, StreamAccumulator, SyncStreamProxy
+from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
 from loom_otel.core._calls._withheld import withhold_from_response
 from loom_otel.core._canonical import canonical_json, text_bytes, text_of
 from loom_otel.core._config import Runtime
@@ -73,7 +75,6 @@ __all__ = [
     "Block",
     "BlockRecord",
     "BoundedMemo",
-    "CallRef",
     "Capture",
     "Continuation",
     "DATA_ROLES",
@@ -117,6 +118,7 @@ __all__ = [
     "digest_of",
     "failed",
     "field",
+    "finish",
     "finish_reasons",
     "is_mapping",
     "model_fields",
@@ -128,6 +130,7 @@ __all__ = [
     "record_digest",
     "request_parameters",
     "resolve_text",
+    "sending",
     "sent",
     "server_attributes",
     "start",

@@ -3,29 +3,65 @@
 A vendor maps its SDK's shapes; the skeleton runs the one sequence every wrapped method goes through.
 The contract, in the order the skeleton uses it:
 
-- ``check_request``: the request guard (DESIGN "Reading and erasure"), before anything else;
-- ``prepare``: the continuation pass on the request the SDK is about to serialize (an ``Outgoing``, or
-  ``None`` without continuation); it finds the request's lineage (whose reasoning blocks it carries),
-  which the call joins when its span starts (``Outgoing.attach``);
-- ``request_info`` / ``streams``: what the span says at start;
-- ``sync_result`` / ``async_result``: what the wrapped method returned, ended or wrapped: a complete
-  response is captured (``ModelCall.complete``), a stream gets a proxy with the vendor's accumulator.
+- ``VendorAdapter.check_request``: the request guard (DESIGN "Reading and erasure"), before anything else;
+- ``VendorAdapter.prepare``: the continuation pass on the request the SDK is about to serialize (an
+  ``Outgoing``, or ``None`` without continuation); it finds the request's lineage (whose reasoning
+  blocks it carries), which the call joins when its span starts (``Outgoing.attach``);
+- ``VendorAdapter.request_info`` / ``streams``: what the span says at start;
+- ``VendorAdapter.sync_result`` / ``async_result``: what the wrapped method returned, read: a whole
+  response goes to the skeleton's ``finish`` with its reasoning and facts, a stream gets a proxy with the
+  vendor's ``StreamAccumulator``, under the ``Outgoing``'s ``tap``, whose end goes to the same ``finish``;
+- ``finish`` then runs the ``Outgoing``'s steps in one order: ``dropped`` (the vendor's own drops), the
+  capture (``ModelCall.complete``), ``bound`` (the bindings of what was produced), ``scrub`` (what the
+  application gets loses readable reasoning, in redact mode or when only loom-otel asked for it).
+
+The steps get ``response``: the whole response, or at a stream's end the accumulator the stream fed
+(the vendor's tap, which kept what its steps read, or the vendor's reader of the SDK's own snapshot).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from loom_otel.core._calls._model_call import ModelCall, RequestInfo
+    from loom_otel.core._calls._capture import Capture
+    from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo
     from loom_otel.core._config import Runtime
+    from loom_otel.core._model import Reasoning
 
-__all__ = ["Outgoing", "VendorAdapter"]
+__all__ = ["Outgoing", "StreamAccumulator", "VendorAdapter"]
+
+
+class StreamAccumulator(Protocol):
+    """Rebuilds the vendor's reasoning from its stream chunks, in vendor order.
+
+    ``text_deltas`` is ``None`` unless the live view carries text (``live_text``): the stream then sets
+    a list, ``feed`` appends the answer text deltas of each chunk to it (block index, text) and the
+    stream drains it after every chunk. Otherwise ``feed`` pays one ``is None`` test per text delta.
+
+    An accumulator whose ``result`` reads the whole response from elsewhere (the SDK's own snapshot)
+    sets ``reads_whole_response = True``: a loop over the stream then hands chunks straight through
+    (``feed`` is still called by ``next()`` and whenever the live view needs the chunks).
+
+    An accumulator with a ``withheld(chunk) -> bool`` attribute (not ``None``) keeps the chunks it says
+    from the application, after ``feed`` saw them: events a bare request would not have produced
+    (DESIGN "Readable by request").
+    """
+
+    text_deltas: list[tuple[int, str]] | None
+
+    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
+        """Take one chunk; return the readable reasoning deltas it carried as (block index, text)."""
+        ...
+
+    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
+        """The reasoning blocks and response facts received so far."""
+        ...
 
 
 class Outgoing(Protocol):
-    """One request after the continuation pass."""
+    """One request after the continuation pass, and the vendor's steps of the call's finish."""
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -34,9 +70,9 @@ class Outgoing(Protocol):
 
     def attach(self, call: ModelCall) -> None:
         """The call's span exists: the call joins the request's lineage (``call.join``: the execution of
-        the request's latest reasoning block whose recorded binding holds, ``Plan.lineage``), the pass's
-        decisions become span events, and the capture is hooked. A vendor that plans per HTTP request
-        (Gemini) joins at its first request instead."""
+        the request's latest reasoning block whose recorded binding holds, ``Plan.lineage``) and the
+        pass's decisions become span events. A vendor that plans per HTTP request (Gemini) joins at its
+        first request instead."""
         ...
 
     def put_back(self) -> list[str]:
@@ -44,9 +80,35 @@ class Outgoing(Protocol):
         object's HTTP request, in any mode)."""
         ...
 
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        """A stream's accumulator, as it is or under the vendor's layer, which per chunk, after capture
+        saw it, blanks the readable reasoning the application must not get (a stream's scrub: nothing
+        is left for ``scrub`` at its end) and keeps what ``dropped`` and ``bound`` read at the end. The
+        layer holds neither the call nor anything that holds it (no reference cycle)."""
+        ...
 
-class VendorAdapter(Protocol):
-    """What one vendor supplies (one instance per instrumentor, built with the runtime)."""
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """Before capture: what the vendor dropped of the request itself, as span events."""
+        ...
+
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """After capture (``capture`` of ``reasonings``, parts in their order): the bindings of what the
+        response produced are recorded (in memory at once; on disk before the call returns, or by the
+        journal's group commit under ``batch``)."""
+        ...
+
+    def scrub(self, response: Any) -> None:
+        """Last: the application gets the response without the reasoning text it must not hold (redact
+        mode, or a summary only loom-otel asked for); a stream's tap blanked each chunk already."""
+        ...
+
+
+OutgoingT = TypeVar("OutgoingT", bound=Outgoing)
+
+
+class VendorAdapter(Protocol[OutgoingT]):
+    """What one vendor supplies (one instance per instrumentor, built with the runtime); ``OutgoingT`` is its
+    ``Outgoing``."""
 
     def __init__(self, runtime: Runtime) -> None: ...
 
@@ -54,7 +116,7 @@ class VendorAdapter(Protocol):
         """Raise ``ReasoningConfigError`` for reasoning in an instruction position (the request guard)."""
         ...
 
-    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
+    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> OutgoingT | None:
         """The continuation pass (raises ``ReasoningContinuationError`` when the store fails)."""
         ...
 
@@ -64,10 +126,11 @@ class VendorAdapter(Protocol):
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo: ...
 
-    def sync_result(self, call: ModelCall, result: Any) -> Any:
-        """End the call with a complete response, or wrap the stream it returned."""
+    def sync_result(self, call: ModelCall, outgoing: OutgoingT | None, result: Any) -> Any:
+        """What the application gets: a whole response once finished (``_skeleton.finish``), or a
+        stream under a proxy (``_streams.SyncStreamProxy``) that finishes at its end."""
         ...
 
-    async def async_result(self, call: ModelCall, result: Any) -> Any:
+    async def async_result(self, call: ModelCall, outgoing: OutgoingT | None, result: Any) -> Any:
         """The async twin of ``sync_result``."""
         ...

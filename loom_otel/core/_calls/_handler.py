@@ -4,6 +4,7 @@ and the watcher of its calls (the live view, given from outside core)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
@@ -33,7 +34,7 @@ class ReasoningHandler:
         runtime: Runtime,
         name: str,
         version: str,
-        adapter: VendorAdapter,
+        adapter: VendorAdapter[Any],
         *,
         meter_provider: MeterProvider | None = None,
         observe: ObserverFactory | None = None,

@@ -46,7 +46,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
     wraps: ClassVar[Sequence[Wrap]]
     optional_wraps: ClassVar[Sequence[Wrap]] = ()
     """Wrapped when the SDK version has them (private seams of newer releases)."""
-    adapter: ClassVar[type[VendorAdapter]]
+    adapter: ClassVar[type[VendorAdapter[Any]]]
     """The vendor's adapter to the call skeleton, built with the runtime (``handler.adapter``)."""
     version: ClassVar[str] = "0.1.0"
     live_view: ClassVar[LiveView | None] = None

@@ -8,14 +8,14 @@ Vendor packages describe a request (``RequestInfo``) and a response (``ResponseI
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
@@ -24,7 +24,7 @@ from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
-from loom_otel.core._calls._metrics import metric_attributes
+from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
@@ -32,10 +32,9 @@ from loom_otel.core._model import Reasoning
 from loom_otel.core._scrub import remember
 
 if TYPE_CHECKING:
-    from loom_otel.core._calls._adapter import Outgoing
-    from loom_otel.core._calls._handler import ReasoningHandler
+    from loom_otel.core._config import Runtime
 
-__all__ = ["CallRef", "ModelCall", "RequestInfo", "ResponseInfo", "current_call"]
+__all__ = ["Activation", "CallHandler", "ModelCall", "RequestInfo", "ResponseInfo", "current_call"]
 
 _CURRENT: ContextVar[ModelCall | None] = ContextVar("loom_otel_call", default=None)
 
@@ -83,20 +82,23 @@ class ResponseInfo:
     """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
 
-class CallRef:
-    """A model call held weakly, by what the call itself holds (its ``outgoing`` request, a vendor
-    session): a strong reference back would be a cycle keeping the call, its span and the whole
-    response alive until the garbage collector ran. Called only while the call is in use."""
+class CallHandler(Protocol):
+    """What a call uses of the handler that started it (``_handler.ReasoningHandler``): named here, so
+    that the call needs nothing of the modules built on it."""
 
-    __slots__ = ("_ref",)
+    @property
+    def runtime(self) -> Runtime: ...
 
-    def __init__(self, call: ModelCall) -> None:
-        self._ref = weakref.ref(call)
+    @property
+    def tracer(self) -> Tracer: ...
 
-    def __call__(self) -> ModelCall:
-        call = self._ref()
-        assert call is not None, "used only while its model call is"
-        return call
+    @property
+    def metrics(self) -> GenAiMetrics: ...
+
+    @property
+    def observe(self) -> Callable[[ModelCall], CallObserver] | None:
+        """Starts the watcher of one call (the live view's), or ``None``."""
+        ...
 
 
 def current_call() -> ModelCall | None:
@@ -104,7 +106,7 @@ def current_call() -> ModelCall | None:
     return _CURRENT.get()
 
 
-class _Current:
+class Activation:
     """``with``: the span is the current span and the call the current call inside (a plain
     attach/detach, no generator)."""
 
@@ -118,7 +120,9 @@ class _Current:
         self._token = context.attach(self._context)
         self._call_token = _CURRENT.set(self._call)
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         _CURRENT.reset(self._call_token)
         context.detach(self._token)
 
@@ -138,7 +142,6 @@ class ModelCall:
         "_owns_span",
         "_started",
         "_step",
-        "after_capture",
         "handler",
         "observer",
         "outgoing",
@@ -147,7 +150,7 @@ class ModelCall:
     )
 
     def __init__(
-        self, handler: ReasoningHandler, request: RequestInfo, shared: Span | None = None, *, genai: bool = True
+        self, handler: CallHandler, request: RequestInfo, shared: Span | None = None, *, genai: bool = True
     ) -> None:
         self.handler = handler
         self.request = request
@@ -177,24 +180,21 @@ class ModelCall:
         ``genai``) loom-otel's own without GenAI attributes, beside another instrumentation's."""
         self._ended = False
         self._identity: CallIdentity | None = None
-        self.outgoing: Outgoing | None = None
-        """The request after the continuation pass (the vendor's; ``None`` without continuation)."""
+        self.outgoing: object = None
+        """The request after the continuation pass (the skeleton's ``Outgoing``, ``None`` without one),
+        for the vendor's per-request hooks that find the call through ``current_call()``; core hands the
+        ``Outgoing`` to each step itself and never reads it here."""
         self.observer: CallObserver | None = None
         """What watches this call (``handler.observe``); ``None`` until the call has something to tell."""
-        self.after_capture: Callable[[Capture | None, Sequence[Reasoning]], None] | None = None
-        """Run once the response's reasoning is captured, with what was captured (``Capture.parts`` are
-        in the order of the ``Reasoning`` items): the continuation layer records bindings;
-        dropped when the call ends, since it holds the call (a reference cycle would keep the call, its
-        span and the whole response alive until the garbage collector ran)."""
 
-    def activate(self) -> _Current:
+    def activate(self) -> Activation:
         """Make the span (and this call) current while the SDK sends: HTTP spans nest under it, and
         per-request hooks find the call (``current_call()``).
 
         Unlike ``trace.use_span``, nothing is written on the span when the SDK raises: the wrapper's
         ``fail`` records the error type, never the exception's message (which may quote a request).
         """
-        return _Current(self)
+        return Activation(self)
 
     def make_current(self) -> None:
         """Make the span and the call current for good: only inside a context copy of the caller's own
@@ -286,11 +286,12 @@ class ModelCall:
         shielded("recording GenAI metrics", self.handler.metrics.record_end, attributes, seconds, usage)
 
     def complete(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
-        """Record the response and capture its reasoning; raises ``ReasoningCaptureError`` (fail-closed)."""
+        """Record the response, capture its reasoning and end the span; raises ``ReasoningCaptureError``
+        (fail-closed). The skeleton's ``finish`` records the bindings, then tells the watcher
+        (``tell_completed``)."""
         if self._ended:
             return None
         self._ended = True
-        after_capture, self.after_capture = self.after_capture, None  # it holds this call: no cycle left
         span = self.span
         try:
             last: dict[str, AttributeValue] = {}
@@ -328,17 +329,17 @@ class ModelCall:
             raise
         self._end()
         self._record_end(response.model, response.attributes, None)
-        if after_capture is not None:
-            shielded("recording reasoning bindings", after_capture, result, reasonings)
-        self._tell_end("completed", result)
         return result
+
+    def tell_completed(self, result: Capture | None) -> None:
+        """The call's finish is done (``complete``, then the bindings): the watcher is told, last."""
+        self._tell_end("completed", result)
 
     def fail(self, exc: BaseException) -> None:
         """The vendor or the transport failed: status error, nothing captured."""
         if self._ended:
             return
         self._ended = True
-        self.after_capture = None
         self._end_with_error(exc)
         self._record_end(None, {}, type(exc).__qualname__)
 
@@ -347,7 +348,6 @@ class ModelCall:
         if self._ended:
             return
         self._ended = True
-        self.after_capture = None
         self._last_attributes({attr.STREAM_OUTCOME: reason})
         self._end()
         self._record_end(None, {}, reason)

@@ -4,30 +4,50 @@
 2. prepare: the continuation pass decides what is sent and finds the request's lineage;
 3. start: the GenAI span starts, the call's execution is decided (``ModelCall.join``), the pass's
    decisions become span events;
-4. send: the SDK method runs with the span (and the call) current, below any other GenAI
-   instrumentation's wrapper of it (one span per call); a failure ends the call with its error type
-   and is re-raised unchanged;
-5. finish: the vendor's ``sync_result`` / ``async_result`` captures a complete response (fail-closed) or
-   wraps the stream, whose proxy captures at its end.
+4. send: ``with sending(call, outgoing)``, the SDK method runs with the span (and the call) current,
+   below any other GenAI instrumentation's wrapper of it (one span per call); a failure ends the call
+   with its error type (``failed``) and is re-raised unchanged;
+5. the result: the vendor's ``sync_result`` / ``async_result`` reads a whole response and hands it to
+   ``finish``, or wraps the stream (``_streams``), whose end (or early close) hands what it received to
+   the same ``finish``;
+6. finish: the vendor's drops (``Outgoing.dropped``), the capture (``ModelCall.complete``, fail-closed),
+   the bindings of what was produced (``Outgoing.bound``), the application's copy scrubbed
+   (``Outgoing.scrub``), and last the watcher told (``ModelCall.tell_completed``).
 
 Methods that send later than they are called (a stream manager sends when entered, a generator when
-iterated) run steps 1-2 at the call and 3-5 when they send, through ``prepare`` and ``start``.
+iterated) run steps 1-2 at the call and 3-5 when they send, through ``prepare``, ``start`` and
+``sending``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import TracebackType
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import Outgoing
 from loom_otel.core._calls._handler import ReasoningHandler
-from loom_otel.core._calls._model_call import ModelCall
+from loom_otel.core._calls._model_call import Activation, ModelCall, ResponseInfo
 from loom_otel.core._calls._peers import peer_outside, without_peers
 from loom_otel.core._calls._withheld import withhold_from_exception, withhold_from_request
+from loom_otel.core._model import Reasoning
 
-__all__ = ["Wrapper", "active", "async_method", "delivered", "failed", "prepare", "sent", "start", "sync_method"]
+__all__ = [
+    "Wrapper",
+    "active",
+    "async_method",
+    "delivered",
+    "failed",
+    "finish",
+    "prepare",
+    "sending",
+    "sent",
+    "start",
+    "sync_method",
+]
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """A wrapt wrapper: ``traced_method(wrapped, instance, args, kwargs)``."""
@@ -42,7 +62,8 @@ def prepare(handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any]) ->
     """Steps 1 and 2: the request guard, then the continuation pass."""
     adapter = handler.adapter
     adapter.check_request(instance, kwargs)
-    return adapter.prepare(instance, kwargs)
+    outgoing: Outgoing | None = adapter.prepare(instance, kwargs)
+    return outgoing
 
 
 def start(
@@ -72,20 +93,42 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
     return kwargs if outgoing is None else outgoing.kwargs
 
 
-def failed(call: ModelCall, exc: BaseException) -> None:
+class _Sending(Activation):
+    """Step 4, ``with``: the call's span and the call are current while the SDK sends; an exception ends
+    the call (``failed``) and goes on unchanged."""
+
+    __slots__ = ("_outgoing",)
+
+    def __init__(self, call: ModelCall, outgoing: Outgoing | None) -> None:
+        super().__init__(call)
+        self._outgoing = outgoing
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        super().__exit__(exc_type, exc, tb)
+        if exc is not None:
+            failed(self._call, self._outgoing, exc)
+
+
+def sending(call: ModelCall, outgoing: Outgoing | None) -> Activation:
+    """``with sending(call, outgoing):`` around whatever sends the request (the SDK method, a stream
+    manager's ``__enter__``)."""
+    return _Sending(call, outgoing)
+
+
+def failed(call: ModelCall, outgoing: Outgoing | None, exc: BaseException) -> None:
     """The SDK raised: the call ends with the error type; the texts loom-otel put back into the request
     (redact mode, or a block the application altered in keep mode) are taken out of the exception (its
     message, body, request and response) before the application gets it, unchanged otherwise."""
     call.fail(exc)
-    outgoing = call.outgoing
     if outgoing is not None:
         withhold_from_exception(exc, outgoing.put_back())
 
 
-def delivered(call: ModelCall, result: Any) -> Any:
+def delivered(call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
     """The SDK returned ``result``: the texts loom-otel put back into the request are taken out of the
     HTTP request it holds (a raw response's ``http_request``, a stream's ``response.request``)."""
-    outgoing = call.outgoing
     if outgoing is not None:
         texts = outgoing.put_back()
         if texts:
@@ -93,8 +136,31 @@ def delivered(call: ModelCall, result: Any) -> Any:
     return result
 
 
+def finish(
+    call: ModelCall,
+    outgoing: Outgoing | None,
+    response: Any,
+    reasonings: Sequence[Reasoning],
+    info: ResponseInfo,
+) -> None:
+    """Step 6, once per call, for a whole response (``response``) and a stream's end (``response`` is
+    the accumulator it fed) alike: the vendor's own drops as events, the capture (raises
+    ``ReasoningCaptureError``: fail-closed, the call has ended with its type), the bindings of what was
+    produced (a failure is logged: the call is kept), the application's copy scrubbed, the watcher told."""
+    if outgoing is None:
+        call.tell_completed(call.complete(reasonings, info))
+        return
+    outgoing.dropped(call, response)
+    capture = call.complete(reasonings, info)
+    shielded("recording reasoning bindings", outgoing.bound, call, response, capture, reasonings)
+    try:
+        outgoing.scrub(response)
+    finally:
+        call.tell_completed(capture)
+
+
 def sync_method(handler: ReasoningHandler) -> Wrapper:
-    """Steps 1-5 for a sync method that sends when called."""
+    """Steps 1-6 for a sync method that sends when called."""
 
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not active(handler):
@@ -102,19 +168,15 @@ def sync_method(handler: ReasoningHandler) -> Wrapper:
         adapter = handler.adapter
         outgoing = prepare(handler, instance, kwargs)
         call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
-        try:
-            with call.activate():
-                result = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
-        except BaseException as exc:
-            failed(call, exc)
-            raise
-        return adapter.sync_result(call, delivered(call, result))
+        with sending(call, outgoing):
+            result = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
+        return adapter.sync_result(call, outgoing, delivered(call, outgoing, result))
 
     return traced_method
 
 
 def async_method(handler: ReasoningHandler) -> Wrapper:
-    """Steps 1-5 for an async method (it returns an awaitable; nothing runs until it is awaited)."""
+    """Steps 1-6 for an async method (it returns an awaitable; nothing runs until it is awaited)."""
 
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not active(handler):
@@ -124,13 +186,9 @@ def async_method(handler: ReasoningHandler) -> Wrapper:
             adapter = handler.adapter
             outgoing = prepare(handler, instance, kwargs)
             call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
-            try:
-                with call.activate():
-                    result = await without_peers(wrapped)(*args, **sent(kwargs, outgoing))
-            except BaseException as exc:
-                failed(call, exc)
-                raise
-            return await adapter.async_result(call, delivered(call, result))
+            with sending(call, outgoing):
+                result = await without_peers(wrapped)(*args, **sent(kwargs, outgoing))
+            return await adapter.async_result(call, outgoing, delivered(call, outgoing, result))
 
         return send()
 

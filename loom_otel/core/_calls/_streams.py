@@ -1,47 +1,24 @@
 """Stream capture shared by every vendor: a mixin with the three hooks, and the sync and async wrapt
-proxies built on it. Vendor packages supply only a ``StreamAccumulator`` for their chunk shapes."""
+proxies built on it. Vendor packages supply only a ``StreamAccumulator`` for their chunk shapes (and,
+through their ``Outgoing``, the layer it goes under: ``Outgoing.tap``). A stream's end, or its early
+close, goes through the skeleton's one ``finish``, as a whole response does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 import wrapt
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._callbacks import logger
+from loom_otel.core._calls._adapter import Outgoing, StreamAccumulator
 from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
+from loom_otel.core._calls._skeleton import failed, finish
 from loom_otel.core._model import Reasoning
 
-__all__ = ["AccumulatorLayer", "AsyncStreamProxy", "StreamAccumulator", "StreamCaptureMixin", "SyncStreamProxy"]
-
-
-class StreamAccumulator(Protocol):
-    """Rebuilds the vendor's reasoning from its stream chunks, in vendor order.
-
-    ``text_deltas`` is ``None`` unless the live view carries text (``live_text``): the stream then sets
-    a list, ``feed`` appends the answer text deltas of each chunk to it (block index, text) and the
-    stream drains it after every chunk. Otherwise ``feed`` pays one ``is None`` test per text delta.
-
-    An accumulator whose ``result`` reads the whole response from elsewhere (the SDK's own snapshot)
-    sets ``reads_whole_response = True``: a loop over the stream then hands chunks straight through
-    (``feed`` is still called by ``next()`` and whenever the live view needs the chunks).
-
-    An accumulator with a ``withheld(chunk) -> bool`` attribute (not ``None``) keeps the chunks it says
-    from the application, after ``feed`` saw them: events a bare request would not have produced
-    (DESIGN "Readable by request").
-    """
-
-    text_deltas: list[tuple[int, str]] | None
-
-    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
-        """Take one chunk; return the readable reasoning deltas it carried as (block index, text)."""
-        ...
-
-    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        """The reasoning blocks and response facts received so far."""
-        ...
+__all__ = ["AccumulatorLayer", "AsyncStreamProxy", "StreamCaptureMixin", "SyncStreamProxy"]
 
 
 class AccumulatorLayer:
@@ -91,13 +68,18 @@ class StreamCaptureMixin:
     """State lives in ``_self_*`` attributes (a plain attribute on a proxy writes through)."""
 
     _self_call: ModelCall
+    _self_outgoing: Outgoing | None
     _self_accumulator: StreamAccumulator
     _self_step: Callable[[Any], object] | None
     _self_withheld: Callable[[Any], bool] | None
 
-    def _start_capture(self, call: ModelCall, accumulator: StreamAccumulator) -> None:
-        """Per-stream state; the per-chunk path only reads what is resolved here once."""
+    def _start_capture(self, call: ModelCall, outgoing: Outgoing | None, accumulator: StreamAccumulator) -> None:
+        """Per-stream state (the accumulator under the vendor's tap); the per-chunk path only reads what
+        is resolved here once."""
+        if outgoing is not None:
+            accumulator = outgoing.tap(accumulator)
         self._self_call = call
+        self._self_outgoing = outgoing
         self._self_accumulator = accumulator
         self._self_withheld = getattr(accumulator, "withheld", None)
         step = _chunk_step(call, accumulator)
@@ -108,14 +90,21 @@ class StreamCaptureMixin:
         if step is not None:
             step(chunk)
 
+    def _finish(self) -> None:
+        """What was received goes through the skeleton's ``finish`` (the accumulator is the response its
+        steps read), once."""
+        call = self._self_call
+        if not call.ended:
+            accumulator = self._self_accumulator
+            reasonings, response = accumulator.result()
+            finish(call, self._self_outgoing, accumulator, reasonings, response)
+
     def _on_stream_end(self) -> None:
         """The vendor finished: capture fail-closed (the error surfaces where iteration ends)."""
-        if not self._self_call.ended:
-            reasonings, response = self._self_accumulator.result()
-            self._self_call.complete(reasonings, response)
+        self._finish()
 
     def _on_stream_error(self, exc: BaseException) -> None:
-        self._self_call.fail(exc)
+        failed(self._self_call, self._self_outgoing, exc)
 
     def _on_stream_close(self) -> None:
         """Closed before the end: keep what the application already received; never raise from close."""
@@ -124,8 +113,7 @@ class StreamCaptureMixin:
             return
         call.span.set_attribute(attr.STREAM_OUTCOME, "closed_early")
         try:
-            reasonings, response = self._self_accumulator.result()
-            call.complete(reasonings, response)
+            self._finish()
         except Exception as exc:
             logger.error("loom-otel: capture of an early-closed stream failed (%s)", type(exc).__name__)
 
@@ -133,9 +121,11 @@ class StreamCaptureMixin:
 class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
     """Wraps a sync stream (iterator, context manager, ``close()``) and forwards everything else."""
 
-    def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
+    def __init__(
+        self, wrapped: Any, call: ModelCall, outgoing: Outgoing | None, accumulator: StreamAccumulator
+    ) -> None:
         super().__init__(wrapped)
-        self._start_capture(call, accumulator)
+        self._start_capture(call, outgoing, accumulator)
 
     def __iter__(self) -> Iterator[Any]:
         """A ``for`` loop gets a generator over the wrapped stream's own iterator: per chunk, one resume
@@ -221,9 +211,11 @@ class SyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
 class AsyncStreamProxy(StreamCaptureMixin, wrapt.BaseObjectProxy[Any]):
     """The async twin: ``__anext__``, ``__aenter__``/``__aexit__`` and an awaitable ``close()``."""
 
-    def __init__(self, wrapped: Any, call: ModelCall, accumulator: StreamAccumulator) -> None:
+    def __init__(
+        self, wrapped: Any, call: ModelCall, outgoing: Outgoing | None, accumulator: StreamAccumulator
+    ) -> None:
         super().__init__(wrapped)
-        self._start_capture(call, accumulator)
+        self._start_capture(call, outgoing, accumulator)
 
     def __aiter__(self) -> AsyncIterator[Any]:
         """``async for`` gets an async generator (one resume per chunk instead of a coroutine per

@@ -11,10 +11,11 @@ import wrapt
 from loom_otel.core._adapter_kit import (
     AsyncStreamProxy,
     ModelCall,
+    Reasoning,
     RequestInfo,
     Runtime,
-    StreamAccumulator,
     SyncStreamProxy,
+    finish,
     withhold_from_response,
 )
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
@@ -28,7 +29,7 @@ from loom_otel.instrumentation.anthropic._extractors import (
 from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
 from loom_otel.instrumentation.anthropic._readable import readable_thinking
 
-__all__ = ["AnthropicAdapter", "outgoing_of"]
+__all__ = ["AnthropicAdapter"]
 
 
 @functools.cache
@@ -36,12 +37,6 @@ def _raw_response_type() -> type[Any]:
     from anthropic._response import BaseAPIResponse  # the SDK is imported by then; resolved once
 
     return BaseAPIResponse
-
-
-def outgoing_of(call: ModelCall) -> Outgoing | None:
-    """The call's request after the continuation pass (this vendor's ``Outgoing``)."""
-    outgoing = call.outgoing
-    return outgoing if isinstance(outgoing, Outgoing) else None
 
 
 class AnthropicAdapter:
@@ -78,51 +73,42 @@ class AnthropicAdapter:
         readable = self.continuation is not None and self._readable(kwargs) is not None
         return request_info(instance, kwargs, stream=stream, readable=readable)
 
-    def sync_result(self, call: ModelCall, result: Any) -> Any:
+    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
         if isinstance(result, _raw_response_type()):
             if call.request.stream:
-                return _RawResponseProxy(result, call, self)
-            self._complete_raw(call, result, result.parse())
+                return _RawResponseProxy(result, call, outgoing)
+            _finish_raw(call, outgoing, result, result.parse())
             return result
         if call.request.stream:
-            return SyncStreamProxy(result, call, self.accumulator(call))
-        self.complete(call, result)
+            return SyncStreamProxy(result, call, outgoing, MessageStreamAccumulator(call.request))
+        _finish(call, outgoing, result)
         return result
 
-    async def async_result(self, call: ModelCall, result: Any) -> Any:
+    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
         if isinstance(result, _raw_response_type()):
             if call.request.stream:
-                return _AsyncRawResponseProxy(result, call, self)
-            self._complete_raw(call, result, await result.parse())
+                return _AsyncRawResponseProxy(result, call, outgoing)
+            _finish_raw(call, outgoing, result, await result.parse())
             return result
         if call.request.stream:
-            return AsyncStreamProxy(result, call, self.accumulator(call))
-        self.complete(call, result)
+            return AsyncStreamProxy(result, call, outgoing, MessageStreamAccumulator(call.request))
+        _finish(call, outgoing, result)
         return result
 
-    def complete(self, call: ModelCall, message: Any) -> None:
-        """Capture, record the bindings of what was produced, then (redact mode) blank readable thinking."""
-        outgoing = outgoing_of(call)
-        if outgoing is not None:
-            outgoing.finish(call, message)
-        call.complete(reasonings_of(message, call.request), response_info(message, call.request))
-        if outgoing is not None:
-            outgoing.scrub(message)
 
-    def _complete_raw(self, call: ModelCall, raw: Any, message: Any) -> None:
-        """``with_raw_response``: the parsed message as ``complete``; in redact mode the raw body loses
-        the reasoning text too."""
-        texts = [r.text for r in reasonings_of(message, call.request) if r.text]
-        self.complete(call, message)
-        outgoing = outgoing_of(call)
-        if outgoing is not None and outgoing.blanks:
-            withhold_from_response(raw.http_response, texts)
+def _finish(call: ModelCall, outgoing: Outgoing | None, message: Any) -> list[Reasoning]:
+    """A whole message, read, through the skeleton's ``finish``; its reasoning returned."""
+    reasonings = reasonings_of(message, call.request)
+    finish(call, outgoing, message, reasonings, response_info(message, call.request))
+    return reasonings
 
-    def accumulator(self, call: ModelCall) -> StreamAccumulator:
-        """What a raw event stream's proxy feeds: capture's accumulator, under the continuation layer."""
-        inner = MessageStreamAccumulator(call.request)
-        outgoing = outgoing_of(call)
-        return inner if outgoing is None else outgoing.accumulator(call, inner)
+
+def _finish_raw(call: ModelCall, outgoing: Outgoing | None, raw: Any, message: Any) -> None:
+    """``with_raw_response``: the parsed message as a whole message; in redact mode the raw body loses
+    the reasoning text too."""
+    reasonings = _finish(call, outgoing, message)
+    if outgoing is not None and outgoing.blanks:
+        withhold_from_response(raw.http_response, [r.text for r in reasonings if r.text])
 
 
 def _continues_thread(kwargs: Mapping[str, Any]) -> bool:
@@ -134,26 +120,28 @@ class _RawResponseProxy(wrapt.BaseObjectProxy[Any]):
     """A raw streaming response (``with_raw_response``): the stream the application parses out of it
     is captured."""
 
-    def __init__(self, response: Any, call: ModelCall, adapter: AnthropicAdapter) -> None:
+    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
         super().__init__(response)
         self._self_call = call
-        self._self_adapter = adapter
+        self._self_outgoing = outgoing
 
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         parsed = self.__wrapped__.parse(*args, **kwargs)
         if isinstance(parsed, SyncStreamProxy) or not hasattr(parsed, "__next__"):
             return parsed
-        return SyncStreamProxy(parsed, self._self_call, self._self_adapter.accumulator(self._self_call))
+        call = self._self_call
+        return SyncStreamProxy(parsed, call, self._self_outgoing, MessageStreamAccumulator(call.request))
 
 
 class _AsyncRawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    def __init__(self, response: Any, call: ModelCall, adapter: AnthropicAdapter) -> None:
+    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
         super().__init__(response)
         self._self_call = call
-        self._self_adapter = adapter
+        self._self_outgoing = outgoing
 
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         parsed = await self.__wrapped__.parse(*args, **kwargs)
         if isinstance(parsed, AsyncStreamProxy) or not hasattr(parsed, "__anext__"):
             return parsed
-        return AsyncStreamProxy(parsed, self._self_call, self._self_adapter.accumulator(self._self_call))
+        call = self._self_call
+        return AsyncStreamProxy(parsed, call, self._self_outgoing, MessageStreamAccumulator(call.request))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -28,6 +29,7 @@ from loom_otel.core._adapter_kit import (
     Plan,
     Produced,
     Reasoning,
+    RequestInfo,
     ResponseInfo,
     RoundBlock,
     Runtime,
@@ -40,9 +42,10 @@ from loom_otel.core._adapter_kit import (
     text_bytes,
 )
 from loom_otel.core._adapter_kit import field as _get
-from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
+from loom_otel.core.exceptions import ReasoningCaptureError
+from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
 
-__all__ = ["AnthropicContinuation", "Outgoing"]
+__all__ = ["AnthropicContinuation", "Outgoing", "Snapshot"]
 
 _REASONING: Final = frozenset({"thinking", "redacted_thinking"})
 _IGNORED: Final = frozenset({"cache_control"})
@@ -227,7 +230,7 @@ def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
 
 
 class Outgoing:
-    """One request after the rule: the kwargs to send, the plan, and what the response needs."""
+    """One request after the rule: the kwargs to send, the plan, and the steps of the call's finish."""
 
     __slots__ = ("adapter", "kwargs", "plan", "readable")
 
@@ -253,20 +256,35 @@ class Outgoing:
         call.join(self.plan.lineage)
         self.plan.emit(call, _path)
 
-    def finish(self, call: ModelCall, message: Any) -> None:
-        """Before capture of a complete response: record its bindings once captured; vendor drops."""
-        vendor_dropped(call, _get(message, "input_transformations"))
-        blocks = list(_get(message, "content") or ())
-        call.after_capture = lambda capture, _: self.adapter.record(self.plan, blocks, capture, call)
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        """An event stream's capture accumulator keeps every block in order (what ``bound`` reads); when
+        the application gets thinking without text, under ``_Blanking``. The helper's snapshot reader
+        (``Snapshot``) reads the final message: nothing to do per event."""
+        if self.blanks and isinstance(accumulator, MessageStreamAccumulator):
+            return _Blanking(accumulator, withholds=self.readable)
+        return accumulator
 
-    def accumulator(self, call: ModelCall, inner: StreamAccumulator) -> StreamAccumulator:
-        return _Accumulator(self, call, inner)
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """Beta ``input_transformations`` (of the message, or of a stream's ``message_start``)."""
+        vendor_dropped(call, _get(_message(response), "input_transformations"))
 
-    def scrub(self, message: Any) -> None:
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """The bindings of the response's reasoning blocks, read before ``scrub`` blanks their text."""
+        events = _events(response)
+        if events is None:
+            self.adapter.record(self.plan, _get(_message(response), "content") or (), capture, call)
+            return
+        ordered = [block for _, block in sorted(events.blocks.items())]
+        kinds = [_get(block.start, "type") for block in ordered]
+        end = _recorded_blocks(kinds)
+        if end:  # only the blocks the record reads are normalized (the answer after the thinking is not)
+            self.adapter.record_leading(self.plan, _normalized(ordered[:end]), kinds, capture, call)
+
+    def scrub(self, response: Any) -> None:
         """``transcript="redact"`` (or a summary only loom-otel asked for): the application gets the
-        response without readable thinking."""
-        if self.blanks:
-            for block in _get(message, "content") or ():
+        message without readable thinking (a stream's events were blanked one by one)."""
+        if self.blanks and _events(response) is None:
+            for block in _get(_message(response), "content") or ():
                 if _get(block, "type") == "thinking" and _get(block, "thinking"):
                     block.thinking = ""
 
@@ -447,64 +465,107 @@ def _thinking_delta(event: Any) -> bool:
     return bool(event.type == "content_block_delta" and event.delta.type == "thinking_delta")
 
 
-class _Accumulator(AccumulatorLayer):
-    """Wraps the capture accumulator of a stream (which already keeps every block in order): reports
-    vendor drops, and in redact mode blanks the thinking text of each event AFTER capture saw it."""
+class _Blanking(AccumulatorLayer):
+    """An event stream whose application gets thinking without text: each event's thinking text is
+    blanked AFTER capture (the accumulator underneath, ``events``) saw it. Holds nothing of the call."""
 
-    def __init__(self, outgoing: Outgoing, call: ModelCall, inner: StreamAccumulator) -> None:
-        self._outgoing = outgoing
-        self._call = call
-        super().__init__(inner)
-        # Keep mode: nothing to do per event beyond capture's own work. (Neither feed refers to this
-        # layer: a bound method kept on it would be a reference cycle holding the call.)
-        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = (
-            _redacting(inner.feed) if outgoing.blanks else inner.feed
-        )
-        self.withheld: Callable[[Any], bool] | None = _thinking_delta if outgoing.readable else None
+    def __init__(self, events: MessageStreamAccumulator, *, withholds: bool) -> None:
+        super().__init__(events)
+        self.events = events
+        # (Neither feed refers to this layer: a bound method kept on it would be a reference cycle.)
+        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed)
+        self.withheld: Callable[[Any], bool] | None = _thinking_delta if withholds else None
         """A summary only loom-otel asked for: its thinking deltas are not handed on (an omitted block
         streams none); capture saw them first."""
-        call.after_capture = self._record
+
+    @property
+    def message(self) -> Any:
+        return self.events.message
+
+
+class Snapshot:
+    """``messages.stream()`` keeps the message it streams (``current_message_snapshot``): with no live
+    view and no redaction, capture reads it once when the stream ends, as for a complete response,
+    instead of taking every event apart a second time; the finish's steps read it as a whole message.
+
+    The stream is held weakly: it holds this accumulator (through the proxy of its raw stream), and a
+    strong reference would make a cycle that only the garbage collector frees, keeping the stream, the
+    proxy, the call and the whole response (some 70 objects) alive until a collection. ``result`` runs
+    from the stream's own iteration or ``close()``, while the stream is alive."""
+
+    text_deltas: list[tuple[int, str]] | None = None
+    reads_whole_response = True
+
+    def __init__(self, stream: Any, request: RequestInfo) -> None:
+        self._stream = _weakly(stream)
+        self._request = request
+        self.message: Any = None
+        """The final message, once ``result`` read it (``None``: closed before ``message_start``)."""
+
+    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
+        return ()
 
     def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        assert isinstance(self._inner, MessageStreamAccumulator)
-        if self._inner.message is not None:  # final in message_start
-            vendor_dropped(self._call, _get(self._inner.message, "input_transformations"))
-        return self._inner.result()
+        stream = self._stream()
+        if stream is None:  # only a raw stream taken out of its helper stream and read after that was freed
+            raise ReasoningCaptureError("the messages.stream() stream was freed before its end: capture fails closed")
+        try:
+            message = self.message = stream.current_message_snapshot
+        except AssertionError:  # closed before message_start: nothing arrived
+            return [], ResponseInfo()
+        return reasonings_of(message, self._request), response_info(message, self._request)
 
-    @staticmethod
-    def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
-        """Streamed blocks (``MessageStreamAccumulator`` blocks, in order), normalized like a complete
-        response's blocks. A reasoning block is read for its text and signature only (``record_leading``),
-        so only they are taken."""
-        out: list[dict[str, Any]] = []
-        for block in blocks:
-            kind = _get(block.start, "type")
-            if kind == "thinking":
-                out.append({"type": kind, "thinking": block.thinking_text(), "signature": block.signature})
-                continue
-            if kind == "redacted_thinking":
-                out.append({"type": kind, "data": _get(block.start, "data")})
-                continue
-            normalized = _norm(block.start)
-            if kind == "text":
-                normalized["text"] = "".join(block.texts)
-                if block.citations:
-                    normalized["citations"] = [_norm(c) for c in block.citations]
-            if block.json:
-                raw = "".join(block.json)
-                try:
-                    normalized["input"] = json.loads(raw) if raw else {}
-                except ValueError:
-                    continue
-            out.append(normalized)
-        return out
 
-    def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
-        """Only the blocks the record reads are normalized (the answer after the thinking is not)."""
-        assert isinstance(self._inner, MessageStreamAccumulator)
-        ordered = [block for _, block in sorted(self._inner.blocks.items())]
-        kinds = [_get(block.start, "type") for block in ordered]
-        end = _recorded_blocks(kinds)
-        if end:
-            outgoing = self._outgoing
-            outgoing.adapter.record_leading(outgoing.plan, self._normalized(ordered[:end]), kinds, capture, self._call)
+def _weakly(stream: Any) -> Callable[[], Any]:
+    """A weak reference to ``stream``; a strong one for a stream type without weak references."""
+    try:
+        return weakref.ref(stream)
+    except TypeError:
+        return lambda: stream
+
+
+_STREAMED: Final = (MessageStreamAccumulator, _Blanking, Snapshot)
+"""What a stream's end hands the finish's steps, each with its ``message`` (one ``isinstance`` tells a
+whole message from them)."""
+
+
+def _message(response: Any) -> Any:
+    """The message a step reads: the response, the helper's final snapshot, or a stream's
+    ``message_start`` message (``None`` when nothing arrived)."""
+    return response.message if isinstance(response, _STREAMED) else response
+
+
+def _events(response: Any) -> MessageStreamAccumulator | None:
+    """The accumulator of a stream read event by event; ``None`` for a message (whole, or the helper's
+    snapshot: read as a whole message)."""
+    if isinstance(response, MessageStreamAccumulator):
+        return response
+    return response.events if isinstance(response, _Blanking) else None
+
+
+def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
+    """Streamed blocks (``MessageStreamAccumulator`` blocks, in order), normalized like a complete
+    response's blocks. A reasoning block is read for its text and signature only (``record_leading``),
+    so only they are taken."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        kind = _get(block.start, "type")
+        if kind == "thinking":
+            out.append({"type": kind, "thinking": block.thinking_text(), "signature": block.signature})
+            continue
+        if kind == "redacted_thinking":
+            out.append({"type": kind, "data": _get(block.start, "data")})
+            continue
+        normalized = _norm(block.start)
+        if kind == "text":
+            normalized["text"] = "".join(block.texts)
+            if block.citations:
+                normalized["citations"] = [_norm(c) for c in block.citations]
+        if block.json:
+            raw = "".join(block.json)
+            try:
+                normalized["input"] = json.loads(raw) if raw else {}
+            except ValueError:
+                continue
+        out.append(normalized)
+    return out

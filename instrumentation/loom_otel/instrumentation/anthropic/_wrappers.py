@@ -9,8 +9,7 @@ consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -20,9 +19,7 @@ from loom_otel.core._adapter_kit import (
     AsyncStreamProxy,
     ModelCall,
     Outgoing,
-    Reasoning,
     ReasoningHandler,
-    ResponseInfo,
     StreamAccumulator,
     SyncStreamProxy,
     Wrapper,
@@ -30,16 +27,15 @@ from loom_otel.core._adapter_kit import (
     async_method,
     current_call,
     delivered,
-    failed,
     prepare,
+    sending,
     sent,
     start,
     sync_method,
     without_peers,
 )
-from loom_otel.core.exceptions import ReasoningCaptureError
-from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter, outgoing_of
-from loom_otel.instrumentation.anthropic._extractors import reasonings_of, response_info
+from loom_otel.instrumentation.anthropic import _continuation
+from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 from loom_otel.instrumentation.anthropic._guard import check_anthropic_batch_request
 
 __all__ = [
@@ -89,56 +85,12 @@ def sdk_call_span(handler: ReasoningHandler) -> Wrapper:
     return traced_method
 
 
-class _Snapshot:
-    """``messages.stream()`` keeps the message it streams (``current_message_snapshot``): with no live
-    view and no redaction, capture reads it once when the stream ends, as for a complete response,
-    instead of taking every event apart a second time.
-
-    The stream is held weakly: it holds this accumulator (through the proxy of its raw stream), and a
-    strong reference would make a cycle that only the garbage collector frees, keeping the stream, the
-    proxy, the call and the whole response (some 70 objects) alive until a collection. ``result`` runs
-    from the stream's own iteration or ``close()``, while the stream is alive."""
-
-    text_deltas: list[tuple[int, str]] | None = None
-    reads_whole_response = True
-
-    def __init__(self, stream: Any, call: ModelCall) -> None:
-        self._stream = _weakly(stream)
-        self._call = call
-
-    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
-        return ()
-
-    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        stream = self._stream()
-        if stream is None:  # only a raw stream taken out of its helper stream and read after that was freed
-            raise ReasoningCaptureError("the messages.stream() stream was freed before its end: capture fails closed")
-        try:
-            message = stream.current_message_snapshot
-        except AssertionError:  # closed before message_start: nothing arrived
-            return [], ResponseInfo()
-        outgoing = outgoing_of(self._call)
-        if outgoing is not None:
-            outgoing.finish(self._call, message)
-        return reasonings_of(message, self._call.request), response_info(message, self._call.request)
-
-
-def _weakly(stream: Any) -> Callable[[], Any]:
-    """A weak reference to ``stream``; a strong one for a stream type without weak references."""
-    try:
-        return weakref.ref(stream)
-    except TypeError:
-        return lambda: stream
-
-
-def _helper_accumulator(handler: ReasoningHandler, call: ModelCall, stream: Any) -> StreamAccumulator:
-    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, blanked thinking)."""
-    adapter = handler.adapter
-    assert isinstance(adapter, AnthropicAdapter)
-    outgoing = outgoing_of(call)
-    if call.handler.observe is not None or (outgoing is not None and outgoing.blanks):
-        return adapter.accumulator(call)
-    return _Snapshot(stream, call)
+def _helper_accumulator(call: ModelCall, outgoing: Outgoing | None, stream: Any) -> StreamAccumulator:
+    """The helper's stream: read its snapshot, unless events must be seen one by one (live view, blanked
+    thinking)."""
+    if call.handler.observe is not None or (isinstance(outgoing, _continuation.Outgoing) and outgoing.blanks):
+        return MessageStreamAccumulator(call.request)
+    return _continuation.Snapshot(stream, call.request)
 
 
 def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy | _AsyncStreamManagerProxy]) -> Wrapper:
@@ -189,17 +141,12 @@ class _StreamManagerProxy(_ManagerProxy):
     """``MessageStreamManager``: nothing is sent, and nothing recorded, until ``__enter__``."""
 
     def __enter__(self) -> Any:
-        call = self._start()
-        try:
-            with call.activate():
-                stream = self.__wrapped__.__enter__()
-        except BaseException as exc:
-            failed(call, exc)
-            raise
-        delivered(call, stream)
-        stream._raw_stream = SyncStreamProxy(
-            stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
-        )
+        call, outgoing = self._start(), self._self_outgoing
+        with sending(call, outgoing):
+            stream = self.__wrapped__.__enter__()
+        delivered(call, outgoing, stream)
+        accumulator = _helper_accumulator(call, outgoing, stream)
+        stream._raw_stream = SyncStreamProxy(stream._raw_stream, call, outgoing, accumulator)
         return stream
 
     def __exit__(
@@ -212,17 +159,12 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
     """``AsyncMessageStreamManager``: the request is sent in ``__aenter__``."""
 
     async def __aenter__(self) -> Any:
-        call = self._start()
-        try:
-            with call.activate():
-                stream = await self.__wrapped__.__aenter__()
-        except BaseException as exc:
-            failed(call, exc)
-            raise
-        delivered(call, stream)
-        stream._raw_stream = AsyncStreamProxy(
-            stream._raw_stream, call, _helper_accumulator(self._self_handler, call, stream)
-        )
+        call, outgoing = self._start(), self._self_outgoing
+        with sending(call, outgoing):
+            stream = await self.__wrapped__.__aenter__()
+        delivered(call, outgoing, stream)
+        accumulator = _helper_accumulator(call, outgoing, stream)
+        stream._raw_stream = AsyncStreamProxy(stream._raw_stream, call, outgoing, accumulator)
         return stream
 
     async def __aexit__(

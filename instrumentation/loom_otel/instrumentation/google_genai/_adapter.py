@@ -7,10 +7,20 @@ continuation session, which plans each request when the per-request wrappers rep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loom_otel.core._adapter_kit import ModelCall, RequestInfo, Runtime, StreamAccumulator
+from loom_otel.core._adapter_kit import (
+    AccumulatorLayer,
+    Capture,
+    ModelCall,
+    Reasoning,
+    RequestInfo,
+    ResponseInfo,
+    Runtime,
+    StreamAccumulator,
+    finish,
+)
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
 from loom_otel.instrumentation.google_genai._guard import check_gemini_request
@@ -20,7 +30,8 @@ __all__ = ["CallHops", "GeminiAdapter", "hops_of"]
 
 
 class CallHops:
-    """One public call across its HTTP requests: the response accumulator and the continuation session.
+    """One public call across its HTTP requests (the call's ``Outgoing``): the response accumulator and
+    the continuation session.
 
     The call's execution is decided by its first request (``GeminiSession.prepare`` joins its lineage)."""
 
@@ -42,19 +53,19 @@ class CallHops:
     def attach(self, call: ModelCall) -> None:
         self.turn = ResponseAccumulator(call.request)
         if self.continuation is not None:
-            self.session = self.continuation.session(call, call.request.provider, self.turn.produced)
+            self.session = self.continuation.session(call.request.provider, self.turn.produced)
 
     def put_back(self) -> list[str]:
         return [text for hop in self.session.hops for text in hop.plan.put_back()] if self.session else []
 
-    def accumulator(self) -> StreamAccumulator:
-        return (
-            self.turn
-            if self.session is None
-            else self.session.tap(self.turn, self.withhold if self.asks_readable else None)
-        )
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        """A stream's accumulator (the call's ``turn``), under the session's layer when chunks lose thought
+        text (redact mode) or thoughts only loom-otel asked for."""
+        if self.session is None:
+            return accumulator
+        return self.session.tap(accumulator, self.withhold if self.asks_readable else None)
 
-    def request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def request(self, call: ModelCall, kwargs: dict[str, Any]) -> dict[str, Any]:
         """One HTTP request of the call is about to be built from ``kwargs`` (model, contents, config):
         the continuation pass decides what is sent (raises ``ReasoningContinuationError`` on a store
         failure)."""
@@ -65,7 +76,7 @@ class CallHops:
         if config is not None:  # DESIGN "Readable by request"
             kwargs = {**kwargs, "config": config}
             self.readable = True
-        return self.session.prepare(kwargs)
+        return self.session.prepare(call, kwargs)
 
     def withhold(self, chunk: Any) -> None:
         """A streamed chunk, after capture saw it: the thoughts only loom-otel asked for are taken out."""
@@ -84,18 +95,29 @@ class CallHops:
         """The complete response of one HTTP request of a non-streamed call."""
         self.turn.feed(response)
 
-    def finish(self, call: ModelCall, response: Any) -> Any:
-        """The public call returned: capture every request (fail-closed), then (redact) blank thought text."""
+    def read(self, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
+        """The public call returned ``response``: the reasoning and facts of every request it made."""
         turn = self.turn
         if not turn.hops:  # the SDK did not go through the per-request method: the response is all there is
             turn.feed(response)
-        reasonings, info = turn.result()
-        call.complete(reasonings, info)
+        return turn.result()
+
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """Gemini reports no drops of its own."""
+
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         if self.session is not None:
-            self.session.scrub(response)
-            if self.readable:
-                self.session.withhold(response)
-        return response
+            self.session.record(call, capture, reasonings)
+
+    def scrub(self, response: Any) -> None:
+        """A whole call (redact mode): no readable thought text; the thoughts only loom-otel asked for
+        are taken out. A stream's chunks went through the session's layer one by one."""
+        session = self.session
+        if session is None or isinstance(response, AccumulatorLayer):
+            return
+        session.scrub(response)
+        if self.readable:
+            session.withhold(response)
 
 
 def hops_of(call: ModelCall | None) -> CallHops | None:
@@ -124,10 +146,11 @@ class GeminiAdapter:
         readable = self.readable and readable_config(kwargs.get("config")) is not None
         return request_info(instance, kwargs, stream=stream, readable=readable)
 
-    def sync_result(self, call: ModelCall, result: Any) -> Any:
-        hops = hops_of(call)
-        assert hops is not None
-        return hops.finish(call, result)
+    def sync_result(self, call: ModelCall, outgoing: CallHops | None, result: Any) -> Any:
+        assert outgoing is not None  # ``prepare`` always makes one
+        reasonings, info = outgoing.read(result)
+        finish(call, outgoing, result, reasonings, info)
+        return result
 
-    async def async_result(self, call: ModelCall, result: Any) -> Any:
-        return self.sync_result(call, result)
+    async def async_result(self, call: ModelCall, outgoing: CallHops | None, result: Any) -> Any:
+        return self.sync_result(call, outgoing, result)

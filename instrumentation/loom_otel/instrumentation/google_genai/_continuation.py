@@ -28,7 +28,6 @@ from loom_otel.core._adapter_kit import (
     AccumulatorLayer,
     Block,
     BoundedMemo,
-    CallRef,
     Capture,
     Continuation,
     ExecutionScope,
@@ -125,8 +124,8 @@ class GeminiContinuation:
         self._signatures: dict[str, bytes] = {}
         """Function-call signatures this process saw produced (memory only, never written)."""
 
-    def session(self, call: ModelCall, provider: str, produced: list[Any]) -> GeminiSession:
-        return GeminiSession(self, call, provider, produced)
+    def session(self, provider: str, produced: list[Any]) -> GeminiSession:
+        return GeminiSession(self, provider, produced)
 
     def thread(self, contents: list[tuple[str, list[tr.Part]]], scope: ExecutionScope | None) -> list[tr.Part]:
         """Give each current-turn function call that lost its signature the recorded one back, when it was
@@ -275,29 +274,26 @@ class _RequestPlan:
 class GeminiSession:
     """The continuation state of one public call (all its HTTP requests)."""
 
-    def __init__(self, adapter: GeminiContinuation, call: ModelCall, provider: str, produced: list[Any]) -> None:
+    def __init__(self, adapter: GeminiContinuation, provider: str, produced: list[Any]) -> None:
         self.adapter = adapter
-        self.call = CallRef(call)
-        """The call, held weakly: it holds this session (``call.outgoing``)."""
         self.provider = provider
         self.hops: list[_RequestPlan] = []
         self._produced = produced
         """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
-        call.after_capture = self._record
 
     def _begin(self, plan: Plan) -> None:
         if self.hops:
             self.hops[-1].close()
         self.hops.append(_RequestPlan(plan, self._produced))
 
-    def prepare(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Apply the rule to one HTTP request before the SDK serializes it; returns the kwargs to send.
+    def prepare(self, call: ModelCall, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Apply the rule to one HTTP request of ``call`` before the SDK serializes it; returns the kwargs
+        to send.
 
         Raises ``ReasoningContinuationError`` when the store fails while text is being put back.
         """
         resuming = bool(self.hops) and resumes(kwargs)
         contents = tr.read_contents(kwargs.get("contents"))
-        call = self.call()
         if contents is None:
             plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], call.request_scope())
             call.join(plan.lineage)
@@ -319,7 +315,7 @@ class GeminiSession:
             )
         if not resuming:
             self._begin(plan)
-            plan.emit(self.call(), lambda i, j: _path(layout, i, j))
+            plan.emit(call, lambda i, j: _path(layout, i, j))
         if plan.changes or inserted:
             kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
         return kwargs
@@ -349,9 +345,10 @@ class GeminiSession:
         withhold_thoughts(getattr(response, "automatic_function_calling_history", None) or ())
         return emptied
 
-    def _record(self, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+    def record(self, call: ModelCall, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """The bindings of every request's response (``capture`` of the call's ``reasonings``)."""
         for hop in self.hops:
-            self.adapter.record(hop.plan, hop.parts(), capture, reasonings, self.call())
+            self.adapter.record(hop.plan, hop.parts(), capture, reasonings, call)
 
 
 class _Scrubbing(AccumulatorLayer):

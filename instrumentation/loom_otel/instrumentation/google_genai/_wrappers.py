@@ -90,7 +90,7 @@ def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[A
     costs one ``Context.run`` instead of an attach/detach per step."""
     call = begin()
     hops = _hops(call)
-    proxy = SyncStreamProxy(chunks, call, hops.accumulator())
+    proxy = SyncStreamProxy(chunks, call, hops, hops.turn)
     context = contextvars.copy_context()
     context.run(call.make_current)
     step = iter(proxy).__next__  # the proxy's own generator: one resume per chunk
@@ -109,7 +109,7 @@ def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[A
 async def _async_stream(begin: Callable[[], ModelCall], chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
     call = begin()
     hops = _hops(call)
-    proxy = AsyncStreamProxy(chunks, call, hops.accumulator())
+    proxy = AsyncStreamProxy(chunks, call, hops, hops.turn)
     step = aiter(proxy).__anext__  # the proxy's own async generator: one resume per chunk
     try:
         while True:
@@ -128,10 +128,11 @@ def models_generate_content_hop(handler: ReasoningHandler) -> Wrapper:
     """``Models._generate_content``: one HTTP request of a complete call."""
 
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        hops = hops_of(current_call())
-        if hops is None:
+        call = current_call()
+        hops = hops_of(call)
+        if call is None or hops is None:
             return wrapped(*args, **kwargs)
-        response = wrapped(*args, **hops.request(kwargs))
+        response = wrapped(*args, **hops.request(call, kwargs))
         hops.response(response)
         return response
 
@@ -140,12 +141,13 @@ def models_generate_content_hop(handler: ReasoningHandler) -> Wrapper:
 
 def async_models_generate_content_hop(handler: ReasoningHandler) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        hops = hops_of(current_call())
-        if hops is None:
+        call = current_call()
+        hops = hops_of(call)
+        if call is None or hops is None:
             return wrapped(*args, **kwargs)
 
         async def send() -> Any:
-            response = await wrapped(*args, **hops.request(kwargs))
+            response = await wrapped(*args, **hops.request(call, kwargs))
             hops.response(response)
             return response
 
@@ -158,9 +160,10 @@ def models_generate_content_stream_hop(handler: ReasoningHandler) -> Wrapper:
     """``Models._generate_content_stream`` (a generator function, called when its request starts)."""
 
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        hops = hops_of(current_call())
-        if hops is not None:
-            kwargs = hops.request(kwargs)
+        call = current_call()
+        hops = hops_of(call)
+        if call is not None and hops is not None:
+            kwargs = hops.request(call, kwargs)
         return wrapped(*args, **kwargs)
 
     return traced_method

@@ -12,8 +12,8 @@ from loom_otel.core._adapter_kit import (
     ModelCall,
     RequestInfo,
     Runtime,
-    StreamAccumulator,
     SyncStreamProxy,
+    finish,
     withhold_from_response,
 )
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
@@ -72,43 +72,38 @@ class OpenAiAdapter:
         info = RESPONSES.request_info(instance, kwargs, stream)
         return replace(info, hints={**info.hints, **_RESPONSES_HINTS}, thinking=thinking)
 
-    def sync_result(self, call: ModelCall, result: Any) -> Any:
-        return self._result(call, result, SyncStreamProxy)
+    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
+        return _result(call, outgoing, result, SyncStreamProxy)
 
-    async def async_result(self, call: ModelCall, result: Any) -> Any:
-        return self._result(call, result, AsyncStreamProxy)
+    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
+        return _result(call, outgoing, result, AsyncStreamProxy)
 
-    def _result(self, call: ModelCall, result: Any, proxy: type[SyncStreamProxy] | type[AsyncStreamProxy]) -> Any:
-        from openai._legacy_response import LegacyAPIResponse
-        from openai._response import BaseAPIResponse
 
-        outgoing = call.outgoing if isinstance(call.outgoing, Outgoing) else None
-        api = _api_of(call)
-        if isinstance(result, LegacyAPIResponse) and not call.request.stream:
-            parsed = result.parse()
-            texts = [r.text for r in api.reasonings_of(parsed, call.request) if r.text]
-            _complete(call, api, parsed, outgoing)
-            if outgoing is not None and outgoing.blanks:
-                withhold_from_response(result.http_response, texts)  # the raw body the app can read
-            return result
-        if isinstance(result, LegacyAPIResponse | BaseAPIResponse):
-            call.abandon("raw_response")
-            return result
-        if call.request.stream:
-            accumulator: StreamAccumulator = api.accumulator(call.request)
-            return proxy(result, call, accumulator if outgoing is None else outgoing.tap(accumulator))
-        _complete(call, api, result, outgoing)
+def _result(
+    call: ModelCall,
+    outgoing: Outgoing | None,
+    result: Any,
+    proxy: type[SyncStreamProxy] | type[AsyncStreamProxy],
+) -> Any:
+    from openai._legacy_response import LegacyAPIResponse
+    from openai._response import BaseAPIResponse
+
+    api = _api_of(call)
+    if isinstance(result, LegacyAPIResponse) and not call.request.stream:
+        parsed = result.parse()
+        reasonings = api.reasonings_of(parsed, call.request)
+        finish(call, outgoing, parsed, reasonings, api.response_info(parsed, call.request))
+        if outgoing is not None and outgoing.blanks:  # the raw body the app can read
+            withhold_from_response(result.http_response, [r.text for r in reasonings if r.text])
         return result
+    if isinstance(result, LegacyAPIResponse | BaseAPIResponse):
+        call.abandon("raw_response")
+        return result
+    if call.request.stream:
+        return proxy(result, call, outgoing, api.accumulator(call.request))
+    finish(call, outgoing, result, api.reasonings_of(result, call.request), api.response_info(result, call.request))
+    return result
 
 
 def _api_of(call: ModelCall) -> Api:
     return RESPONSES if call.request.hints.get("api") == "responses" else CHAT
-
-
-def _complete(call: ModelCall, api: Api, response: Any, outgoing: Outgoing | None) -> None:
-    """The complete response is known: vendor drops, capture (fail-closed), then (redact) scrub."""
-    if outgoing is not None:
-        outgoing.finish(response)
-    call.complete(api.reasonings_of(response, call.request), api.response_info(response, call.request))
-    if outgoing is not None:
-        outgoing.scrub(response)

@@ -28,7 +28,6 @@ from loom_otel.core._adapter_kit import (
     AccumulatorLayer,
     Block,
     BlockRecord,
-    CallRef,
     Capture,
     Continuation,
     ExecutionScope,
@@ -39,7 +38,6 @@ from loom_otel.core._adapter_kit import (
     Produced,
     Reasoning,
     ReasoningPart,
-    ResponseInfo,
     Runtime,
     StreamAccumulator,
     attr,
@@ -289,9 +287,9 @@ def _plain(item: Any) -> dict[str, Any]:
 
 
 class Outgoing:
-    """One call after the pass: the kwargs to send and what the response needs."""
+    """One call after the pass: the kwargs to send, and the steps of the call's finish."""
 
-    __slots__ = ("adapter", "call", "chat", "kwargs", "lineage", "lost", "original", "plan", "readable", "texts")
+    __slots__ = ("adapter", "chat", "kwargs", "lineage", "lost", "original", "plan", "readable", "texts")
 
     def __init__(self, adapter: OpenAiContinuation, chat: bool, kwargs: dict[str, Any]) -> None:
         self.adapter = adapter
@@ -321,7 +319,6 @@ class Outgoing:
     def attach(self, call: ModelCall) -> None:
         """The call joins the request's lineage; the rule's decisions (reasoning kept as the application
         holds it, or not put back) are events."""
-        self.call = CallRef(call)  # weak: the call holds this (``call.outgoing``)
         call.join(self.lineage)
         if self.plan is not None:
             self.plan.emit(call, lambda i, _: f"input.{i}")
@@ -331,20 +328,45 @@ class Outgoing:
                 {attr.DROP_REASON: UNRESOLVABLE, attr.DROP_COUNT: len(self.lost), attr.DROP_POSITIONS: self.lost},
             )
 
-    def finish(self, response: Any) -> None:
-        """Before capture of a complete response: vendor drops; record the bindings once captured."""
-        if self.chat:
-            messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
-            if self.adapter.redact:
-                self.call().after_capture = lambda capture, _: self._record_chat(messages, capture)
-            return
-        self._vendor_dropped(_get(response, "input_transformations"))
-        snapshot = [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
-        if self.plan is not None and any(item_key(_item_texts(i)[0], i) for i, _ in snapshot):
-            self.call().after_capture = lambda capture, _: self._record_items(snapshot, capture)
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        return _RedactingLayer(self, accumulator)
 
-    def _record_chat(self, messages: Sequence[Any], capture: Capture | None) -> None:
-        identity = self.call().identity
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """The Responses API's ``input_transformations`` (of the response, or a stream's final one)."""
+        if self.chat:
+            return
+        final = response.final if isinstance(response, _RedactingLayer) else response
+        ids = {_get(item, "id"): i for i, item in enumerate(self.original.get("input") or ()) if _get(item, "id")}
+        by_reason: dict[str, list[str]] = {}
+        for entry in _get(final, "input_transformations") or ():
+            if _get(entry, "action") == "removed":
+                item_id = _get(entry, "id")
+                position = f"input.{ids[item_id]}" if item_id in ids else str(item_id)
+                by_reason.setdefault(str(_get(entry, "reason")), []).append(position)
+        for reason, positions in by_reason.items():
+            call.add_event(
+                attr.EVENT_VENDOR_DROPPED,
+                {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
+            )
+
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """Responses: the binding of every reasoning item; Chat Completions, in redact mode only (nothing
+        else is put back), each message's reasoning."""
+        streamed = response if isinstance(response, _RedactingLayer) else None
+        if self.chat:
+            if self.adapter.redact:
+                if streamed is not None:
+                    messages = streamed.messages()
+                else:
+                    messages = [c.message for c in sorted(_get(response, "choices") or (), key=lambda c: c.index)]
+                self._record_chat(call, messages, capture)
+            return
+        snapshot = streamed.snapshot if streamed is not None else _snapshot(response)
+        if self.plan is not None and any(item_key(_item_texts(i)[0], i) for i, _ in snapshot):
+            self._record_items(call, snapshot, capture)
+
+    def _record_chat(self, call: ModelCall, messages: Sequence[Any], capture: Capture | None) -> None:
+        identity = call.identity
         if not identity.named_execution:  # outside execution() nothing is put back: nothing to record
             return
         parts = iter(capture.parts if capture is not None else ())
@@ -360,7 +382,9 @@ class Outgoing:
             records.append((key, _chat_record(extra[field], part, self.adapter.keyed, owner)))
         self.adapter.remember(records)
 
-    def _record_items(self, snapshot: Sequence[tuple[Any, list[str]]], capture: Capture | None) -> None:
+    def _record_items(
+        self, call: ModelCall, snapshot: Sequence[tuple[Any, list[str]]], capture: Capture | None
+    ) -> None:
         """The binding of every reasoning item of the response to the request the plan saw (its
         ``encrypted_content`` keys it); the parts of ``capture`` are in the order of the reasoning items."""
         assert self.plan is not None
@@ -369,25 +393,14 @@ class Outgoing:
         for item, pieces in snapshot:
             part = next(parts, None) if _get(item, "type") == "reasoning" else None
             items.append(_produced(item, part, pieces, self.adapter.keyed))
-        self.adapter.rule.record(self.plan, b"", items, (), self.call().identity)
-
-    def _vendor_dropped(self, transformations: Any) -> None:
-        ids = {_get(item, "id"): i for i, item in enumerate(self.original.get("input") or ()) if _get(item, "id")}
-        by_reason: dict[str, list[str]] = {}
-        for entry in transformations or ():
-            if _get(entry, "action") == "removed":
-                item_id = _get(entry, "id")
-                position = f"input.{ids[item_id]}" if item_id in ids else str(item_id)
-                by_reason.setdefault(str(_get(entry, "reason")), []).append(position)
-        for reason, positions in by_reason.items():
-            self.call().add_event(
-                attr.EVENT_VENDOR_DROPPED,
-                {attr.DROP_REASON: reason, attr.DROP_COUNT: len(positions), attr.DROP_POSITIONS: positions},
-            )
+        self.adapter.rule.record(self.plan, b"", items, (), call.identity)
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application never holds readable reasoning; a summary only
-        loom-otel asked for is taken out whole (the bare response has none)."""
+        loom-otel asked for is taken out whole (the bare response has none). A stream's events were
+        blanked one by one (``_RedactingLayer``)."""
+        if isinstance(response, _RedactingLayer):
+            return
         if self.readable:
             withhold_summaries(response, self._app_summary())
         if not self.adapter.redact:
@@ -399,12 +412,14 @@ class Outgoing:
             for item in _get(response, "output") or ():
                 _blank_item(item)
 
-    def tap(self, inner: StreamAccumulator) -> StreamAccumulator:
-        return _RedactingLayer(self, inner)
-
     def _app_summary(self) -> object:
         reasoning = self.original.get("reasoning")
         return reasoning.get("summary") if isinstance(reasoning, Mapping) else None
+
+
+def _snapshot(response: Any) -> list[tuple[Any, list[str]]]:
+    """A Responses response's output items with their reasoning texts, read before they are blanked."""
+    return [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
 
 
 def _blank_event_text(event: Any, kind: str | None) -> None:
@@ -451,12 +466,16 @@ def _summary_events() -> Callable[[Any], bool]:
 
 
 class _RedactingLayer(AccumulatorLayer):
-    """A stream's accumulator, plus what redact mode and vendor drops need; blanks AFTER capture saw it."""
+    """A stream's accumulator, plus what the finish's steps read at its end (the final response and its
+    reasoning texts, the chat messages) and, in redact mode, blanking AFTER capture saw each event."""
 
     def __init__(self, outgoing: Outgoing, inner: StreamAccumulator) -> None:
         self._outgoing = outgoing
         super().__init__(inner)
-        self._final: Any = None
+        self.final: Any = None
+        """The final response (``response.completed``, ``.incomplete`` or ``.failed``)."""
+        self.snapshot: list[tuple[Any, list[str]]] = []
+        """Its output items and their reasoning texts, read before they were blanked."""
         self._messages: dict[int, dict[str, Any]] = {}
         self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
         """A summary only loom-otel asked for: its events are not handed on (a bare request streams
@@ -497,8 +516,8 @@ class _RedactingLayer(AccumulatorLayer):
         kind = getattr(event, "type", None)
         final = getattr(event, "response", None)
         if kind in ("response.completed", "response.incomplete", "response.failed"):
-            self._final = final
-            self._outgoing.finish(final)
+            self.final = final
+            self.snapshot = _snapshot(final)
         if self._outgoing.readable:
             self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
@@ -519,12 +538,9 @@ class _RedactingLayer(AccumulatorLayer):
             withhold_item(item)
         withhold_summaries(final, self._outgoing._app_summary())
 
-    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        result = self._inner.result()
-        if self._outgoing.chat and self._outgoing.adapter.redact:
-            messages = [self._message(m) for _, m in sorted(self._messages.items())]
-            self._outgoing.call().after_capture = lambda capture, _: self._outgoing._record_chat(messages, capture)
-        return result
+    def messages(self) -> list[Any]:
+        """The chat messages the stream delivered, one per choice, with their reasoning."""
+        return [self._message(m) for _, m in sorted(self._messages.items())]
 
     @staticmethod
     def _message(accumulated: dict[str, Any]) -> Any:
