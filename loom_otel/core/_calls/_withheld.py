@@ -1,10 +1,10 @@
 """No SDK object the application receives carries text it did not send (DESIGN "Execution identity"), in
 any mode: these take the texts loom-otel put back into a request out of an SDK exception (its message,
-body, ``args``, and the request and response it holds, whose bodies may quote the request) and out of the
-HTTP request a returned object holds (``with_raw_response``'s ``http_request``, a stream's
-``response.request``); in redact mode, the response's reasoning out of a raw HTTP response body. Every
-text is replaced where it stands, raw and JSON-escaped, by ``REMOVED``; nothing here raises (an object
-it cannot change is left as it is).
+body (google-genai's ``details``), ``args``, and the request and response it holds, whose bodies may
+quote the request) and out of the HTTP request a returned object holds (``with_raw_response``'s
+``http_request``, a stream's ``response.request``); in redact mode, the response's reasoning out of a
+raw HTTP response body. Every text is replaced where it stands, raw and JSON-escaped, by ``REMOVED``;
+nothing here raises (an object it cannot change is left as it is).
 
 What loom-otel cannot reach: the SDK's own debug log lines (a warning says so once, at ``instrument()``).
 """
@@ -82,7 +82,7 @@ def withhold_from_exception(exc: BaseException, texts: Iterable[str]) -> None:
         return
     try:
         exc.args = _clean(exc.args, needles)
-        for name in ("message", "body", "api_message"):
+        for name in ("message", "body", "api_message", "details"):  # google-genai keeps the body as details
             value = getattr(exc, name, None)
             if value is not None:
                 setattr(exc, name, _clean(value, needles))
