@@ -42,6 +42,7 @@ from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._journal._writer import Journal
 from loom_otel.core._store._protocol import Envelope
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.instrumentation.anthropic import _adapter as anthropic_adapter
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 
@@ -52,14 +53,15 @@ PARTS: tuple[tuple[str, Any, str], ...] = (
     ("continuation pass", AnthropicAdapter, "prepare"),
     ("request attributes", AnthropicAdapter, "request_info"),
     ("span start", ReasoningHandler, "call"),
-    ("response, capture and end (all)", AnthropicAdapter, "complete"),
+    ("response, capture and end (all)", anthropic_adapter, "_finish"),
     ("  seal (SHA-256 of the text)", Envelope, "seal"),
     ("  store put", FileReasoningStore, "put"),
     ("  journal record", Journal, "append"),
     ("  binding record", AnthropicContinuation, "record"),
     ("  span end", ModelCall, "_end"),
 )
-"""loom-otel's parts: (label, owner, attribute), each timed by a wrapper around it."""
+"""loom-otel's parts: (label, owner, attribute), each timed by a wrapper around it (a module's function
+where it is looked up at call time)."""
 
 Times = defaultdict[str, list[float]]
 
