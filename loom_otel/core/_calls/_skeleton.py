@@ -100,13 +100,13 @@ class _Sending(Activation):
     __slots__ = ("_outgoing",)
 
     def __init__(self, call: ModelCall, outgoing: Outgoing | None) -> None:
-        super().__init__(call)
+        Activation.__init__(self, call)  # not super(): no proxy object per send
         self._outgoing = outgoing
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        super().__exit__(exc_type, exc, tb)
+        Activation.__exit__(self, exc_type, exc, tb)
         if exc is not None:
             failed(self._call, self._outgoing, exc)
 
