@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _chained import ChainedCaptures
+
 from loom_otel.audit import ReasoningLimits, ReasoningQuery, read_reasoning, read_reasoning_bounded
 from loom_otel.audit._index import CaptureIndex
 from loom_otel.core import Envelope, FileReasoningStore
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 
 SEGMENT = 100_000
 PER_EXECUTION = 100
@@ -68,50 +69,28 @@ def texts_of(n: int) -> tuple[str, str]:
 
 
 def generate(journal: Path, records: int, store: FileReasoningStore, stored: set[str]) -> None:
-    origin = "bench-host-1-000000000000"
-    chain = journal / origin
-    chain.mkdir(parents=True)
-    head = GENESIS
-    fh = None
-    base_time = time.time_ns()
-    for n in range(records):
-        if n % SEGMENT == 0:
-            if fh is not None:
-                fh.close()
-            fh = (chain / f"{n // SEGMENT + 1:08d}.jsonl").open("wb")
-        execution_id = execution_of(n)
-        envelopes = [Envelope.seal(t, execution_id=execution_id) for t in texts_of(n)]
-        if execution_id in stored:
-            for envelope in envelopes:
-                store.put(envelope)
-        attributes = {
-            "gen_ai.provider.name": "anthropic",
-            "gen_ai.request.model": "claude-bench",
-            "gen_ai.response.model": "claude-bench-20251101",
-            "loom.attempt": 1,
-            "loom.execution.id": execution_id,
-            "loom.step.id": step_of(n),
-            "loom.reasoning.part.kind": ["text", "summary", "redacted"],
-            "loom.reasoning.part.ref": [envelopes[0].ref, envelopes[1].ref, ""],
-            "loom.reasoning.part.digest": [envelopes[0].digest, envelopes[1].digest, ""],
-            "loom.reasoning.part.size": [envelopes[0].size, envelopes[1].size, 0],
-            "loom.reasoning.part.omitted": [False, False, False],
-        }
-        record: dict[str, object] = {
-            "v": 1,
-            "origin": origin,
-            "seq": n + 1,
-            "prev": head,
-            "time": base_time + n,
-            "type": "capture",
-            "attributes": attributes,
-        }
-        head = chain_hash(head, canonical_json(record))
-        record["hash"] = head
-        assert fh is not None
-        fh.write(canonical_json(record) + b"\n")
-    if fh is not None:
-        fh.close()
+    with ChainedCaptures(journal, "bench-host-1-000000000000", SEGMENT) as chain:
+        for n in range(records):
+            execution_id = execution_of(n)
+            envelopes = [Envelope.seal(t, execution_id=execution_id) for t in texts_of(n)]
+            if execution_id in stored:
+                for envelope in envelopes:
+                    store.put(envelope)
+            chain.append(
+                {
+                    "gen_ai.provider.name": "anthropic",
+                    "gen_ai.request.model": "claude-bench",
+                    "gen_ai.response.model": "claude-bench-20251101",
+                    "loom.attempt": 1,
+                    "loom.execution.id": execution_id,
+                    "loom.step.id": step_of(n),
+                    "loom.reasoning.part.kind": ["text", "summary", "redacted"],
+                    "loom.reasoning.part.ref": [envelopes[0].ref, envelopes[1].ref, ""],
+                    "loom.reasoning.part.digest": [envelopes[0].digest, envelopes[1].digest, ""],
+                    "loom.reasoning.part.size": [envelopes[0].size, envelopes[1].size, 0],
+                    "loom.reasoning.part.omitted": [False, False, False],
+                }
+            )
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 import httpx2
+from _chained import ChainedCaptures
 
 from loom_otel.core import Envelope, FileReasoningStore
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 
 PER_EXECUTION = 100
 SEGMENT = 100_000
@@ -37,48 +37,29 @@ TOKEN = "bench-reader-token-0123456789abcdef"
 
 
 def generate(journal: Path, captures: int, store: FileReasoningStore) -> int:
-    origin = "bench-serve-host-000000000000"
-    chain = journal / origin
-    chain.mkdir(parents=True)
-    head, fh, base_time = GENESIS, None, time.time_ns()
-    for n in range(captures):
-        if n % SEGMENT == 0:
-            if fh is not None:
-                fh.close()
-            fh = (chain / f"{n // SEGMENT + 1:08d}.jsonl").open("wb")
-        execution_id = f"exec-{n // PER_EXECUTION:06d}"
-        envelope = Envelope.seal(f"reasoning of capture {n}: " + "r" * 400, execution_id=execution_id, tenant="acme")
-        store.put(envelope)
-        attributes = {
-            "gen_ai.provider.name": "anthropic",
-            "gen_ai.request.model": "claude-bench",
-            "gen_ai.response.model": "claude-bench",
-            "loom.attempt": 1,
-            "loom.execution.id": execution_id,
-            "loom.step.id": f"s{n % PER_EXECUTION:03d}",
-            "loom.tenant": "acme",
-            "loom.principal": "alice",
-            "loom.reasoning.part.kind": ["text"],
-            "loom.reasoning.part.ref": [envelope.ref],
-            "loom.reasoning.part.digest": [envelope.digest],
-            "loom.reasoning.part.size": [envelope.size],
-            "loom.reasoning.part.omitted": [False],
-        }
-        record: dict[str, object] = {
-            "v": 1,
-            "origin": origin,
-            "seq": n + 1,
-            "prev": head,
-            "time": base_time + n,
-            "type": "capture",
-            "attributes": attributes,
-        }
-        head = chain_hash(head, canonical_json(record))
-        record["hash"] = head
-        assert fh is not None
-        fh.write(canonical_json(record) + b"\n")
-    if fh is not None:
-        fh.close()
+    with ChainedCaptures(journal, "bench-serve-host-000000000000", SEGMENT) as chain:
+        for n in range(captures):
+            execution_id = f"exec-{n // PER_EXECUTION:06d}"
+            text = f"reasoning of capture {n}: " + "r" * 400
+            envelope = Envelope.seal(text, execution_id=execution_id, tenant="acme")
+            store.put(envelope)
+            chain.append(
+                {
+                    "gen_ai.provider.name": "anthropic",
+                    "gen_ai.request.model": "claude-bench",
+                    "gen_ai.response.model": "claude-bench",
+                    "loom.attempt": 1,
+                    "loom.execution.id": execution_id,
+                    "loom.step.id": f"s{n % PER_EXECUTION:03d}",
+                    "loom.tenant": "acme",
+                    "loom.principal": "alice",
+                    "loom.reasoning.part.kind": ["text"],
+                    "loom.reasoning.part.ref": [envelope.ref],
+                    "loom.reasoning.part.digest": [envelope.digest],
+                    "loom.reasoning.part.size": [envelope.size],
+                    "loom.reasoning.part.omitted": [False],
+                }
+            )
     return max(1, captures // PER_EXECUTION)
 
 

@@ -56,6 +56,20 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
+def _cross_site(request: Request) -> bool:
+    """A browser sent this from another site (a form or link elsewhere): ``Sec-Fetch-Site`` says so, or,
+    where a browser sends none, an ``Origin`` that is not this one. Signing in and out refuse it, so no
+    page elsewhere signs a reader in as someone else (login CSRF) or out. Clients that are not browsers
+    send neither header and are not affected."""
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    return origin != f"{request.url.scheme}://{request.url.netloc}"
+
+
 def _safe_next(value: str | None) -> str:
     """Only a path on this site (never ``//host`` or a scheme): no open redirect through sign-in."""
     if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
@@ -208,6 +222,8 @@ class _Viewer:
         )
 
     async def signin(self, request: Request) -> Response:
+        if _cross_site(request):
+            return _refused_cross_site()
         body = await request.body()
         form = parse_qs(body[:_MAX_FORM].decode("utf-8", "replace"), max_num_fields=4)
         token = (form.get("token") or [""])[0].strip()
@@ -227,6 +243,8 @@ class _Viewer:
         return response
 
     async def signout(self, request: Request) -> Response:
+        if _cross_site(request):
+            return _refused_cross_site()
         response = RedirectResponse("/", status_code=303, headers=_SECURITY_HEADERS)
         response.delete_cookie(TOKEN_COOKIE)
         return response
@@ -234,6 +252,14 @@ class _Viewer:
     async def script(self, request: Request) -> Response:
         text = resources.files("loom_otel.viewer").joinpath("live.js").read_text(encoding="utf-8")
         return Response(text, media_type="text/javascript", headers=_SECURITY_HEADERS)
+
+
+def _refused_cross_site() -> Response:
+    return HTMLResponse(
+        "<!doctype html><title>Refused</title><p>Sign in and out from this site's own pages.</p>",
+        status_code=403,
+        headers=_SECURITY_HEADERS,
+    )
 
 
 class _TokenProbe(HTTPConnection):

@@ -1,10 +1,11 @@
 """A short-lived application making Anthropic calls in every call mode, then ending by itself (``exit``)
-or waiting for a signal (``wait``): ``python exit_app.py N exit|wait [sdk]``.
+or waiting for a signal (``wait``): ``python exit_app.py N exit|wait [sdk|sdk-private]``.
 
 Without ``sdk`` it is unmodified (run it under ``opentelemetry-instrument`` with
 ``OTEL_TRACES_EXPORTER=loom_chain``); with ``sdk`` it sets up the SDK itself, as an application that
 does not use the zero-code path would: a global tracer provider, a ``BatchSpanProcessor`` over the
-chained exporter (its inner exporter from the environment), ``AnthropicInstrumentor``. Either way the
+chained exporter (its inner exporter from the environment), ``AnthropicInstrumentor``; with
+``sdk-private`` the provider is only given to the instrumentor, never made global. Either way the
 tracer provider's shutdown is left to the interpreter's exit.
 """
 
@@ -20,7 +21,7 @@ THINKING = {"type": "enabled", "budget_tokens": 2048}
 MODEL = "claude-sonnet-4-6"
 
 
-def setup_sdk() -> None:
+def setup_sdk(*, global_provider: bool) -> None:
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -30,7 +31,8 @@ def setup_sdk() -> None:
 
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(ChainedSpanExporter()))
-    trace.set_tracer_provider(provider)
+    if global_provider:
+        trace.set_tracer_provider(provider)
     AnthropicInstrumentor().instrument(tracer_provider=provider)
 
 
@@ -66,8 +68,8 @@ def main(count: int) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[3:] == ["sdk"]:
-        setup_sdk()
+    if sys.argv[3:] in (["sdk"], ["sdk-private"]):
+        setup_sdk(global_provider=sys.argv[3] == "sdk")
     main(int(sys.argv[1]))
     print("done", flush=True)
     if sys.argv[2] == "wait":

@@ -4,7 +4,10 @@ to a file as OTLP JSON lines, the way the collector ``file`` exporter does."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
+from collections.abc import Mapping
 from concurrent import futures
 from pathlib import Path
 
@@ -59,3 +62,28 @@ class Receiver:
         if self._server is not None:
             self._server.stop(grace=None).wait()
             self._server = None
+
+    def forward(self, journal: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+        """``loom-otel forward journal`` to this receiver over OTLP/gRPC, in a subprocess."""
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "loom_otel.cli",
+                "forward",
+                str(journal),
+                "--inner",
+                "otlp_proto_grpc",
+                "--timeout",
+                "60",
+            ],
+            env={
+                **env,
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{self.endpoint}",
+                "OTEL_EXPORTER_OTLP_INSECURE": "true",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )

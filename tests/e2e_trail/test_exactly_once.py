@@ -1,6 +1,7 @@
 """DESIGN "Audit journal, chained exporter, verification": where nothing failed, each record arrives
 exactly once. A short-lived application (unmodified under ``opentelemetry-instrument`` with
-``OTEL_TRACES_EXPORTER=loom_chain``, or setting the SDK up itself) ends normally or by ``SIGTERM``
+``OTEL_TRACES_EXPORTER=loom_chain``, or setting the SDK up itself, its tracer provider global or only
+given to the instrumentor) ends normally or by ``SIGTERM``
 while the batch span processor still holds its calls' spans: the span pipeline is flushed before
 anything still owed is resent, so a real OTLP receiver gets every journal record once, none lost."""
 
@@ -56,8 +57,8 @@ def run_app(tmp_path: Path, endpoint: str, *, ending: str, setup: str) -> tuple[
         OTEL_EXPORTER_OTLP_INSECURE="true",
     )
     args = [sys.executable, str(APP), str(CALLS), "wait" if ending == "sigterm" else "exit"]
-    if setup == "sdk":
-        args.append("sdk")
+    if setup != "opentelemetry-instrument":
+        args.append(setup)
     else:
         env["OTEL_TRACES_EXPORTER"] = "loom_chain"
         args[:0] = [str(Path(sys.executable).with_name("opentelemetry-instrument"))]
@@ -72,7 +73,7 @@ def run_app(tmp_path: Path, endpoint: str, *, ending: str, setup: str) -> tuple[
     return subprocess.CompletedProcess(args, proc.returncode, first + out, err), store / "journal"
 
 
-@pytest.mark.parametrize("setup", ["opentelemetry-instrument", "sdk"])
+@pytest.mark.parametrize("setup", ["opentelemetry-instrument", "sdk", "sdk-private"])
 @pytest.mark.parametrize("ending", ["exit", "sigterm"])
 def test_every_record_arrives_once(ending: str, setup: str, receiver: Receiver, tmp_path: Path) -> None:
     receiver.start()

@@ -86,28 +86,7 @@ def test_exit_with_no_collector_is_bounded_and_says_so_once(ending: str, receive
     ]
     # what is owed stayed in the journal: the way out delivers all of it once a collector runs
     receiver.start()
-    forward = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "loom_otel.cli",
-            "forward",
-            str(journal),
-            "--inner",
-            "otlp_proto_grpc",
-            "--timeout",
-            "60",
-        ],
-        env={
-            **env,
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{receiver.endpoint}",
-            "OTEL_EXPORTER_OTLP_INSECURE": "true",
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    forward = receiver.forward(journal, env)
     assert forward.returncode == 0, forward.stderr
     records = list(iter_records(journal))
     assert sum(1 for r in records if r["type"] == "capture") == 5

@@ -136,6 +136,23 @@ def test_sign_in_sets_a_cookie_that_reads_like_the_token(server):
         assert client.get("/api/executions/run-alice?tenant=acme").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [{"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-site"}, {"origin": "https://evil.example"}],
+    ids=["cross-site", "same-site", "foreign-origin"],
+)
+def test_a_page_elsewhere_cannot_sign_a_reader_in_or_out(server, headers):
+    """Login CSRF: a form on another site posting someone's token would sign the reader in as them."""
+    with httpx2.Client(base_url=server.url, timeout=30) as client:
+        forged = client.post("/signin", data={"token": TOKENS["bob"], "next": "/"}, headers=headers)
+        assert forged.status_code == 403 and "set-cookie" not in forged.headers
+        assert client.get("/signout", headers=headers).status_code == 403
+        own = {"sec-fetch-site": "same-origin", "origin": server.url}
+        signed = client.post("/signin", data={"token": TOKENS["bob"], "next": "/"}, headers=own)
+        assert signed.status_code == 303 and "loom_otel_token" in signed.headers["set-cookie"]
+        assert client.get("/signout", headers={"sec-fetch-site": "same-origin"}).status_code == 303
+
+
 def test_every_read_is_a_chained_record_that_verify_covers(captured):
     app = _app(captured)
     server = Server(app).__enter__()

@@ -23,6 +23,7 @@ from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import Runtime, runtime_for
 from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
+from loom_otel.core._providers import tracer_provider_given
 from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
 
 __all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]
@@ -67,6 +68,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
         hold(self, runtime)
         adapter = type(self).adapter(runtime)
         tracer_provider = kwargs.get("tracer_provider")
+        tracer_provider_given(tracer_provider)
         live_view = type(self).live_view
         observe = live_view(runtime) if live_view is not None and runtime.live and runtime.enabled else None
         handler = ReasoningHandler(

@@ -6,10 +6,11 @@ provider built earlier (the usual order: provider, then its exporters).
 
 The handler runs in three steps within ``EXIT_TIMEOUT`` seconds: each exporter stops its sweeper and
 asks whether its collector answers at all (``prepare_exit``); the span pipeline is flushed (the
-global SDK tracer provider's processors export what they still hold, through the exporters, which
-acknowledge the records those spans carry); then each exporter resends only what is still owed
-(``deliver_at_exit``). Flushing first is what makes delivery exactly-once when nothing failed: a
-record resent while the batch processor still held its call's span would reach the collector twice.
+processors of the global SDK tracer provider, and of each one given to an instrumentor, export what
+they still hold, through the exporters, which acknowledge the records those spans carry); then each
+exporter resends only what is still owed (``deliver_at_exit``). Flushing first is what makes delivery
+exactly-once when nothing failed: a record resent while the batch processor still held its call's
+span would reach the collector twice.
 
 ``SIGTERM``'s default action kills the process without running ``atexit``. When nobody handles it
 (the default disposition, seen from the main thread when the first exporter is built), a handler is
@@ -32,8 +33,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Final, Protocol
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
+
+from loom_otel.core._providers import span_providers
 
 __all__ = ["EXIT_TIMEOUT", "ExitDelivery", "deliver_on_exit", "flush_span_pipeline"]
 
@@ -71,16 +73,21 @@ def deliver_on_exit(exporter: ExitDelivery) -> None:
 
 
 def flush_span_pipeline(deadline: float) -> bool:
-    """Have the global SDK tracer provider's span processors export what they hold, before
-    ``deadline`` (``time.monotonic()``); ``False`` if they did not finish (or there is none)."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        return False
-    try:
-        return provider.force_flush(max(1, int((deadline - time.monotonic()) * 1000)))
-    except Exception as exc:
-        _logger.warning("chained exporter: flushing the span pipeline failed (%s)", type(exc).__name__)
-        return False
+    """Have the span processors of every SDK tracer provider loom-otel's spans go to (the global one and
+    those given to an instrumentor, ``core._providers``) export what they hold, before ``deadline``
+    (``time.monotonic()``); ``False`` if one did not finish (or there is none)."""
+    flushed = False
+    for provider in span_providers():
+        if not isinstance(provider, TracerProvider):
+            continue
+        try:
+            flushed = provider.force_flush(max(1, int((deadline - time.monotonic()) * 1000)))
+        except Exception as exc:
+            _logger.warning("chained exporter: flushing the span pipeline failed (%s)", type(exc).__name__)
+            return False
+        if not flushed:
+            return False
+    return flushed
 
 
 def _deliver_all() -> None:
