@@ -93,8 +93,9 @@ def sent(kwargs: dict[str, Any], outgoing: Outgoing | None) -> dict[str, Any]:
     return kwargs if outgoing is None else outgoing.kwargs
 
 
-class _Sending(Activation):
-    """Step 4, ``with``: the call's span and the call are current while the SDK sends; an exception ends
+class sending(Activation):  # named for its use, as contextlib's closing: one object per send
+    """Step 4: ``with sending(call, outgoing):`` around whatever sends the request (the SDK method, a
+    stream manager's ``__enter__``): the call's span and the call are current inside; an exception ends
     the call (``failed``) and goes on unchanged."""
 
     __slots__ = ("_outgoing",)
@@ -109,12 +110,6 @@ class _Sending(Activation):
         Activation.__exit__(self, exc_type, exc, tb)
         if exc is not None:
             failed(self._call, self._outgoing, exc)
-
-
-def sending(call: ModelCall, outgoing: Outgoing | None) -> Activation:
-    """``with sending(call, outgoing):`` around whatever sends the request (the SDK method, a stream
-    manager's ``__enter__``)."""
-    return _Sending(call, outgoing)
 
 
 def failed(call: ModelCall, outgoing: Outgoing | None, exc: BaseException) -> None:

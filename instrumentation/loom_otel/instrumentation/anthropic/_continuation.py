@@ -270,10 +270,10 @@ class Outgoing:
 
     def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """The bindings of the response's reasoning blocks, read before ``scrub`` blanks their text."""
-        events = _events(response)
-        if events is None:
+        if not isinstance(response, _EVENTS):
             self.adapter.record(self.plan, _get(_message(response), "content") or (), capture, call)
             return
+        events = response.events if isinstance(response, _Blanking) else response
         ordered = [block for _, block in sorted(events.blocks.items())]
         kinds = [_get(block.start, "type") for block in ordered]
         end = _recorded_blocks(kinds)
@@ -283,7 +283,7 @@ class Outgoing:
     def scrub(self, response: Any) -> None:
         """``transcript="redact"`` (or a summary only loom-otel asked for): the application gets the
         message without readable thinking (a stream's events were blanked one by one)."""
-        if self.blanks and _events(response) is None:
+        if self.blanks and not isinstance(response, _EVENTS):
             for block in _get(_message(response), "content") or ():
                 if _get(block, "type") == "thinking" and _get(block, "thinking"):
                     block.thinking = ""
@@ -524,23 +524,17 @@ def _weakly(stream: Any) -> Callable[[], Any]:
         return lambda: stream
 
 
-_STREAMED: Final = (MessageStreamAccumulator, _Blanking, Snapshot)
-"""What a stream's end hands the finish's steps, each with its ``message`` (one ``isinstance`` tells a
-whole message from them)."""
+_EVENTS: Final = (MessageStreamAccumulator, _Blanking)
+"""What a stream read event by event hands the finish's steps at its end (its blocks, in order)."""
+_STREAMED: Final = (*_EVENTS, Snapshot)
+"""What any stream's end hands them, each with its ``message`` (one ``isinstance`` tells a whole message
+from them); the helper's snapshot is read as a whole message."""
 
 
 def _message(response: Any) -> Any:
     """The message a step reads: the response, the helper's final snapshot, or a stream's
     ``message_start`` message (``None`` when nothing arrived)."""
     return response.message if isinstance(response, _STREAMED) else response
-
-
-def _events(response: Any) -> MessageStreamAccumulator | None:
-    """The accumulator of a stream read event by event; ``None`` for a message (whole, or the helper's
-    snapshot: read as a whole message)."""
-    if isinstance(response, MessageStreamAccumulator):
-        return response
-    return response.events if isinstance(response, _Blanking) else None
 
 
 def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
