@@ -15,7 +15,7 @@
    (``Outgoing.scrub``), and last the watcher told (``ModelCall.tell_completed``).
 
 Methods that send later than they are called (a stream manager sends when entered, a generator when
-iterated) run steps 1-2 at the call and 3-5 when they send, through ``prepare``, ``start`` and
+iterated) run steps 1-2 at the call and the rest when they send, through ``prepare``, ``start`` and
 ``sending``.
 """
 
