@@ -28,8 +28,9 @@ and that belongs to loom-otel's cost beside another instrumentation, not to the 
 
 Figures per call: the median wall time on the calling thread, its ratio to ``bare`` and the
 microseconds added; the calling thread's median CPU time (``time.thread_time``: what the machine's
-noise does not inflate); and the amortized wall time (the whole batch plus ``force_flush``, which waits
-for the background fsyncs, divided by the calls). Ratios are medians of the per-round ratios; ``spread``
+noise does not inflate); and the amortized wall time (the whole batch plus what the variant leaves
+running, divided by the calls: ``force_flush`` for loom-otel, which waits for the background fsyncs; a
+variant's own ``settle`` step, e.g. the upload hook's uploads). Ratios are medians of the per-round ratios; ``spread``
 is their range (the machine's noise).
 """
 
@@ -292,7 +293,7 @@ def _report(
 ) -> None:
     med = statistics.median
     print(f"{title}, {args.transport} transport, {args.calls} calls x {args.rounds} rounds, interleaved")
-    print("wall = median per call on the calling thread; cpu = its CPU time; amortized = batch + force_flush")
+    print("wall = median per call on the calling thread; cpu = its CPU time; amortized = batch + its settling")
     width = max(9, *(len(name) for name in names))
     header = (
         f"{'call':{width}} {'variant':46} {'wall us':>8} {'ratio':>6} {'+us':>6} {'spread':>11}"

@@ -2,7 +2,8 @@
 own work inside each instrumentation against the bare call, and loom-otel's parts around it.
 
     python benchmarks/bench_phases.py [--call anthropic-create|anthropic-stream|gemini-generate|gemini-stream]
-                                      [--calls 1000] [--rounds 3] [--clock wall|cpu] [--peers] [--root DIR]
+                                      [--calls 1000] [--rounds 3] [--clock wall|cpu] [--transport memory|socket]
+                                      [--peers] [--root DIR]
 
 The SDK's own work is timed from inside, below every wrapper (a timer is put in its place before
 anything is instrumented): Anthropic's ``Messages.create`` (and, streamed, each step of its SSE event
@@ -25,7 +26,8 @@ figure includes that much, and a part called per chunk that much per chunk.
 Variants: ``bare``, the official instrumentation (no content), with ``--peers`` OpenLLMetry and
 OpenInference, on Anthropic ``create`` the floor (``bench_floor.py``), loom-otel's default (a new
 conversation per call) and loom-otel in one ``execution()`` (one conversation). Calls as in
-``bench_peers.py``: 8 KiB of new reasoning per reply, the in-process transport. ``--clock cpu`` times
+``bench_peers.py``: 8 KiB of new reasoning per reply, the in-process transport (``--transport socket``: the
+replay server in its own process). ``--clock cpu`` times
 with the calling thread's CPU clock, which a busy machine does not inflate as much as the wall clock.
 Use it to see where the time goes, and ``bench_peers.py`` for the ratios the targets are about.
 """
@@ -96,7 +98,7 @@ ANTHROPIC_STREAM: tuple[Part, ...] = (
     ("events read (per event, summed)", MessageStreamAccumulator, "feed", False),
     ("capture and end (all)", ModelCall, "complete", False),
     *_CAPTURE,
-    ("  binding record", AnthropicContinuation, "record", False),
+    ("  binding record", AnthropicContinuation, "record_leading", False),
 )
 GEMINI: tuple[Part, ...] = (
     ("request guard", GeminiAdapter, "check_request", False),
@@ -265,6 +267,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--transport", choices=("memory", "socket"), default="memory")
     parser.add_argument("--peers", action="store_true", help="OpenLLMetry and OpenInference too")
     parser.add_argument("--root", type=Path, default=None)
     args = parser.parse_args()
@@ -273,7 +276,7 @@ def main() -> None:
     root = store_root(args)
     clock = Clock(time.perf_counter if args.clock == "wall" else time.thread_time)
     try:
-        with workload.sdk(clock), replayed(argparse.Namespace(transport="memory")) as (url, transport):
+        with workload.sdk(clock), replayed(args) as (url, transport):
             claude, gemini = bench_peers.clients(url, transport)
             call = workload.call(claude, gemini)
             rows = _measure(call, workload, _variants(workload, root, args.peers), clock, args)
@@ -329,7 +332,7 @@ def _measure(
 def _report(workload: Workload, rows: dict[str, dict[str, list[float]]], args: argparse.Namespace) -> None:
     med = statistics.median
     print(
-        f"{workload.name}, 8 KiB new reasoning per call, in-process transport; medians of {args.rounds} rounds x "
+        f"{workload.name}, 8 KiB new reasoning per call, {args.transport} transport; medians of {args.rounds} rounds x "
         f"{args.calls} calls (us per call, calling thread, {args.clock} clock)"
     )
     bare_call, bare_sdk = med(rows["bare"][CALL]), med(rows["bare"][SDK])
