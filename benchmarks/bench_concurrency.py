@@ -47,7 +47,6 @@ from loom_otel.core._continuation import _bindings
 from loom_otel.core._journal import _writer
 from loom_otel.core._store import _file
 
-
 _waits: dict[str, float] = {}
 """How long the calling threads waited on each lock (by label) since the last ``_waits.clear()``."""
 
@@ -143,7 +142,9 @@ def _thread_batch(call: Callable[[], Any], threads: int) -> Batch:
     return batch
 
 
-def workloads(url: str | None, transport: httpx2.BaseTransport | None, args: argparse.Namespace) -> list[tuple[str, Batch]]:
+def workloads(
+    url: str | None, transport: httpx2.BaseTransport | None, args: argparse.Namespace
+) -> list[tuple[str, Batch]]:
     request, model, config = bench_anthropic.REQUEST, bench_gemini.MODEL, bench_gemini.CONFIG
     limits = httpx2.Limits(max_connections=args.tasks * 2, max_keepalive_connections=args.tasks * 2)
     base = url or "https://api.anthropic.bench"

@@ -32,7 +32,6 @@ A variant whose packages are not installed is left out (extras ``bench`` and ``p
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path

@@ -317,9 +317,7 @@ def _measure(
                 undo()
             force_flush()
             inside = [label for label, _, _, within in workload.parts if within]
-            sdk_own = [
-                sdk - sum(clock.calls[label][n] for label in inside) for n, sdk in enumerate(clock.calls[SDK])
-            ]
+            sdk_own = [sdk - sum(clock.calls[label][n] for label in inside) for n, sdk in enumerate(clock.calls[SDK])]
             for label in labels:
                 values = sdk_own if label == SDK else clock.calls[label]
                 if values and (label in (CALL, SDK) or any(values)):
