@@ -147,21 +147,16 @@ def workloads(
 ) -> list[tuple[str, Batch]]:
     request, model, config = bench_anthropic.REQUEST, bench_gemini.MODEL, bench_gemini.CONFIG
     limits = httpx2.Limits(max_connections=args.tasks * 2, max_keepalive_connections=args.tasks * 2)
-    base = url or "https://api.anthropic.bench"
+    common: dict[str, Any] = {
+        "api_key": "bench",
+        "base_url": url or "https://api.anthropic.bench",
+        "max_retries": 0,
+        "open_telemetry": False,
+    }
     claude_async = anthropic.AsyncAnthropic(
-        api_key="bench",
-        base_url=base,
-        max_retries=0,
-        open_telemetry=False,
-        http_client=httpx2.AsyncClient(transport=transport, limits=limits),  # type: ignore[arg-type]
+        **common, http_client=httpx2.AsyncClient(transport=transport, limits=limits)
     )
-    claude = anthropic.Anthropic(
-        api_key="bench",
-        base_url=base,
-        max_retries=0,
-        open_telemetry=False,
-        http_client=httpx2.Client(transport=transport, limits=limits),  # type: ignore[arg-type]
-    )
+    claude = anthropic.Anthropic(**common, http_client=httpx2.Client(transport=transport, limits=limits))
     options: dict[str, Any] = {"limits": limits} if transport is None else {"transport": transport}
     gemini = genai.Client(
         api_key="bench",

@@ -87,18 +87,17 @@ ANTHROPIC: tuple[Part, ...] = (
     ("request attributes", AnthropicAdapter, "request_info", False),
     *_START,
 )
+_ANTHROPIC_END: tuple[Part, ...] = (*_CAPTURE, ("  binding record", AnthropicContinuation, "record_leading", False))
 ANTHROPIC_CREATE: tuple[Part, ...] = (
     *ANTHROPIC,
     ("response, capture and end (all)", AnthropicAdapter, "complete", False),
-    *_CAPTURE,
-    ("  binding record", AnthropicContinuation, "record", False),
+    *_ANTHROPIC_END,
 )
 ANTHROPIC_STREAM: tuple[Part, ...] = (
     *ANTHROPIC,
     ("events read (per event, summed)", MessageStreamAccumulator, "feed", False),
     ("capture and end (all)", ModelCall, "complete", False),
-    *_CAPTURE,
-    ("  binding record", AnthropicContinuation, "record_leading", False),
+    *_ANTHROPIC_END,
 )
 GEMINI: tuple[Part, ...] = (
     ("request guard", GeminiAdapter, "check_request", False),
@@ -108,21 +107,22 @@ GEMINI: tuple[Part, ...] = (
     ("continuation session", CallHops, "attach", False),
     ("continuation pass (per request, inside the SDK)", CallHops, "request", True),
 )
+_GEMINI_END: tuple[Part, ...] = (
+    ("  reasoning, usage and layout", ResponseAccumulator, "result", False),
+    *_CAPTURE,
+    ("  binding record", GeminiContinuation, "record", False),
+)
 GEMINI_GENERATE: tuple[Part, ...] = (
     *GEMINI,
     ("response read (per request, inside the SDK)", CallHops, "response", True),
     ("capture and end (all)", CallHops, "finish", False),
-    ("  reasoning, usage and layout", ResponseAccumulator, "result", False),
-    *_CAPTURE,
-    ("  binding record", GeminiContinuation, "record", False),
+    *_GEMINI_END,
 )
 GEMINI_STREAM: tuple[Part, ...] = (
     *GEMINI,
     ("chunks read (per chunk, summed)", ResponseAccumulator, "feed", False),
     ("capture and end (all)", ModelCall, "complete", False),
-    ("  reasoning, usage and layout", ResponseAccumulator, "result", False),
-    *_CAPTURE,
-    ("  binding record", GeminiContinuation, "record", False),
+    *_GEMINI_END,
 )
 
 
