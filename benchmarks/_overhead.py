@@ -28,8 +28,9 @@ and that belongs to loom-otel's cost beside another instrumentation, not to the 
 
 Figures per call: the median wall time on the calling thread, its ratio to ``bare`` and the
 microseconds added; the calling thread's median CPU time (``time.thread_time``: what the machine's
-noise does not inflate); and the amortized wall time (the whole batch plus ``force_flush``, which waits
-for the background fsyncs, divided by the calls). Ratios are medians of the per-round ratios; ``spread``
+noise does not inflate); and the amortized wall time (the whole batch plus what the variant leaves
+running, divided by the calls: ``force_flush`` for loom-otel, which waits for the background fsyncs; a
+variant's own ``settle`` step, e.g. the upload hook's uploads). Ratios are medians of the per-round ratios; ``spread``
 is their range (the machine's noise).
 """
 
@@ -140,6 +141,14 @@ class Variant:
     instrument: Callable[[TracerProvider], Callable[[], None]]
     one_execution: bool = False
     loom: bool = True
+    settle: Callable[[], object] | None = None
+    """What the amortized figure waits for after a batch (default: loom-otel's ``force_flush`` for a
+    loom-otel variant, nothing for another; the upload hook's variant waits for its uploads)."""
+
+    def settler(self) -> Callable[[], object] | None:
+        if self.settle is not None:
+            return self.settle
+        return _force_flush if self.loom else None
 
 
 def loom_variants(instrumentor: Callable[[], Any], root: Path) -> list[Variant]:
@@ -220,7 +229,12 @@ def provider() -> TracerProvider:
     return made
 
 
-def _batch(fn: Callable[[], Any], calls: int, *, flush: bool) -> _Batch:
+def _force_flush() -> None:
+    if not force_flush(60_000):
+        print("force_flush did not finish", file=sys.stderr)
+
+
+def _batch(fn: Callable[[], Any], calls: int, *, settle: Callable[[], object] | None = None) -> _Batch:
     wall, cpu = [], []
     started = time.perf_counter()
     for _ in range(calls):
@@ -228,8 +242,8 @@ def _batch(fn: Callable[[], Any], calls: int, *, flush: bool) -> _Batch:
         fn()
         cpu.append(time.thread_time() - c)
         wall.append(time.perf_counter() - w)
-    if flush and not force_flush(60_000):
-        print("force_flush did not finish", file=sys.stderr)
+    if settle is not None:
+        settle()
     return _Batch(wall, cpu, (time.perf_counter() - started) / calls)
 
 
@@ -254,14 +268,14 @@ def run(
         order = list(variants[round_ % len(variants) :]) + list(variants[: round_ % len(variants)])
         for name, fn in calls:
             for variant in order:
-                bare = _batch(fn, args.calls, flush=False)
+                bare = _batch(fn, args.calls)
                 undo = variant.instrument(providers[variant.name])
                 scope = execution(f"bench-{round_}") if variant.one_execution else contextlib.nullcontext()
                 try:
                     with scope:
                         for _ in range(5):  # the variant's first calls open its journal and store
                             fn()
-                        measured = _batch(fn, args.calls, flush=variant.loom)
+                        measured = _batch(fn, args.calls, settle=variant.settler())
                 finally:
                     undo()
                 results.setdefault((name, variant.name), []).append((bare, measured))
@@ -279,9 +293,10 @@ def _report(
 ) -> None:
     med = statistics.median
     print(f"{title}, {args.transport} transport, {args.calls} calls x {args.rounds} rounds, interleaved")
-    print("wall = median per call on the calling thread; cpu = its CPU time; amortized = batch + force_flush")
+    print("wall = median per call on the calling thread; cpu = its CPU time; amortized = batch + its settling")
+    width = max(9, *(len(name) for name in names))
     header = (
-        f"{'call':9} {'variant':46} {'wall us':>8} {'ratio':>6} {'+us':>6} {'spread':>11}"
+        f"{'call':{width}} {'variant':46} {'wall us':>8} {'ratio':>6} {'+us':>6} {'spread':>11}"
         f" {'cpu ratio':>9} {'amort. ratio':>12} {'+us':>6}"
     )
     print(header)
@@ -291,7 +306,7 @@ def _report(
         bare_cpu = med(med(b.cpu) for b, _ in pairs)
         bare_amortized = med(b.amortized for b, _ in pairs)
         print(
-            f"{name:9} {'bare':46} {bare_wall * 1e6:8.0f} {1.0:6.2f} {0:6.0f} {'':>11}"
+            f"{name:{width}} {'bare':46} {bare_wall * 1e6:8.0f} {1.0:6.2f} {0:6.0f} {'':>11}"
             f" {bare_cpu * 1e6:7.0f}us {bare_amortized * 1e6:10.0f}us"
         )
         for variant in variants:
@@ -303,7 +318,7 @@ def _report(
             added_amortized = med(v.amortized - b.amortized for b, v in rounds)
             spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
             print(
-                f"{name:9} {variant.name:46} {med(med(v.wall) for _, v in rounds) * 1e6:8.0f}"
+                f"{name:{width}} {variant.name:46} {med(med(v.wall) for _, v in rounds) * 1e6:8.0f}"
                 f" {med(ratios):6.2f} {added * 1e6:6.0f} {spread:>11} {cpu:9.2f}"
                 f" {med(amortized):12.2f} {added_amortized * 1e6:6.0f}"
             )

@@ -16,6 +16,7 @@ prints its URL.
 from __future__ import annotations
 
 import dataclasses
+import http.server
 import itertools
 import json
 import re
@@ -64,6 +65,8 @@ def _stamp(chunk: bytes, stamp: bytes) -> bytes:
 
 def main() -> None:
     options: dict[str, Any] = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    # Its own process: a listen backlog for many clients connecting at once (the default is 5)
+    http.server.ThreadingHTTPServer.request_queue_size = 256
     server = serve(Recording(**options))
     print(server.url, flush=True)
     server.wait()

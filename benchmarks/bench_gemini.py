@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+import httpx2
 from _overhead import arguments, loom_variants, official_variant, remove, replayed, run, store_root
 from google import genai
 from google.genai import types
@@ -28,14 +29,28 @@ CONFIG = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(includ
 def main() -> None:
     args = arguments()
     with replayed(args) as (url, transport):
-        client = genai.Client(
-            api_key="bench",
-            http_options=types.HttpOptions(
-                base_url=url or "https://generativelanguage.bench",
-                client_args={"transport": transport} if transport is not None else None,
-            ),
-        )
-        measure(client, args)
+        measure(client_of(url, transport), args)
+
+
+def client_of(url: str | None, transport: httpx2.BaseTransport | None) -> genai.Client:
+    """The SDK client of the replayed vendor (``_overhead.replayed``)."""
+    return genai.Client(
+        api_key="bench",
+        http_options=types.HttpOptions(
+            base_url=url or "https://generativelanguage.bench",
+            client_args={"transport": transport} if transport is not None else None,
+            async_client_args={"transport": transport} if transport is not None else None,
+        ),
+    )
+
+
+def official() -> Any:
+    """The official OTel instrumentor of the SDK (``None`` when the ``bench`` extra is not installed)."""
+    try:
+        from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor as Official
+    except ImportError:
+        return None
+    return Official
 
 
 def measure(client: genai.Client, args: argparse.Namespace) -> None:
@@ -46,17 +61,13 @@ def measure(client: genai.Client, args: argparse.Namespace) -> None:
         for _ in client.models.generate_content_stream(model=MODEL, contents="Plan the trip.", config=CONFIG):
             pass
 
-    try:
-        from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor as Official
-    except ImportError:
-        Official = None
     root = store_root(args)
     label = f"official OTel (no content; google-genai {genai.__version__})"
     try:
         run(
             f"google-genai {genai.__version__}, 8 KiB thought text, stores under {root}",
             [("generate", generate), ("stream", stream)],
-            loom_variants(GoogleGenAiInstrumentor, root) + official_variant(Official, label),
+            loom_variants(GoogleGenAiInstrumentor, root) + official_variant(official(), label),
             args,
         )
     finally:

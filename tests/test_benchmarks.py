@@ -48,6 +48,39 @@ def test_an_sdk_benchmark_reports_its_variants(tmp_path: Path, script: str, rows
     assert not any((tmp_path / "stores").iterdir())  # the run's stores and journals are removed
 
 
+@pytest.mark.parametrize("call", ["anthropic-stream", "gemini-generate", "gemini-stream"])
+def test_the_phases_benchmark_times_each_workload(tmp_path: Path, call: str) -> None:
+    """Both SDKs, streams and one conversation: the SDK's own work and loom-otel's parts, by variant."""
+    out = _run(tmp_path, "bench_phases.py", "--call", call, "--rounds", "1", "--calls", "3", "--root", str(tmp_path))
+    rows = ["bare ", "loom-otel default ", "loom-otel, one execution() ", "    journal record ", "    binding record "]
+    for row in rows:
+        assert any(line.startswith(row) for line in out.splitlines()), (row, out)
+    assert not any(tmp_path.glob("loom-bench-*"))
+
+
+def test_the_peers_benchmark_measures_the_four_workloads(tmp_path: Path) -> None:
+    out = _run(tmp_path, "bench_peers.py", "--rounds", "1", "--calls", "3", "--root", str(tmp_path))
+    for workload in ("anthropic-create", "anthropic-stream", "gemini-generate", "gemini-stream"):
+        for variant in ("bare", "loom-otel default", "loom-otel, one execution()"):
+            assert any(line.startswith(f"{workload} ") and f" {variant} " in line for line in out.splitlines()), (
+                workload,
+                variant,
+                out,
+            )
+    assert not any(tmp_path.glob("loom-bench-*"))
+
+
+def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Path) -> None:
+    args = ["--rounds", "1", "--calls", "4", "--tasks", "2", "--threads", "2", "--root", str(tmp_path)]
+    out = _run(tmp_path, "bench_concurrency.py", *args)
+    for workload in ("async create x2", "async gemini stream x2", "threads create x2", "threads generate x2"):
+        assert any(line.startswith(workload) and " loom-otel default " in line for line in out.splitlines()), (
+            workload,
+            out,
+        )
+    assert not any(tmp_path.glob("loom-bench-*"))
+
+
 def test_the_instruction_count_benchmark_runs_every_variant(tmp_path: Path) -> None:
     """Without valgrind (``--counter none``): every variant, each part taken out included, instruments
     and calls (a part's replacement names an attribute that must still exist, or the run fails)."""

@@ -60,7 +60,7 @@ from loom_otel.core._continuation._rule import (
     readable,
     record_digest,
 )
-from loom_otel.core._guard._requests import DATA_ROLES, check, check_rest, model_fields, reasoning_block
+from loom_otel.core._guard._requests import DATA_ROLES, check, check_rest, model_fields, present, reasoning_block
 from loom_otel.core._guard._requests import Path as GuardPath
 from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._memo import BoundedMemo, DigestMemo
@@ -124,6 +124,7 @@ __all__ = [
     "model_fields",
     "model_name",
     "prepare",
+    "present",
     "readable",
     "reasoning_block",
     "reasoning_input_part",

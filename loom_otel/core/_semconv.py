@@ -63,7 +63,10 @@ def request_parameters(
         name = names.get(key)
         if name is None:
             continue
-        value = convert(value_of(name))
+        given = value_of(name)
+        if given is None:  # most parameters of most requests
+            continue
+        value = convert(given)
         if value is None or (key == attr.GEN_AI_REQUEST_CHOICE_COUNT and value == 1):
             continue
         into[key] = value

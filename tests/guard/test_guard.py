@@ -179,6 +179,16 @@ def test_gemini_instruction_positions(case: str, value: Any) -> None:
     assert "instruction" in str(error)
 
 
+def test_an_empty_untrusted_is_refused_as_any_other() -> None:
+    """The guard skips a field only when it is ``None``: an empty ``Untrusted`` (falsy, it has a length)
+    is refused in a config given as a dict, as an SDK object, and nested in a message."""
+    empty = Untrusted("", origin="llm-reasoning:plan")
+    refused(lambda: check_gemini_request("hi", {"system_instruction": empty}), "config.system_instruction")
+    config = genai.GenerateContentConfig.model_construct(system_instruction=empty)  # as set, unvalidated
+    refused(lambda: check_gemini_request("hi", config), "config.system_instruction")
+    refused(lambda: check_anthropic_request(anthropic(system=[{"type": "text", "text": empty}])), "system[0].text")
+
+
 def test_gemini_fenced_in_user_contents() -> None:
     check_gemini_request(F, None)
     check_gemini_request([F, genai.Part(text="and this")], genai.GenerateContentConfig(temperature=0.1))

@@ -379,11 +379,13 @@ class ResponseAccumulator:
             attributes[attr.GEN_AI_RESPONSE_ID] = self._response_id
         if self._finish_reasons:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = tuple(self._finish_reasons)
+        usage, banked = self._usage, self._banked
         for key, name in _USAGE:
-            value = getattr(self._usage, name, None) if self._usage is not None else None
-            total = self._banked.get(name, 0) + (value if isinstance(value, int) else 0)
-            if isinstance(value, int) or name in self._banked:
-                attributes[key] = total
+            value = getattr(usage, name, None)  # ``None`` without usage
+            if banked and name in banked:  # several requests (automatic function calling): their counts added
+                attributes[key] = banked[name] + (value if isinstance(value, int) else 0)
+            elif isinstance(value, int):
+                attributes[key] = value
         thoughts = attributes.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
         output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
         if isinstance(thoughts, int):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from loom_otel.core._adapter_kit import DATA_ROLES, GuardPath, check, field, model_fields, reasoning_block
+from loom_otel.core._adapter_kit import DATA_ROLES, GuardPath, check, field, model_fields, present, reasoning_block
 
 __all__ = ["check_gemini_request"]
 
@@ -55,6 +55,5 @@ def check_gemini_request(contents: object, config: object = None) -> None:
     if fields is None:
         check(_GEMINI, config, ["config"], allow_fenced=False, instruction=True)
         return
-    for key, value in fields.items():
-        if value is not None:
-            check(_GEMINI, value, ["config", key], allow_fenced=False, instruction=key in _GEMINI_INSTRUCTIONS)
+    for key, value in present(fields):  # a config sets a few of its fifty fields
+        check(_GEMINI, value, ["config", key], allow_fenced=False, instruction=key in _GEMINI_INSTRUCTIONS)

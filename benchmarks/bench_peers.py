@@ -1,0 +1,218 @@
+"""loom-otel beside the other GenAI instrumentations, on both SDKs, in one interleaved run (issue 32).
+
+    python benchmarks/bench_peers.py [--calls 200] [--rounds 3] [--transport memory|socket]
+                                     [--only anthropic-create,anthropic-stream,gemini-generate,gemini-stream]
+
+Four workloads, each a new reasoning text and signature per call (``_replay.py``): Anthropic
+``messages.create`` with 8 KiB of thinking (``anthropic-create``) and the same streamed in 50 deltas and
+iterated (``anthropic-stream``); Gemini ``generate_content`` with 8 KiB of thought text
+(``gemini-generate``) and ``generate_content_stream`` iterated (``gemini-stream``, 50 chunks).
+
+Variants (each instruments both SDKs on a tracer provider of its own; the harness is ``_overhead.py``,
+whose ``bare`` is the uninstrumented call measured right before each variant in the same round):
+
+- ``official OTel (no content)``: ``opentelemetry-instrumentation-genai-anthropic`` and
+  ``opentelemetry-instrumentation-google-genai`` as installed (content capture off, their default);
+- ``OpenLLMetry (text on spans)``: ``opentelemetry-instrumentation-anthropic`` and
+  ``opentelemetry-instrumentation-google-generativeai`` (content on, their default; the Gemini one keeps
+  no text of a stream);
+- ``OpenInference (text, signatures on spans)``: ``openinference-instrumentation-anthropic`` and
+  ``openinference-instrumentation-google-genai`` (content on, their default);
+- ``official + upload hook (files, no loss)``: the official instrumentations with util-genai's
+  ``UploadCompletionHook`` writing every call's messages to local files through fsspec, its queue sized
+  so that nothing is dropped (its default of 20 drops under load; a drop is reported); the amortized
+  figure waits for the uploads;
+- ``loom-otel default``: file store, blob fsync on, journal ``batch``, no ``execution()``: every call
+  a new conversation;
+- ``loom-otel, one execution()``: the same calls joined in one ``execution()`` (one conversation).
+
+A variant whose packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see
+``_overhead.py`` (wall median on the calling thread, its ratio to bare, its CPU time, the amortized cost).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import bench_anthropic
+import bench_gemini
+import httpx2
+from _overhead import Variant, arguments, loom_variants, remove, replayed, run, store_root
+from google import genai
+from opentelemetry.sdk.trace import TracerProvider
+
+from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
+
+Factory = Callable[[], Any]
+
+
+def _imported(module: str, name: str) -> Factory | None:
+    """An instrumentor class, or ``None`` when its package is not installed."""
+    try:
+        found: Factory = getattr(__import__(module, fromlist=[name]), name)
+    except ImportError:
+        return None
+    return found
+
+
+def _both(name: str, factories: Sequence[Factory | None], **options: Any) -> list[Variant]:
+    """One variant instrumenting both SDKs with the given instrumentors (none when one is missing)."""
+    if any(factory is None for factory in factories):
+        return []
+
+    def instrument(provider: TracerProvider) -> Callable[[], None]:
+        made = []
+        for factory in factories:
+            assert factory is not None
+            instance = factory()
+            instance.instrument(tracer_provider=provider, skip_dep_check=True, **options)
+            made.append(instance)
+
+        def undo() -> None:
+            for instance in made:
+                instance.uninstrument()
+
+        return undo
+
+    return [Variant(name, instrument, loom=False)]
+
+
+class _Drops(logging.Handler):
+    """Counts the upload hook's "upload queue is full" warnings (an upload it dropped)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "queue is full" in record.getMessage():
+            self.count += 1
+
+
+def _upload_variant(officials: Sequence[Factory | None], root: Path, calls: int) -> tuple[list[Variant], _Drops]:
+    """The official instrumentations with util-genai's fsspec upload hook (extra ``bench``)."""
+    drops = _Drops()
+    try:
+        from opentelemetry.util.genai._upload.completion_hook import UploadCompletionHook
+    except ImportError:
+        return [], drops
+    logging.getLogger("opentelemetry.util.genai").addHandler(drops)
+    # Up to four files per call (inputs, outputs, system instruction, tools): never a full queue.
+    size = 8 * (calls + 100)
+    (root / "upload").mkdir()
+    hook = UploadCompletionHook(base_path=str(root / "upload"), max_queue_size=size)
+    slots = hook._semaphore
+
+    def settle() -> None:
+        """Every upload queued so far is written: all the queue's slots are free again."""
+        for _ in range(size):
+            slots.acquire()
+        for _ in range(size):
+            slots.release()
+
+    [variant] = _both("official + upload hook (files, no loss)", officials, completion_hook=hook) or [None]
+    if variant is None:
+        return [], drops
+    return [Variant(variant.name, variant.instrument, loom=False, settle=settle)], drops
+
+
+class _Both:
+    """loom-otel's two instrumentors as one (``loom_variants`` instruments one factory's instance)."""
+
+    def __init__(self) -> None:
+        self._parts = (AnthropicInstrumentor(), GoogleGenAiInstrumentor())
+
+    def instrument(self, **kwargs: Any) -> None:
+        for part in self._parts:
+            part.instrument(**kwargs)
+
+    def uninstrument(self) -> None:
+        for part in self._parts:
+            part.uninstrument()
+
+
+def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
+    officials = [bench_anthropic.official(), bench_gemini.official()]
+    upload, drops = _upload_variant(officials, root, calls)
+    loom = loom_variants(_Both, root)
+    found = [
+        *_both("official OTel (no content)", officials),
+        *_both(
+            "OpenLLMetry (text on spans)",
+            [
+                _imported("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
+                _imported("opentelemetry.instrumentation.google_generativeai", "GoogleGenerativeAiInstrumentor"),
+            ],
+        ),
+        *_both(
+            "OpenInference (text, signatures on spans)",
+            [
+                _imported("openinference.instrumentation.anthropic", "AnthropicInstrumentor"),
+                _imported("openinference.instrumentation.google_genai", "GoogleGenAIInstrumentor"),
+            ],
+        ),
+        *upload,
+        Variant("loom-otel default", loom[0].instrument),
+        Variant("loom-otel, one execution()", loom[0].instrument, one_execution=True),
+    ]
+    return found, drops
+
+
+def clients(url: str | None, transport: httpx2.BaseTransport | None) -> tuple[anthropic.Anthropic, genai.Client]:
+    """The two SDK clients of the replayed vendors (``_overhead.replayed``)."""
+    return bench_anthropic.client_of(url, transport), bench_gemini.client_of(url, transport)
+
+
+def workloads_of(claude: anthropic.Anthropic, gemini: genai.Client) -> list[tuple[str, Callable[[], Any]]]:
+    """The four calls of issue 32."""
+    request, model, config = bench_anthropic.REQUEST, bench_gemini.MODEL, bench_gemini.CONFIG
+
+    def anthropic_create() -> Any:
+        return claude.messages.create(**request)
+
+    def anthropic_stream() -> None:
+        with claude.messages.create(stream=True, **request) as events:
+            for _ in events:
+                pass
+
+    def gemini_generate() -> Any:
+        return gemini.models.generate_content(model=model, contents="Plan the trip.", config=config)
+
+    def gemini_stream() -> None:
+        for _ in gemini.models.generate_content_stream(model=model, contents="Plan the trip.", config=config):
+            pass
+
+    return [
+        ("anthropic-create", anthropic_create),
+        ("anthropic-stream", anthropic_stream),
+        ("gemini-generate", gemini_generate),
+        ("gemini-stream", gemini_stream),
+    ]
+
+
+def main() -> None:
+    args = arguments()
+    root = store_root(args)
+    try:
+        with replayed(args) as (url, transport):
+            found, drops = variants(root, args.calls)
+            run(
+                f"anthropic {anthropic.__version__}, google-genai {genai.__version__}, 8 KiB new reasoning per "
+                f"call, stores under {root}",
+                workloads_of(*clients(url, transport)),
+                found,
+                args,
+            )
+        if drops.count:
+            print(f"the upload hook dropped {drops.count} uploads (its queue was full)")
+    finally:
+        remove(root)
+
+
+if __name__ == "__main__":
+    main()
