@@ -195,7 +195,9 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
         ANTHROPIC_BASE_URL=base_url,  # where an app builds its client from the environment (google-adk)
         ANTHROPIC_API_KEY="sim",
         GOOGLE_API_KEY="sim",
-        PYTHONPATH=str(APPS),
+        # the apps, then this checkout's loom-otel before the one the venv was installed from (a git
+        # worktree or a copy runs its own code, never a mix of two)
+        PYTHONPATH=os.pathsep.join(str(p) for p in (APPS, ROOT, ROOT / "instrumentation", ROOT / "exporters")),
         PYTHONUNBUFFERED="1",
     )
     return env
