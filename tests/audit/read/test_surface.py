@@ -34,7 +34,7 @@ def test_audit_exports() -> None:
 
 def test_guard_exports() -> None:
     """The scanner and the rule in core; each vendor's field tables and request walk in its package."""
-    assert _guard.__all__ == ["DATA_ROLES", "Path", "check", "check_rest", "model_fields", "reasoning_block"]
+    assert _guard.__all__ == ["DATA_ROLES", "Path", "check", "check_rest", "model_fields", "present", "reasoning_block"]
     assert anthropic_guard.__all__ == ["check_anthropic_batch_request", "check_anthropic_request"]
     assert gemini_guard.__all__ == ["check_gemini_request"]
     assert openai_guard.__all__ == ["check_openai_chat_request", "check_openai_responses_request"]
