@@ -1,8 +1,8 @@
 """Durability shared by the store and the journal: blobs reach the disk no later than the records naming them.
 
-A store that writes blobs to the OS on the calling thread registers here (``register``) and keeps what
-it has not synced yet; every journal registers too (``register_journal``) and syncs the registered stores
-(``sync_dependents``) before it syncs its own records: ``always``, on the calling thread before the
+A store that writes blobs to the OS on the calling thread keeps what it has not synced yet and says so
+here after each write (``pending``); every journal registers (``register_journal``) and syncs the stores
+with writes pending (``sync_dependents``) before it syncs its own records: ``always``, on the calling thread before the
 record is written; ``batch``, in the background group commit before the group's records; ``os``, only
 at ``force_flush`` or ``close``.
 ``force_flush`` waits for all of it (OpenTelemetry's convention: ``False`` when it did not finish in
@@ -29,7 +29,7 @@ from typing import Final, Protocol
 __all__ = [
     "Dependent",
     "force_flush",
-    "register",
+    "pending",
     "register_journal",
     "sync_dependents",
     "sync_filesystem",
@@ -54,7 +54,11 @@ class Flushable(Protocol):
     def flush(self) -> None: ...
 
 
-_dependents: weakref.WeakSet[Dependent] = weakref.WeakSet()
+_pending: dict[int, tuple[weakref.ref[Dependent], int]] = {}
+"""The dependents with writes not synced yet, by ``id``, each with the number of its latest ``pending``: a
+sync forgets a dependent only when no write came after the sync began. Only these are visited: a
+process's idle or discarded stores cost nothing (a store dropped by its owner closes as it goes)."""
+_marks = 0
 _journals: weakref.WeakSet[Flushable] = weakref.WeakSet()
 _dependents_lock = threading.Lock()
 
@@ -70,9 +74,12 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def register(dependent: Dependent) -> None:
+def pending(dependent: Dependent) -> None:
+    """``dependent`` made a write that a journal record may name (before the record is written)."""
+    global _marks
     with _dependents_lock:
-        _dependents.add(dependent)
+        _marks += 1
+        _pending[id(dependent)] = (weakref.ref(dependent), _marks)
 
 
 def register_journal(journal: Flushable) -> None:
@@ -81,11 +88,18 @@ def register_journal(journal: Flushable) -> None:
 
 
 def sync_dependents() -> None:
-    """Sync every registered store's pending writes (each store syncs nothing when nothing is pending)."""
+    """Sync the writes pending in every store. A store being synced by another caller stays listed until
+    that sync ends, so this waits for it too (``sync_pending`` syncs one caller at a time); one that fails
+    (``OSError``, raised here) stays listed for the next call."""
     with _dependents_lock:
-        dependents = list(_dependents)
-    for dependent in dependents:
-        dependent.sync_pending()
+        taken = list(_pending.items())
+    for key, (ref, mark) in taken:
+        dependent = ref()
+        if dependent is not None:
+            dependent.sync_pending()
+        with _dependents_lock:
+            if _pending.get(key, (ref, 0))[1] == mark:
+                del _pending[key]
 
 
 def _load_syncfs() -> Callable[[int], int] | None:

@@ -233,7 +233,7 @@ def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkey
     log = _Log(monkeypatch, syncfs=True, root=tmp_path)
     monkeypatch.setattr(_file_store, "_OPEN_PACKS", 1)
     monkeypatch.setattr(_file_store, "_PENDING_PACKS", 2)
-    monkeypatch.setattr(_durability, "register", lambda store: None)  # no journal (another test's) syncs it
+    monkeypatch.setattr(_durability, "pending", lambda store: None)  # no journal (another test's) syncs it
     store = FileReasoningStore(tmp_path / "store")
     for n in range(3):
         store.put(Envelope.seal("x", execution_id=f"e{n}"))
@@ -404,3 +404,29 @@ def test_flushing_a_closed_journal_whose_directory_is_gone_syncs_nothing(tmp_pat
     shutil.rmtree(tmp_path / "journal")
     journal.flush()  # its records were synced at close; nothing is opened again
     assert force_flush(5000)
+
+
+def test_a_sync_visits_only_the_stores_with_writes_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process's idle stores (or ones its owner dropped, kept only by a cycle until a collection) cost a
+    journal's group commit nothing: it visits the stores written to since their last sync, once."""
+    visited: list[str] = []
+    real = FileReasoningStore.sync_pending
+
+    def counted(store: FileReasoningStore) -> None:
+        visited.append(store.root.name)
+        real(store)
+
+    monkeypatch.setattr(FileReasoningStore, "sync_pending", counted)
+    idle = [FileReasoningStore(tmp_path / f"idle{n}") for n in range(20)]
+    for store in idle:
+        store.put(Envelope.seal("x", execution_id="e"))
+    _durability.sync_dependents()
+    assert sorted(visited) == sorted(s.root.name for s in idle)  # each written once: each synced once
+    visited.clear()
+    busy = FileReasoningStore(tmp_path / "busy")
+    busy.put(Envelope.seal("y", execution_id="e"))
+    _durability.sync_dependents()
+    _durability.sync_dependents()  # nothing written since
+    assert visited == ["busy"]
+    for store in [*idle, busy]:
+        store.close()

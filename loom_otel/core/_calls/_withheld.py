@@ -33,10 +33,11 @@ _SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "httpx", "httpx2",
 
 
 def _needles(texts: Iterable[str]) -> list[tuple[str, bytes]]:
-    """Each text as it may stand in a string and in bytes: raw, and JSON-escaped (both ASCII forms)."""
+    """Each text as it may stand in a string and in bytes: raw, and JSON-escaped (both ASCII forms). A
+    text of white space only is no needle (it would take every space out of the message)."""
     found: dict[str, None] = {}
     for text in texts:
-        if text:
+        if text and not text.isspace():
             for form in (text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]):
                 found.setdefault(form)
     return sorted(((n, text_bytes(n)) for n in found), key=lambda n: -len(n[0]))

@@ -168,8 +168,6 @@ class Bindings:
         """Records whose lines are not written yet, as kept in ``_blocks`` (``sync_pending`` formats and
         writes them)."""
         renew_after_fork(self, Bindings._after_fork_in_child)
-        if directory is not None:
-            _durability.register(self)
 
     def block(self, key: bytes) -> BlockRecord | None:
         if not self._loaded:
@@ -200,6 +198,8 @@ class Bindings:
             self._pending += kept
             if not self.deferred or len(self._pending) >= _PENDING_LINES:
                 self._write_pending()
+            else:
+                _durability.pending(self)
 
     def sync_pending(self) -> None:
         """Write the lines not written yet (``_durability``: the journal's group commit, ``force_flush``,

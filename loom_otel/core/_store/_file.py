@@ -337,8 +337,6 @@ class FileReasoningStore:
                 f"reasoning store directory {str(self.root)!r} is not a writable directory: "
                 f"{exc.strerror or type(exc).__name__}"
             ) from None
-        if fsync:
-            _durability.register(self)
         _writers.add(self)
 
     # -- writing -------------------------------------------------------------------------------------
@@ -384,6 +382,7 @@ class FileReasoningStore:
                 written = os.writev(pack.fd, chunks)
                 if self.fsync:
                     self._dirty.add(pack.path)
+                    _durability.pending(self)
                 if written != size:
                     raise OSError(f"short write to reasoning pack ({written} bytes)")
             except BaseException:

@@ -74,3 +74,28 @@ def test_an_error_that_quotes_the_request_carries_none(mode: str, tmp_path: Path
     quoted = json.dumps(exc.details, default=str)
     assert "[reasoning removed by loom-otel]" in quoted  # the quote is there, without the text
     assert find_leaks([CANARY], texts=[str(exc), repr(exc.args), str(exc.message), quoted]) == []
+
+
+def _thought_texts(body: Any) -> list[str]:
+    return [p["text"] for c in body["contents"] for p in c.get("parts", ()) if p.get("thought") and p.get("text")]
+
+
+@pytest.mark.parametrize("mode", ["stream", "async_stream"])
+def test_a_thought_put_back_in_pieces_leaves_no_piece_in_the_error(mode: str, tmp_path: Path) -> None:
+    """A streamed thought comes in several parts (one per chunk) and is put back the same way, piece by
+    piece: every piece is taken out of an error quoting the request, not only the whole text."""
+    words = " ".join(f"{CANARY}-{n}" for n in range(6))
+    sim = _QuotingGateway(strict=True, reasoning_text=f"Think it through. {words}", stream_chunks=3)
+    settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j", transcript="redact")
+    send, cfg = MODES[mode], config()
+    with instrumented(GoogleGenAiInstrumentor(), config=settings) as telemetry, execution("run-pieces"):
+        history, _ = send(sim, [], QUESTION, cfg)
+        sim.quote = True
+        with pytest.raises(errors.APIError) as info:
+            send(sim, history, answers(history), cfg)
+    pieces = _thought_texts(sim.requests[-1].body)
+    assert len(pieces) == 3 and "".join(pieces) == f"Think it through. {words}"  # put back in three parts
+    exc = info.value
+    reachable = [str(exc), repr(exc.args), str(exc.message), json.dumps(exc.details, default=str)]
+    assert "[reasoning removed by loom-otel]" in reachable[-1]
+    assert find_leaks(pieces, texts=reachable, spans=telemetry.spans) == []

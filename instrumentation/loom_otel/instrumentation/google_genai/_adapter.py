@@ -56,7 +56,9 @@ class CallHops:
             self.session = self.continuation.session(call.request.provider, self.turn.produced)
 
     def put_back(self) -> list[str]:
-        return [text for hop in self.session.hops for text in hop.plan.put_back()] if self.session else []
+        if self.session is None:
+            return []
+        return [*(text for hop in self.session.hops for text in hop.plan.put_back()), *self.session.pieces]
 
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """A stream's accumulator (the call's ``turn``), under the session's layer when chunks lose thought

@@ -280,6 +280,9 @@ class GeminiSession:
         self.hops: list[_RequestPlan] = []
         self._produced = produced
         """The call's produced parts (candidate 0, every hop, in arrival order), kept by its accumulator."""
+        self.pieces: list[str] = []
+        """Each thought text put into a request part: a text put back over several parts goes in pieces,
+        and an error quoting the request quotes them one by one."""
 
     def _begin(self, plan: Plan) -> None:
         if self.hops:
@@ -317,7 +320,8 @@ class GeminiSession:
             self._begin(plan)
             plan.emit(call, lambda i, j: _path(layout, i, j))
         if plan.changes or inserted:
-            kwargs = {**kwargs, "contents": _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted)}
+            contents = _rebuild(self.adapter, kwargs["contents"], layout, plan, inserted, pieces=self.pieces)
+            kwargs = {**kwargs, "contents": contents}
         return kwargs
 
     def tap(self, inner: StreamAccumulator, withhold: Callable[[Any], None] | None) -> StreamAccumulator:
@@ -436,10 +440,12 @@ def _rebuild(
     layout: list[list[tr.StepItem]],
     plan: Plan,
     inserted: dict[int, list[tuple[int, list[tr.Part]]]],
+    *,
+    pieces: list[str],
 ) -> Any:
     """A new contents list with the plan applied and the thought runs put back (``inserted``, unless the
     plan drops them); contents the plan leaves alone are the same objects (the application's own
-    history is never written to)."""
+    history is never written to). Every thought text written into a part is added to ``pieces``."""
     edits = _edits(adapter, layout, plan)
     if not edits and not inserted:
         return contents
@@ -455,12 +461,16 @@ def _rebuild(
             for part in before.get(p, ()):
                 edit = edits.get(part.loc, ("keep", None))
                 if edit is not None:  # a run put back carries the text the rule put back, if any
-                    new.append(_thought(edit[1] if edit[0] == "text" else part.text or "", sdk))
+                    text = edit[1] if edit[0] == "text" else part.text or ""
+                    pieces.append(text)
+                    new.append(_thought(text, sdk))
             if raw is None:
                 break
             if (c, p) not in edits:
                 new.append(raw)
             elif (edit := edits[(c, p)]) is not None:
+                if edit[0] == "text":
+                    pieces.append(edit[1])
                 new.append(_edit(raw, edit))
         out[c] = content.model_copy(update={"parts": new}) if sdk else {**content, "parts": new}
     return out
