@@ -209,9 +209,14 @@ def _tools(tools: Any) -> list[dict[str, Any]] | None:
 
 
 def _reader(config: Any) -> Callable[[str], Any]:
-    """``config_value`` for one config: an SDK config's fields are its attributes, read directly."""
+    """``config_value`` for one config: an SDK config's fields are its attributes, read directly. A
+    pydantic config (the SDK's ``GenerateContentConfig``) keeps every field's value in its ``__dict__``:
+    its ``get`` reads one without a Python frame or pydantic's attribute hook (a dozen names per call)."""
     if isinstance(config, Mapping):
         return lambda name: config_value(config, name)
+    values = getattr(config, "__dict__", None) if hasattr(config, "model_fields_set") else None
+    if type(values) is dict:
+        return values.get
     return lambda name: getattr(config, name, None)
 
 
