@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds one venv per agent framework for the framework matrix (tests/frameworks), idempotently:
 # .ci/.cache/fw-<name>, each with loom-otel installed editable (instruments-any, otlp), the OpenTelemetry
-# distro (`opentelemetry-instrument`) and the framework, resolved together by pip, the way a user
+# distro (`opentelemetry-instrument`) and the framework, resolved together (by uv, or pip: .ci/venvs.sh), the way a user
 # installs loom-otel into an existing agent app. The frameworks pin what they pin (pydantic-ai and
 # google-adk: google-genai < 3; google-adk: opentelemetry <= 1.44), which is why each has its own venv.
 # The tests find them there, or skip naming this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+. .ci/venvs.sh
 declare -A FRAMEWORKS=(
   [langchain]="langchain langchain-anthropic langgraph"
   [pydantic-ai]="pydantic-ai-slim[anthropic,google]"
@@ -16,11 +17,9 @@ declare -A FRAMEWORKS=(
 build() {
   local name="$1" venv=".ci/.cache/fw-$1"
   if [ -x "$venv/bin/opentelemetry-instrument" ] && [ -f "$venv/.ready" ]; then return; fi
-  rm -rf "$venv"
-  mkdir -p .ci/.cache
-  python3 -m venv "$venv"
+  new_venv "$venv"
   # shellcheck disable=SC2086
-  "$venv/bin/pip" install -q -e '.[instruments-any,otlp]' opentelemetry-distro ${FRAMEWORKS[$name]}
+  venv_install "$venv/bin/python" -e '.[instruments-any,otlp]' opentelemetry-distro ${FRAMEWORKS[$name]}
   "$venv/bin/python" "tests/frameworks/apps/check_install.py" "$name"
   touch "$venv/.ready"
 }

@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-.venv/bin/python}"
 PART="${1:-all}"
 PHX=".ci/.cache/phoenix-venv"
+. .ci/venvs.sh
 if [ "$PART" != phoenix ]; then
-  "$PY" -m pip install --quiet --disable-pip-version-check 'rotel>=0.0.1a15' 'pyyaml>=6'
+  venv_install "$PY" 'rotel>=0.0.1a15' 'pyyaml>=6'
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
     $SUDO apt-get update -qq
@@ -22,10 +23,8 @@ if [ "$PART" != phoenix ]; then
 fi
 if [ "$PART" != project ]; then
   if [ ! -x "$PHX/bin/phoenix" ]; then
-    mkdir -p .ci/.cache
-    python3 -m venv "$PHX" 2>/dev/null || "$PY" -m venv --without-pip "$PHX"
-    if [ ! -x "$PHX/bin/pip" ]; then "$PHX/bin/python" -m ensurepip --upgrade >/dev/null; fi
-    "$PHX/bin/python" -m pip install --quiet --disable-pip-version-check arize-phoenix
+    new_venv "$PHX"
+    venv_install "$PHX/bin/python" arize-phoenix
   fi
   "$PHX/bin/phoenix" --help >/dev/null
   echo "phoenix $("$PHX/bin/python" -c 'import importlib.metadata as m; print(m.version("arize-phoenix"))') ready"
