@@ -8,12 +8,13 @@ shared handler, the boot warning and the mirrored wrap/unwrap list live here onc
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar, Protocol
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
-from wrapt import wrap_function_wrapper
+from wrapt import register_post_import_hook, wrap_function_wrapper
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import shielded
@@ -43,6 +44,9 @@ class ReasoningInstrumentor(BaseInstrumentor):
     everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``)."""
 
     provider: ClassVar[str]
+    sdk: ClassVar[str]
+    """The SDK's package: its methods are wrapped once the application imports it (at ``instrument()`` if
+    it already has), so a process never imports an SDK it does not use."""
     instruments: ClassVar[Collection[str]]
     wraps: ClassVar[Sequence[Wrap]]
     optional_wraps: ClassVar[Sequence[Wrap]] = ()
@@ -50,6 +54,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
     adapter: ClassVar[type[VendorAdapter[Any]]]
     """The vendor's adapter to the call skeleton, built with the runtime (``handler.adapter``)."""
     version: ClassVar[str] = "0.1.0"
+    _wrapped: list[Wrap] | None = None
+    """What this instrumentation wrapped (filled when the SDK is imported); ``None`` when not instrumented."""
     live_view: ClassVar[LiveView | None] = None
     """Builds the live view of the handler when live is on (``loom_otel.live.LiveChannel``): it watches
     every call (``CallObserver``). Given by the vendor package, since core never imports the live view."""
@@ -83,14 +89,29 @@ class ReasoningInstrumentor(BaseInstrumentor):
         shielded(
             "installing the reasoning scrubber", install_scrubber, self, tracer_provider, kwargs.get("logger_provider")
         )
-        for module, name, factory in (*self.wraps, *_present(self.optional_wraps)):
-            wrap_function_wrapper(module, name, factory(handler))
+        wrapped: list[Wrap] = []
+        self._wrapped = wrapped
+
+        def wrap(_sdk: object) -> None:
+            if self._wrapped is not wrapped:  # uninstrumented before the application imported the SDK
+                return
+            for entry in (*self.wraps, *_present(self.optional_wraps)):
+                module, name, factory = entry
+                wrap_function_wrapper(module, name, factory(handler))
+                wrapped.append(entry)
+
+        imported = sys.modules.get(self.sdk)
+        if imported is not None:
+            wrap(imported)
+        else:  # at the application's import of the SDK, which must not fail for it
+            register_post_import_hook(lambda sdk: shielded(f"wrapping {self.sdk}", wrap, sdk), self.sdk)
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        """Unwrap, then stop the background work of the runtime ``instrument()`` used (``_lifecycle``:
-        its store and journal flushed and closed unless another instrumentor still uses them); the scrubber
-        rewrites nothing once no loom-otel instrumentor is instrumented."""
-        for module, name, _ in (*self.wraps, *_present(self.optional_wraps)):
+        """Unwrap what was wrapped, then stop the background work of the runtime ``instrument()`` used
+        (``_lifecycle``: its store and journal flushed and closed unless another instrumentor still uses
+        them); the scrubber rewrites nothing once no loom-otel instrumentor is instrumented."""
+        wrapped, self._wrapped = self._wrapped or [], None
+        for module, name, _ in wrapped:
             owner, _, attribute = f"{module}.{name}".rpartition(".")
             unwrap(owner, attribute)
         uninstall_scrubber(self)

@@ -66,6 +66,7 @@ class AnthropicInstrumentor(ReasoningInstrumentor):
     ``messages.stream()``, ``parse``, beta, Vertex and Bedrock beta copies)."""
 
     provider = "anthropic"
+    sdk = "anthropic"
     instruments = _instruments
     wraps = (*_WRAPS, *_BATCHES)
     optional_wraps = _OPTIONAL

@@ -53,6 +53,7 @@ class GoogleGenAiInstrumentor(ReasoningInstrumentor):
     streamed, chats, every request of automatic function calling), on the Gemini API and Vertex AI."""
 
     provider = "google-genai"
+    sdk = "google.genai"
     instruments = _instruments
     wraps = _WRAPS
     adapter = GeminiAdapter

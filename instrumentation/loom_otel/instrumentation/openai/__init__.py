@@ -50,6 +50,7 @@ class OpenAiInstrumentor(ReasoningInstrumentor):
     Responses API (sync, async, streamed, ``stream()`` and ``parse()`` helpers)."""
 
     provider = "openai"
+    sdk = "openai"
     instruments = _instruments
     wraps = _WRAPS
     adapter = OpenAiAdapter
