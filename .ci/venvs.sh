@@ -5,10 +5,13 @@
 # Every venv gets pip too (`--seed`): the tests and scripts that run `python -m pip` find it.
 VENVS_UV=".ci/.cache/uv/bin/uv"
 
-venvs_uv() {  # installs uv once; false when it cannot be installed
+venvs_uv() {  # installs uv once; false when it cannot be installed (tried once: VENVS_NO_UV, exported)
   [ -x "$VENVS_UV" ] && return 0
+  [ -n "${VENVS_NO_UV:-}" ] && return 1
   mkdir -p .ci/.cache
-  { python3 -m venv .ci/.cache/uv && .ci/.cache/uv/bin/pip install -q uv; } >/dev/null 2>&1 && [ -x "$VENVS_UV" ]
+  { python3 -m venv .ci/.cache/uv && .ci/.cache/uv/bin/pip install -q uv; } >/dev/null 2>&1 && [ -x "$VENVS_UV" ] && return 0
+  export VENVS_NO_UV=1
+  return 1
 }
 
 new_venv() {  # DIR: a new, empty venv (what was there is removed)

@@ -411,9 +411,11 @@ def test_a_sync_visits_only_the_stores_with_writes_pending(tmp_path: Path, monke
     journal's group commit nothing: it visits the stores written to since their last sync, once."""
     visited: list[str] = []
     real = FileReasoningStore.sync_pending
+    _durability.sync_dependents()  # what earlier tests left pending is not this test's
 
     def counted(store: FileReasoningStore) -> None:
-        visited.append(store.root.name)
+        if store.root.parent == tmp_path:  # this test's stores only
+            visited.append(store.root.name)
         real(store)
 
     monkeypatch.setattr(FileReasoningStore, "sync_pending", counted)
