@@ -1,9 +1,9 @@
-"""Instructions per Anthropic call, counted rather than timed: the bare SDK, the official instrumentation,
-the floor, loom-otel's default, and loom-otel's default with one part taken out at a time, so what each
-part costs is a difference of two counts.
+"""Instructions per model call, counted rather than timed: the bare SDK, the official instrumentation,
+the floor (Anthropic), loom-otel's default, and loom-otel's default with one part taken out at a time,
+so what each part costs is a difference of two counts.
 
-    python benchmarks/bench_instructions.py [--calls 300] [--warm 50] [--call create|stream] [--jobs N]
-                                            [--counter cachegrind|none] [--dilation 30]
+    python benchmarks/bench_instructions.py [--calls 300] [--warm 50] [--jobs N] [--counter cachegrind|none]
+                                            [--call create|stream|gemini-generate|gemini-stream] [--dilation 30]
 
 Timed figures on a shared 2-core machine move by +-0.03-0.05x from run to run, and taking a part out
 moves them by less than that (README, Benchmarks). Counted instructions repeat to about 0.1%: each
@@ -17,7 +17,8 @@ instead of once per 20-45 calls: ``--dilation`` (30) stretches the journal's gro
 the span processor's export delay by that factor, so a group holds as many calls as in a timed run. Use it to find and
 price work, and the timed benchmarks (``bench_anthropic.py``) for the figures the targets are about.
 
-The calls are ``bench_anthropic.py``'s: 8 KiB of new thinking per reply, the in-process transport, a new
+The calls are ``bench_anthropic.py``'s (``create``, ``stream``) and ``bench_gemini.py``'s (``gemini-generate``,
+``gemini-stream``): 8 KiB of new thinking per reply, the in-process transport, a new
 conversation per call (no ``execution()``), loom-otel's defaults (file store, blob fsync on, journal
 ``batch``). A part is taken out by replacing one internal function with one that does nothing; a
 variant without it is not a configuration anyone can run. ``--counter none`` runs the same processes
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -37,14 +39,18 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import anthropic
+import bench_anthropic
+import bench_gemini
+import httpx2
 from _overhead import loom_variants, provider, remove, replayed, store_root
-from bench_anthropic import REQUEST, client_of, official
 from bench_floor import floor_variant
+from google import genai
 from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, force_flush
@@ -54,6 +60,9 @@ from loom_otel.core._store._protocol import Envelope
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
+from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
+from loom_otel.instrumentation.google_genai._adapter import GeminiAdapter
+from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation
 
 _COUNT = re.compile(r"I\s+refs:\s+([\d,]+)")
 _ENTRY = JournalEntry("0" * 32, 1, "0" * 64, "0" * 64, 0)
@@ -71,31 +80,111 @@ def _append_nothing(journal: Journal, type_: str, attributes: object) -> Journal
     return _ENTRY
 
 
-_PARTS: tuple[tuple[str, type, str, Callable[..., object]], ...] = (
-    ("the request guard", AnthropicAdapter, "check_request", _nothing),
-    ("the continuation layer (pass and binding record)", AnthropicAdapter, "prepare", _nothing),
-    ("the binding record", AnthropicContinuation, "record", _nothing),
+Part = tuple[str, type, str, Callable[..., object]]
+_SHARED_PARTS: tuple[Part, ...] = (
     ("the store's put (seal kept)", FileReasoningStore, "put", _put_nothing),
     ("the journal record", Journal, "append", _append_nothing),
 )
-"""Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks)."""
 
 
-def _instrumented(root: Path) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
+@dataclass(frozen=True)
+class Vendor:
+    """One SDK's side of the run: its calls, loom-otel's instrumentor, the official one, the parts."""
+
+    name: str
+    version: str
+    instrumentor: Callable[[], Any]
+    official: Callable[[], Any]
+    """The official instrumentor's class (``None`` without the extra ``bench``)."""
+    calls: Callable[[Any], dict[str, Callable[[], None]]]
+    """The workloads (by ``--call`` name) of an SDK client."""
+    client_of: Callable[[str | None, httpx2.BaseTransport | None], Any]
+    parts: tuple[Part, ...]
+    """Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks)."""
+    floor: bool = False
+    """Whether ``bench_floor.py``'s minimal variant does this SDK's work."""
+
+
+def _anthropic_calls(client: anthropic.Anthropic) -> dict[str, Callable[[], None]]:
+    def create() -> None:
+        client.messages.create(**bench_anthropic.REQUEST)
+
+    def stream() -> None:
+        with client.messages.create(stream=True, **bench_anthropic.REQUEST) as events:
+            for _ in events:
+                pass
+
+    return {"create": create, "stream": stream}
+
+
+def _gemini_calls(client: genai.Client) -> dict[str, Callable[[], None]]:
+    def generate() -> None:
+        client.models.generate_content(model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG)
+
+    def stream() -> None:
+        chunks = client.models.generate_content_stream(
+            model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG
+        )
+        for _ in chunks:
+            pass
+
+    return {"gemini-generate": generate, "gemini-stream": stream}
+
+
+_VENDORS: tuple[Vendor, ...] = (
+    Vendor(
+        "anthropic",
+        anthropic.__version__,
+        AnthropicInstrumentor,
+        bench_anthropic.official,
+        _anthropic_calls,
+        bench_anthropic.client_of,
+        (
+            ("the request guard", AnthropicAdapter, "check_request", _nothing),
+            ("the continuation layer (pass and binding record)", AnthropicAdapter, "prepare", _nothing),
+            ("the binding record", AnthropicContinuation, "record", _nothing),
+            *_SHARED_PARTS,
+        ),
+        floor=True,
+    ),
+    Vendor(
+        "google-genai",
+        genai.__version__,
+        GoogleGenAiInstrumentor,
+        bench_gemini.official,
+        _gemini_calls,
+        bench_gemini.client_of,
+        (
+            ("the request guard", GeminiAdapter, "check_request", _nothing),
+            ("the continuation layer (pass and binding record)", GeminiContinuation, "session", _nothing),
+            ("the binding record", GeminiContinuation, "record", _nothing),
+            *_SHARED_PARTS,
+        ),
+    ),
+)
+CALLS: tuple[str, ...] = ("create", "stream", "gemini-generate", "gemini-stream")
+
+
+def vendor_of(call: str) -> Vendor:
+    return _VENDORS[1] if call.startswith("gemini-") else _VENDORS[0]
+
+
+def _instrumented(root: Path, vendor: Vendor) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
     """Every variant but ``bare``: what instruments a provider and returns its undoing."""
-    default = loom_variants(AnthropicInstrumentor, root)[0].instrument
+    default = loom_variants(vendor.instrumentor, root)[0].instrument
     variants: dict[str, Callable[[TracerProvider], Callable[[], None]]] = {
-        "official OTel (no content)": _official,
-        "floor: same work, minimal (not loom-otel)": floor_variant(root).instrument,
-        "default": default,
+        "official OTel (no content)": functools.partial(_official, vendor)
     }
-    for part, owner, name, replacement in _PARTS:
+    if vendor.floor:
+        variants["floor: same work, minimal (not loom-otel)"] = floor_variant(root).instrument
+    variants["default"] = default
+    for part, owner, name, replacement in vendor.parts:
         variants[f"default without {part}"] = _without(default, owner, name, replacement)
     return variants
 
 
-def _official(provider_: TracerProvider) -> Callable[[], None]:
-    instrumentor = official()
+def _official(vendor: Vendor, provider_: TracerProvider) -> Callable[[], None]:
+    instrumentor = vendor.official()
     if instrumentor is None:
         raise SystemExit("the official instrumentation is not installed (extra `bench`)")
     instance = instrumentor()
@@ -127,20 +216,11 @@ def child(variant: str, root: Path, call: str, warm: int, calls: int, dilation: 
     """One process's run: instrument, ``warm`` calls, then ``calls`` more (0 for the baseline count)."""
     warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning
     _writer.BATCH_WINDOW = _writer.BATCH_WINDOW * dilation  # type: ignore[misc]
+    vendor = vendor_of(call)
     with replayed(argparse.Namespace(transport="memory")) as (url, transport):
-        client = client_of(url, transport)
-
-        def create() -> None:
-            client.messages.create(**REQUEST)
-
-        def stream() -> None:
-            with client.messages.create(stream=True, **REQUEST) as events:
-                for _ in events:
-                    pass
-
-        fn = create if call == "create" else stream
+        fn = vendor.calls(vendor.client_of(url, transport))[call]
         traced = provider()
-        undo = _nothing if variant == "bare" else _instrumented(root)[variant](traced)
+        undo = _nothing if variant == "bare" else _instrumented(root, vendor)[variant](traced)
         for _ in range(warm):
             fn()
         force_flush()
@@ -195,7 +275,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--warm", type=int, default=50)
-    parser.add_argument("--call", choices=("create", "stream"), default="create")
+    parser.add_argument("--call", choices=CALLS, default="create")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--counter", choices=("cachegrind", "none"), default="cachegrind")
     parser.add_argument("--dilation", type=float, default=None, help="default: 30 under valgrind, 1 without")
@@ -210,8 +290,9 @@ def main() -> None:
     if args.counter == "cachegrind" and shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt install valgrind), or use --counter none")
     with _run_root(args) as root:
-        names = ["bare", *_instrumented(root)]
-        if official() is None:
+        vendor = vendor_of(args.call)
+        names = ["bare", *_instrumented(root, vendor)]
+        if vendor.official() is None:
             names.remove("official OTel (no content)")
         runs = [(name, calls) for name in names for calls in (0, args.calls)]
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
@@ -222,8 +303,9 @@ def main() -> None:
 
 def _report(args: argparse.Namespace, per_call: dict[str, float]) -> None:
     unit = "instructions" if args.counter == "cachegrind" else "ns (--counter none: not a measurement)"
+    vendor = vendor_of(args.call)
     print(
-        f"anthropic {anthropic.__version__} {args.call}, 8 KiB new thinking per call, a new conversation per "
+        f"{vendor.name} {vendor.version} {args.call}, 8 KiB new thinking per call, a new conversation per "
         f"call, defaults; {unit} per call ({args.calls} calls after {args.warm}, hash seed 0, clocks "
         f"stretched {args.dilation:g}x)"
     )

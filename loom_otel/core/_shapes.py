@@ -9,7 +9,7 @@ fields of every block of every request and response.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 __all__ = ["field", "is_mapping"]
 
@@ -20,7 +20,8 @@ _PYDANTIC_EXTRA: Final = 2
 _READERS: dict[tuple[type, str], int] = {}
 
 
-def is_mapping(value: object) -> bool:
+def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
+    """``isinstance(value, Mapping)``, decided once per type (the ABC's check runs on every call)."""
     kind = type(value)
     found = _MAPPING.get(kind)
     if found is None:

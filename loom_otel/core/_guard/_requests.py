@@ -40,7 +40,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from operator import is_not
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from loom_otel.core._guard._untrusted import FENCE_OPEN, Untrusted
 from loom_otel.core._shapes import is_mapping
@@ -158,7 +158,7 @@ def _scan(value: object, allow_fenced: bool, depth: int = 0) -> None:
         raise _Offense(value.origin, "untrusted")
     items: Any
     if is_mapping(value):
-        items = present(cast("Mapping[Any, Any]", value))
+        items = present(value)
     elif isinstance(value, (list, tuple)):
         items = enumerate(value)
     else:

@@ -28,6 +28,7 @@ from loom_otel.core._adapter_kit import (
     content_mode,
     field,
     finish_reasons,
+    is_mapping,
     model_name,
     reasoning_input_part,
     request_parameters,
@@ -212,7 +213,7 @@ def _reader(config: Any) -> Callable[[str], Any]:
     """``config_value`` for one config: an SDK config's fields are its attributes, read directly. A
     pydantic config (the SDK's ``GenerateContentConfig``) keeps every field's value in its ``__dict__``:
     its ``get`` reads one without a Python frame or pydantic's attribute hook (a dozen names per call)."""
-    if isinstance(config, Mapping):
+    if is_mapping(config):
         return lambda name: config_value(config, name)
     values = getattr(config, "__dict__", None) if hasattr(config, "model_fields_set") else None
     if type(values) is dict:

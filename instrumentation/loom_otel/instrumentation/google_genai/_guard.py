@@ -6,10 +6,18 @@ a thought part may sit (``core/_guard/_requests`` holds the scanner and the rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final
 
-from loom_otel.core._adapter_kit import DATA_ROLES, GuardPath, check, field, model_fields, present, reasoning_block
+from loom_otel.core._adapter_kit import (
+    DATA_ROLES,
+    GuardPath,
+    check,
+    field,
+    is_mapping,
+    model_fields,
+    present,
+    reasoning_block,
+)
 
 __all__ = ["check_gemini_request"]
 
@@ -18,7 +26,7 @@ _GEMINI: Final = "Google GenAI"
 
 def _is_content(value: object) -> bool:
     """A ``Content`` (or its dict form), as opposed to a bare ``Part`` or string the SDK makes a user turn."""
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return "parts" in value or "role" in value
     return hasattr(value, "parts") and hasattr(value, "role")
 
@@ -51,7 +59,7 @@ def check_gemini_request(contents: object, config: object = None) -> None:
     _gemini_contents(contents, ["contents"])
     if config is None:
         return
-    fields = config if isinstance(config, Mapping) else model_fields(config)
+    fields = config if is_mapping(config) else model_fields(config)
     if fields is None:
         check(_GEMINI, config, ["config"], allow_fenced=False, instruction=True)
         return

@@ -11,10 +11,10 @@ continuation pass puts them back all the same where the binding records expect t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from loom_otel.core._adapter_kit import AttributeValue, attr
+from loom_otel.core._adapter_kit import AttributeValue, attr, is_mapping
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["readable_config", "thinking_settings", "withhold_thoughts"]
@@ -31,12 +31,12 @@ def readable_config(config: Any) -> Any | None:
     thinking = _thinking(config)
     if thinking is None or config_value(thinking, "include_thoughts") or config_value(thinking, "thinking_budget") == 0:
         return None
-    if isinstance(thinking, Mapping):
+    if is_mapping(thinking):
         keys = [k for k in ("include_thoughts", "includeThoughts") if k in thinking]
         asked = {**{k: v for k, v in thinking.items() if k not in keys}, "include_thoughts": True}
     else:
         asked = thinking.model_copy(update={"include_thoughts": True})
-    if isinstance(config, Mapping):
+    if is_mapping(config):
         keys = [k for k in ("thinking_config", "thinkingConfig") if k in config]
         return {**{k: v for k, v in config.items() if k not in keys}, "thinking_config": asked}
     return config.model_copy(update={"thinking_config": asked})

@@ -25,7 +25,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import Block, BoundedMemo, DigestMemo, MessageView, canonical_json, text_of
+from loom_otel.core._adapter_kit import (
+    Block,
+    BoundedMemo,
+    DigestMemo,
+    MessageView,
+    canonical_json,
+    is_mapping,
+    text_of,
+)
 
 __all__ = [
     "MODEL_HEAD",
@@ -77,7 +85,7 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items() if v is not None}
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return {str(k): _jsonable(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
@@ -141,7 +149,7 @@ _THOUGHT_PLAIN: Final = canonical({"thought": True})
 def read_part(raw: Any, loc: Loc) -> Part:
     if isinstance(raw, str):
         return Part(loc, canonical({"text": raw}), False, raw, None, None, not raw)
-    if isinstance(raw, Mapping):
+    if is_mapping(raw):
         key = _dict_key(raw)
         if key is None:
             return Part(loc, *_read_dict(raw))
@@ -252,11 +260,11 @@ def _read(data: dict[str, Any], signature: bytes | None) -> _Read:
         data.pop("text", None)
     call = data.get("function_call")
     empty = text == "" and set(data) <= {"text"}
-    return canonical(_jsonable(data)), thought, text, signature, call if isinstance(call, Mapping) else None, empty
+    return canonical(_jsonable(data)), thought, text, signature, call if is_mapping(call) else None, empty
 
 
 def _role_and_parts(content: Any) -> tuple[str, list[Any]] | None:
-    if isinstance(content, Mapping):
+    if is_mapping(content):
         if "parts" not in content and "role" not in content:
             return None
         role, parts = content.get("role"), content.get("parts")
@@ -401,7 +409,7 @@ def call_keys(call: Mapping[str, Any], rank: int) -> list[str]:
 
 
 def config_value(config: Any, name: str) -> Any:
-    if isinstance(config, Mapping):
+    if is_mapping(config):
         value = config.get(name)
         if value is None:
             head, *rest = name.split("_")
@@ -423,7 +431,7 @@ def system_value(system: Any) -> Any:
 def _tool(tool: Any) -> Any:
     if callable(tool) and not hasattr(tool, "model_dump"):
         return {"callable": f"{getattr(tool, '__module__', '')}.{getattr(tool, '__qualname__', '')}"}
-    if isinstance(tool, Mapping):
+    if is_mapping(tool):
         from google.genai import types
 
         try:
