@@ -1,5 +1,5 @@
 """Instructions per model call, counted rather than timed: the bare SDK, the official instrumentation,
-the floor (Anthropic), loom-otel's default, and loom-otel's default with one part taken out at a time,
+the floor (Anthropic ``create``), loom-otel's default, and loom-otel's default with one part taken out at a time,
 so what each part costs is a difference of two counts.
 
     python benchmarks/bench_instructions.py [--calls 300] [--warm 50] [--jobs N] [--counter cachegrind|none]
@@ -21,8 +21,9 @@ The calls are ``bench_anthropic.py``'s (``create``, ``stream``) and ``bench_gemi
 ``gemini-stream``): 8 KiB of new thinking per reply, the in-process transport, a new
 conversation per call (no ``execution()``), loom-otel's defaults (file store, blob fsync on, journal
 ``batch``). A part is taken out by replacing one internal function with one that does nothing; a
-variant without it is not a configuration anyone can run. ``--counter none`` runs the same processes
-without valgrind (that every variant still runs; its figures mean nothing).
+variant without it is not a configuration anyone can run. ``--counter none`` runs every variant in
+one process, one after another, without valgrind (that every variant still runs; its figures mean
+nothing).
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ class Vendor:
     client_of: Callable[[str | None, httpx2.BaseTransport | None], Any]
     parts: tuple[Part, ...]
     """Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks)."""
-    floor: bool = False
-    """Whether ``bench_floor.py``'s minimal variant does this SDK's work."""
+    floor: tuple[str, ...] = ()
+    """The calls whose work ``bench_floor.py``'s minimal variant does (it does not stream)."""
 
 
 def _anthropic_calls(client: anthropic.Anthropic) -> dict[str, Callable[[], None]]:
@@ -145,7 +146,7 @@ _VENDORS: tuple[Vendor, ...] = (
             ("the binding record", AnthropicContinuation, "record", _nothing),
             *_SHARED_PARTS,
         ),
-        floor=True,
+        floor=("create",),
     ),
     Vendor(
         "google-genai",
@@ -169,13 +170,14 @@ def vendor_of(call: str) -> Vendor:
     return _VENDORS[1] if call.startswith("gemini-") else _VENDORS[0]
 
 
-def _instrumented(root: Path, vendor: Vendor) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
+def _instrumented(root: Path, call: str) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
     """Every variant but ``bare``: what instruments a provider and returns its undoing."""
+    vendor = vendor_of(call)
     default = loom_variants(vendor.instrumentor, root)[0].instrument
     variants: dict[str, Callable[[TracerProvider], Callable[[], None]]] = {
         "official OTel (no content)": functools.partial(_official, vendor)
     }
-    if vendor.floor:
+    if call in vendor.floor:
         variants["floor: same work, minimal (not loom-otel)"] = floor_variant(root).instrument
     variants["default"] = default
     for part, owner, name, replacement in vendor.parts:
@@ -214,25 +216,33 @@ def _without(
 
 def child(variant: str, root: Path, call: str, warm: int, calls: int, dilation: float) -> None:
     """One process's run: instrument, ``warm`` calls, then ``calls`` more (0 for the baseline count)."""
-    warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning
     _writer.BATCH_WINDOW = _writer.BATCH_WINDOW * dilation  # type: ignore[misc]
+    run(variant, root, call, warm, calls)
+
+
+def run(variant: str, root: Path, call: str, warm: int, calls: int) -> int:
+    """Instrument, ``warm`` calls, ``calls`` more, undo: the nanoseconds the ``calls`` took."""
+    warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning
     vendor = vendor_of(call)
     with replayed(argparse.Namespace(transport="memory")) as (url, transport):
         fn = vendor.calls(vendor.client_of(url, transport))[call]
         traced = provider()
-        undo = _nothing if variant == "bare" else _instrumented(root, vendor)[variant](traced)
+        undo = _nothing if variant == "bare" else _instrumented(root, call)[variant](traced)
         for _ in range(warm):
             fn()
         force_flush()
+        started = time.perf_counter_ns()
         for _ in range(calls):
             fn()
         force_flush()
+        took = time.perf_counter_ns() - started
         undo()
         traced.shutdown()
+    return took
 
 
 def _count(args: argparse.Namespace, root: Path, variant: str, calls: int) -> int:
-    """The instructions one child process ran (with ``--counter none``: its wall time in nanoseconds)."""
+    """The instructions one child process ran under cachegrind."""
     command = [
         sys.executable,
         __file__,
@@ -250,10 +260,6 @@ def _count(args: argparse.Namespace, root: Path, variant: str, calls: int) -> in
         str(args.dilation),
     ]
     environment = {**os.environ, "PYTHONHASHSEED": "0", "OTEL_BSP_SCHEDULE_DELAY": str(int(5000 * args.dilation))}
-    if args.counter == "none":
-        started = time.perf_counter_ns()
-        subprocess.run(command, check=True, env=environment)
-        return time.perf_counter_ns() - started
     valgrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     done = subprocess.run(valgrind + command, check=False, env=environment, capture_output=True, text=True)
     found = _COUNT.search(done.stderr)
@@ -291,13 +297,16 @@ def main() -> None:
         raise SystemExit("valgrind is not installed (apt install valgrind), or use --counter none")
     with _run_root(args) as root:
         vendor = vendor_of(args.call)
-        names = ["bare", *_instrumented(root, vendor)]
+        names = ["bare", *_instrumented(root, args.call)]
         if vendor.official() is None:
             names.remove("official OTel (no content)")
-        runs = [(name, calls) for name in names for calls in (0, args.calls)]
-        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            counts = dict(zip(runs, pool.map(lambda run: _count(args, root, *run), runs), strict=True))
-    per_call = {name: (counts[(name, args.calls)] - counts[(name, 0)]) / args.calls for name in names}
+        if args.counter == "none":  # every variant in this process, one after another
+            per_call = {name: run(name, root, args.call, args.warm, args.calls) / args.calls for name in names}
+        else:
+            runs = [(name, calls) for name in names for calls in (0, args.calls)]
+            with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+                counts = dict(zip(runs, pool.map(lambda run_: _count(args, root, *run_), runs), strict=True))
+            per_call = {name: (counts[(name, args.calls)] - counts[(name, 0)]) / args.calls for name in names}
     _report(args, per_call)
 
 
