@@ -15,6 +15,16 @@ from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 from tests.support.stores import FlakyStore
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` keeps the tests that share a costly thing on one worker (tests/support/xdist_groups.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.support.xdist_groups import GroupScheduling
+
+    return GroupScheduling(config, log)
+
+
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 """Recorded wire shapes (public response shapes with invented content), kept in the repository."""
 

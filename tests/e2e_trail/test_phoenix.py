@@ -27,7 +27,7 @@ from loom_otel.exporters.chain import ChainedSpanExporter
 
 from .receiver import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("phoenix")]
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "loom-e2e"
 CANARY = "CANARY-phoenix-reasoning-5d1e"

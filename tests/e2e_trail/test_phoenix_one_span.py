@@ -28,7 +28,7 @@ from tests.support.tools import WEATHER
 
 from .test_phoenix import get_json, running_phoenix, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("phoenix")]
+pytestmark = pytest.mark.slow
 CANARY = "CANARY-phoenix-one-span-61fa"
 
 

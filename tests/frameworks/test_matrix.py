@@ -24,7 +24,7 @@ from loom_otel.testing import find_leaks
 
 from .harness import Case, bare, instrumented
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("frameworks"), pytest.mark.usefixtures("framework_venv")]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("framework_venv")]
 
 VENDORS = {"langchain": ("anthropic",), "pydantic-ai": ("anthropic", "gemini"), "adk": ("anthropic", "gemini")}
 MODES = ("keep", "redact")

@@ -23,7 +23,7 @@ from tests.e2e_trail.receiver import free_port
 from tests.e2e_trail.test_phoenix import get_json, running_phoenix, wait_until
 from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_evidence
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("phoenix")]
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
