@@ -15,6 +15,7 @@ from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 from tests.support.stores import FlakyStore
 
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` keeps the tests that share a costly thing on one worker (tests/support/xdist_groups.py)."""

@@ -108,7 +108,7 @@ def test_one_llm_span_per_call_in_phoenix(
         found = get_json(f"{base}/v1/projects/{project}/spans?limit=100")["data"]
         return found if len([s for s in found if s["span_kind"] == "LLM"]) >= 2 else None
 
-    found = wait_until(spans, 60, f"the LLM spans of {project} in Phoenix")
+    found = wait_until(spans, 120, f"the LLM spans of {project} in Phoenix")
     llm = [s for s in found if s["span_kind"] == "LLM"]
     assert len(llm) == len(messages) == 2, [(s["name"], s["span_kind"]) for s in found]
     expected = sum(m.usage.input_tokens + m.usage.output_tokens for m in messages)

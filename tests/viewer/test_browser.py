@@ -72,7 +72,7 @@ def _reasoning_url_in_phoenix(base: str) -> str:
                 return str(url)
         return None
 
-    return str(wait_until(find, 60, "a span with loom.reasoning.url in Phoenix"))
+    return str(wait_until(find, 120, "a span with loom.reasoning.url in Phoenix"))
 
 
 def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path):
