@@ -82,10 +82,18 @@ def _append_nothing(journal: Journal, type_: str, attributes: object) -> Journal
 
 
 Part = tuple[str, type, str, Callable[..., object]]
-_SHARED_PARTS: tuple[Part, ...] = (
-    ("the store's put (seal kept)", FileReasoningStore, "put", _put_nothing),
-    ("the journal record", Journal, "append", _append_nothing),
-)
+
+
+def _parts(adapter: type, layer: tuple[type, str], continuation: type) -> tuple[Part, ...]:
+    """Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks): one vendor's
+    request guard, continuation layer and binding record, then the store and journal every vendor shares."""
+    return (
+        ("the request guard", adapter, "check_request", _nothing),
+        ("the continuation layer (pass and binding record)", *layer, _nothing),
+        ("the binding record", continuation, "record", _nothing),
+        ("the store's put (seal kept)", FileReasoningStore, "put", _put_nothing),
+        ("the journal record", Journal, "append", _append_nothing),
+    )
 
 
 @dataclass(frozen=True)
@@ -97,39 +105,34 @@ class Vendor:
     instrumentor: Callable[[], Any]
     official: Callable[[], Any]
     """The official instrumentor's class (``None`` without the extra ``bench``)."""
-    calls: Callable[[Any], dict[str, Callable[[], None]]]
-    """The workloads (by ``--call`` name) of an SDK client."""
+    calls: dict[str, Callable[[Any], None]]
+    """The workloads, by ``--call`` name: each makes one call with an SDK client."""
     client_of: Callable[[str | None, httpx2.BaseTransport | None], Any]
     parts: tuple[Part, ...]
-    """Parts of loom-otel's call, each taken out by one replacement (README, Benchmarks)."""
     floor: tuple[str, ...] = ()
     """The calls whose work ``bench_floor.py``'s minimal variant does (it does not stream)."""
 
 
-def _anthropic_calls(client: anthropic.Anthropic) -> dict[str, Callable[[], None]]:
-    def create() -> None:
-        client.messages.create(**bench_anthropic.REQUEST)
-
-    def stream() -> None:
-        with client.messages.create(stream=True, **bench_anthropic.REQUEST) as events:
-            for _ in events:
-                pass
-
-    return {"create": create, "stream": stream}
+def _anthropic_create(client: anthropic.Anthropic) -> None:
+    client.messages.create(**bench_anthropic.REQUEST)
 
 
-def _gemini_calls(client: genai.Client) -> dict[str, Callable[[], None]]:
-    def generate() -> None:
-        client.models.generate_content(model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG)
-
-    def stream() -> None:
-        chunks = client.models.generate_content_stream(
-            model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG
-        )
-        for _ in chunks:
+def _anthropic_stream(client: anthropic.Anthropic) -> None:
+    with client.messages.create(stream=True, **bench_anthropic.REQUEST) as events:
+        for _ in events:
             pass
 
-    return {"gemini-generate": generate, "gemini-stream": stream}
+
+def _gemini_generate(client: genai.Client) -> None:
+    client.models.generate_content(model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG)
+
+
+def _gemini_stream(client: genai.Client) -> None:
+    chunks = client.models.generate_content_stream(
+        model=bench_gemini.MODEL, contents="Plan the trip.", config=bench_gemini.CONFIG
+    )
+    for _ in chunks:
+        pass
 
 
 _VENDORS: tuple[Vendor, ...] = (
@@ -138,14 +141,9 @@ _VENDORS: tuple[Vendor, ...] = (
         anthropic.__version__,
         AnthropicInstrumentor,
         bench_anthropic.official,
-        _anthropic_calls,
+        {"create": _anthropic_create, "stream": _anthropic_stream},
         bench_anthropic.client_of,
-        (
-            ("the request guard", AnthropicAdapter, "check_request", _nothing),
-            ("the continuation layer (pass and binding record)", AnthropicAdapter, "prepare", _nothing),
-            ("the binding record", AnthropicContinuation, "record", _nothing),
-            *_SHARED_PARTS,
-        ),
+        _parts(AnthropicAdapter, (AnthropicAdapter, "prepare"), AnthropicContinuation),
         floor=("create",),
     ),
     Vendor(
@@ -153,21 +151,16 @@ _VENDORS: tuple[Vendor, ...] = (
         genai.__version__,
         GoogleGenAiInstrumentor,
         bench_gemini.official,
-        _gemini_calls,
+        {"gemini-generate": _gemini_generate, "gemini-stream": _gemini_stream},
         bench_gemini.client_of,
-        (
-            ("the request guard", GeminiAdapter, "check_request", _nothing),
-            ("the continuation layer (pass and binding record)", GeminiContinuation, "session", _nothing),
-            ("the binding record", GeminiContinuation, "record", _nothing),
-            *_SHARED_PARTS,
-        ),
+        _parts(GeminiAdapter, (GeminiContinuation, "session"), GeminiContinuation),
     ),
 )
-CALLS: tuple[str, ...] = ("create", "stream", "gemini-generate", "gemini-stream")
+CALLS: tuple[str, ...] = tuple(call for vendor in _VENDORS for call in vendor.calls)
 
 
 def vendor_of(call: str) -> Vendor:
-    return _VENDORS[1] if call.startswith("gemini-") else _VENDORS[0]
+    return next(vendor for vendor in _VENDORS if call in vendor.calls)
 
 
 def _instrumented(root: Path, call: str) -> dict[str, Callable[[TracerProvider], Callable[[], None]]]:
@@ -225,15 +218,15 @@ def run(variant: str, root: Path, call: str, warm: int, calls: int) -> int:
     warnings.simplefilter("ignore", LoomOtelWarning)  # the unsigned-checkpoint warning
     vendor = vendor_of(call)
     with replayed(argparse.Namespace(transport="memory")) as (url, transport):
-        fn = vendor.calls(vendor.client_of(url, transport))[call]
+        client, fn = vendor.client_of(url, transport), vendor.calls[call]
         traced = provider()
         undo = _nothing if variant == "bare" else _instrumented(root, call)[variant](traced)
         for _ in range(warm):
-            fn()
+            fn(client)
         force_flush()
         started = time.perf_counter_ns()
         for _ in range(calls):
-            fn()
+            fn(client)
         force_flush()
         took = time.perf_counter_ns() - started
         undo()
