@@ -3,9 +3,10 @@ index, the journal or archive lines and the store, so any number of workers and 
 
 Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
-``/signin`` / ``/signout`` (a browser's token as an HttpOnly cookie), and, with a ``hub``, the live
-view at ``/live`` (parts of calls in flight, streamed into the execution page). Missing and forbidden
-answer the same 404; an unauthenticated request too.
+``/signin`` / ``/signout`` (a browser's token as an HttpOnly cookie), ``/open?url=`` (a
+``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to its page), and,
+with a ``hub``, the live view at ``/live`` (parts of calls in flight, streamed into the execution
+page). Missing and forbidden answer the same 404; an unauthenticated request too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from starlette.routing import Mount, Route
 from loom_otel.audit._document import reading_document
 from loom_otel.core._policy import ReadingPolicy
 from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._viewer_link import OPEN_PATH, opened_path
 from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
 from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
@@ -254,6 +256,16 @@ class _Viewer:
         return Response(text, media_type="text/javascript", headers=_SECURITY_HEADERS)
 
 
+async def _open(request: Request) -> Response:
+    """``/open?url=<loom.reasoning.url>``: the link a backend makes by putting the whole URL into one
+    template parameter (Jaeger UI percent-encodes every value it substitutes); it leads to the execution's
+    page on this site, never elsewhere, and reads nothing itself."""
+    target = opened_path(request.query_params.get("url") or "")
+    if target is None:
+        return JSONResponse({"error": "not a loom.reasoning.url"}, status_code=400, headers=_SECURITY_HEADERS)
+    return RedirectResponse(target, status_code=303, headers=_SECURITY_HEADERS)
+
+
 def _refused_cross_site() -> Response:
     return HTMLResponse(
         "<!doctype html><title>Refused</title><p>Sign in and out from this site's own pages.</p>",
@@ -328,6 +340,7 @@ def create_app(
         Route("/signin", view.signin_form, methods=["GET"]),
         Route("/signin", view.signin, methods=["POST"]),
         Route("/signout", view.signout, methods=["GET", "POST"]),
+        Route(OPEN_PATH, _open, methods=["GET"]),
     ]
     if hub is not None:
         from loom_otel.live.asgi import create_app as live_app
