@@ -191,6 +191,8 @@ def test_gemini_parameters_and_output_tokens_include_thoughts(config, stream):
     assert usage.thoughts_token_count > 0
     assert attrs["gen_ai.usage.output_tokens"] == usage.candidates_token_count + usage.thoughts_token_count
     assert attrs["gen_ai.usage.reasoning.output_tokens"] == usage.thoughts_token_count
+    # the count Phoenix's token breakdown reads (it maps no gen_ai reasoning tokens)
+    assert attrs["llm.token_count.completion_details.reasoning"] == usage.thoughts_token_count
     assert attrs["gen_ai.usage.input_tokens"] == usage.prompt_token_count
     assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
 
@@ -280,6 +282,7 @@ def test_openai_responses_completed_is_stop(config, stream):
     assert attrs["gen_ai.request.temperature"] == 1.0 and attrs["gen_ai.request.top_p"] == 0.5
     assert attrs["gen_ai.output.type"] == "text"
     assert type(attrs["gen_ai.usage.reasoning.output_tokens"]) is int
+    assert attrs["llm.token_count.completion_details.reasoning"] == attrs["gen_ai.usage.reasoning.output_tokens"]
 
 
 def test_openai_responses_function_call_is_tool_call(config):

@@ -297,6 +297,9 @@ class ModelCall:
             last: dict[str, AttributeValue] = {}
             if self._genai:  # else the other instrumentation records the response on its span
                 last.update(response.attributes)
+                reasoning_tokens = last.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
+                if reasoning_tokens is not None:
+                    last[attr.OPENINFERENCE_REASONING_TOKENS] = reasoning_tokens
                 if response.model:
                     last[attr.GEN_AI_RESPONSE_MODEL] = response.model
             self._last_attributes(last)
