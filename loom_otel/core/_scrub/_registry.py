@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
+from itertools import count
 from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
-from loom_otel.core._scrub._visible import visible_skeleton
+from loom_otel.core._scrub._visible import shown, visible_skeleton
 from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, shared_stretches, skeleton
 
 __all__ = [
@@ -61,8 +63,11 @@ Kept = tuple[str | None, str | None, int]
 """What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
 where nothing readable was kept."""
 _Capture = tuple[Any, ...]
-"""One call's capture as ``remember`` queues it, flat: the trace id, what the call sent and returned
-visibly (read when entered), then text, signature, ref, digest and size of each part."""
+"""One call's capture as ``remember`` queues it, flat: the trace id, the capture's number (what the call
+showed is kept apart under it, ``_Registry.visible``), then text, signature, ref, digest and size of
+each part: plain values only, which the garbage collector stops tracking."""
+_MAX_SHOWN: Final = 16
+"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
 _PIECE: Final = 5
 _FIRST: Final = 2
 
@@ -131,9 +136,25 @@ class _Registry:
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
+        self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
+        self._numbers = count()
 
-    def captured(self, capture: _Capture) -> None:
-        self._captured.append(capture)  # atomic: no lock on the model call's path
+    def captured(self, capture: list[object], shown: object) -> None:
+        """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
+        number = next(self._numbers)  # atomic, as the appends: no lock on the model call's path
+        capture[1] = number
+        if shown is not None:
+            self._shown.append((number, shown))
+        self._captured.append(tuple(capture))
+
+    def _seen(self, number: int) -> bytes:
+        """The skeleton of what capture ``number``'s call showed (taken out: read once), else nothing."""
+        for entry in list(self._shown):
+            if entry[0] == number:
+                with contextlib.suppress(ValueError):  # another thread took it, or it was pushed out
+                    self._shown.remove(entry)
+                return visible_skeleton(entry[1])
+        return b""
 
     def enter_captured(self) -> None:
         captured = self._captured
@@ -148,7 +169,7 @@ class _Registry:
                 text, signature, ref, digest, size = capture[i : i + _PIECE]
                 if text:
                     if seen is None:
-                        seen = visible_skeleton(capture[1]) if capture[1] else b""
+                        seen = self._seen(capture[1])
                     self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id, seen)
                 if signature:
                     self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
@@ -220,6 +241,7 @@ class _Registry:
     def clear(self) -> None:
         with self._lock:
             self._captured.clear()
+            self._shown.clear()
             self._exact.clear()
             self._traces.clear()
         self.windows.clear()
@@ -251,11 +273,12 @@ def remember(
     """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
     reference that replaces it; ``visible``: what the call sent and returned visibly (its request's
     keyword arguments and its answer's messages, ``_visible``), no secret. Entered, and ``visible``
-    read, when the registry is next asked, not on the model call's path."""
-    capture: list[object] = [trace_id, visible]
+    read, when the registry is next asked, not on the model call's path (where only its top-level
+    lists are copied: a conversation the application appends to later is read as it was sent)."""
+    capture: list[object] = [trace_id, None]
     for r, p in zip(reasonings, parts, strict=False):
         capture += (r.text, r.signature, p.text_ref, p.digest, p.size)
-    registry.captured(tuple(capture))
+    registry.captured(capture, shown(visible) if visible is not None else None)
 
 
 def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from loom_otel.core._scrub._windows import skeleton
 
-__all__ = ["MAX_VISIBLE", "REASONING_KEYS", "is_reasoning_part", "visible_skeleton"]
+__all__ = ["MAX_VISIBLE", "REASONING_KEYS", "is_reasoning_part", "shown", "visible_skeleton"]
 
 MAX_VISIBLE: Final = 1 << 20
 """The most skeleton bytes of one call's visible text considered (1 MiB)."""
@@ -41,6 +41,17 @@ def is_reasoning_part(node: Mapping[str, Any]) -> bool:
     """Whether a JSON object (or a model's fields) is a reasoning part: ``thinking``, ``reasoning`` or
     ``redacted_thinking`` typed, or a Gemini part with ``thought`` set."""
     return node.get("type") in _PART_TYPES or node.get("thought") is True
+
+
+def shown(sources: object) -> object:
+    """``sources`` as the call showed them, for later reading: the lists a mapping (the request's keyword
+    arguments) or a tuple of them holds are copied (one level, C-level), so a conversation appended to
+    after the call is read as it was sent."""
+    if isinstance(sources, tuple):
+        return tuple([shown(source) for source in sources])
+    if isinstance(sources, Mapping):
+        return {key: list(value) if isinstance(value, list) else value for key, value in sources.items()}
+    return sources
 
 
 def visible_skeleton(*sources: object) -> bytes:
