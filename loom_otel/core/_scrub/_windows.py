@@ -271,12 +271,12 @@ def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
 
 def shared_stretches(form: bytes, other: bytes) -> list[tuple[int, int]]:
     """The stretches (start, end) of ``form`` that ``other`` holds too, each of at least ``MIN_RUN``
-    bytes, merged and in order: ``form``'s windows at every ``STEP``-th position against ``other``'s
-    checked windows (the same C-level pre-filter as a record's), then each shared window extended both
-    ways along its first ``_FEW`` places in each."""
+    bytes, merged and in order: ``other``'s windows at every ``STEP``-th position (the fewer, for the
+    larger text) against ``form``'s checked windows (the same C-level pre-filter as a record's), then each
+    shared window extended both ways along its first ``_FEW`` places in each."""
     if len(form) < MIN_RUN or len(other) < MIN_RUN:
         return []
-    shared = set(_every(form)).intersection(_windows_of(other))
+    shared = set(_every(other)).intersection(_windows_of(form))
     found: list[tuple[int, int]] = []
     for at, window in sorted((form.find(window), window) for window in shared):
         if any(start <= at < end for start, end in found):
