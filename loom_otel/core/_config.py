@@ -334,7 +334,7 @@ def _principal_baggage(config: ReasoningConfig, environ: Mapping[str, str]) -> s
     if not raw.strip() or any(c.isspace() or c in ",;=" for c in raw):
         raise ReasoningConfigError(
             f"{named_by or env.LOOM_OTEL_PRINCIPAL_BAGGAGE}={raw!r} is not a baggage key: "
-            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: user.id)"
+            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: none)"
         )
     return str(raw)
 
