@@ -151,3 +151,21 @@ def test_an_attacker_chosen_thought_does_not_blank_a_security_log_line(name, con
     assert dict(record.attributes or {}) == {"security.subject": ATTACK}
     records = [r.to_json() for r in exporter.get_finished_logs()]
     assert find_leaks([CANARY], spans=telemetry.spans, texts=records) == []
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_a_short_thought_the_prompt_holds_is_not_searched_for(name, config):
+    """A thought of fewer than 30 letters and digits is searched for inside its trace, unless the call
+    showed it: the prompt that holds it is exported intact, the thought's own place still replaced."""
+    telemetry = Telemetry.in_memory()
+    loom, other = _beside(name, config, telemetry)
+    prompt = "Rain in Paris tonight? I need to know before I leave the office."
+    client = Simulator(reasoning_text="Rain in Paris tonight?").anthropic_client()
+    try:
+        _call(client, False, **_request([{"role": "user", "content": prompt}]))
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    texts = _texts(telemetry)
+    assert prompt in texts, "the user's prompt was rewritten"
+    assert "Rain in Paris tonight?" not in texts  # the thought as a reasoning part: its reference

@@ -194,7 +194,8 @@ class _Registry:
         """Enter ``secret`` as an exact value (and a short needle of its trace, unless ``seen`` holds it);
         True when its replacement is new (its windows are to be indexed)."""
         short = skeleton(secret.encode("utf-8", "replace"))
-        needle = len(secret) >= _MIN_NEEDLE and bool(trace_id) and len(short) < MIN_RUN and short not in seen
+        visible = bool(short) and short in seen
+        needle = len(secret) >= _MIN_NEEDLE and bool(trace_id) and len(short) < MIN_RUN and not visible
         with self._lock:
             old = self._exact.get(secret)
             self._exact[secret] = (replacement, *kept)
