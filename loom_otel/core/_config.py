@@ -64,10 +64,6 @@ def default_journal_dir() -> Path:
     return user_state_path(APP_NAME, appauthor=False) / "journal"
 
 
-DEFAULT_PRINCIPAL_BAGGAGE: Final = "user.id"
-"""``LOOM_OTEL_PRINCIPAL_BAGGAGE`` unless set."""
-
-
 class _DeltaSink(Protocol):
     def __call__(self, delta: Any, /) -> object: ...
 
@@ -130,7 +126,8 @@ class Runtime:
     delta_guards: tuple[Callable[[Any], Any], ...] = ()
     live_text: bool = False
     request_readable: RequestReadable = "off"
-    principal_baggage: str = DEFAULT_PRINCIPAL_BAGGAGE
+    principal_baggage: str | None = None
+    """The baggage key naming a call's principal; ``None`` (the default): baggage names none."""
     viewer_url: str | None = None
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
@@ -327,16 +324,17 @@ def _request_readable(setting: str | None, environ: Mapping[str, str]) -> Reques
 # -- who may read, and where: the principal's baggage key and the viewer's URL -----------------------
 
 
-def _principal_baggage(config: ReasoningConfig, environ: Mapping[str, str]) -> str:
-    """The baggage key naming a call's principal when no ``execution(principal=...)`` does."""
+def _principal_baggage(config: ReasoningConfig, environ: Mapping[str, str]) -> str | None:
+    """The baggage key naming a call's principal when no ``execution(principal=...)`` does; ``None``
+    unless set (opt-in: a caller of the application controls its baggage)."""
     named_by = "ReasoningConfig.principal_baggage" if config.principal_baggage is not None else None
     raw = _pick(config.principal_baggage, environ.get(env.LOOM_OTEL_PRINCIPAL_BAGGAGE) or None)
     if raw is None:
-        return DEFAULT_PRINCIPAL_BAGGAGE
+        return None
     if not raw.strip() or any(c.isspace() or c in ",;=" for c in raw):
         raise ReasoningConfigError(
             f"{named_by or env.LOOM_OTEL_PRINCIPAL_BAGGAGE}={raw!r} is not a baggage key: "
-            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: user.id)"
+            "allowed is a non-empty name without spaces, ',', ';' or '=' (default: none)"
         )
     return str(raw)
 

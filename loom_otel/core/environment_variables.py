@@ -98,7 +98,9 @@ chained tombstone naming this policy; a tenant's ``retention`` in the policy fil
 
 LOOM_OTEL_PRINCIPAL_BAGGAGE: Final = "LOOM_OTEL_PRINCIPAL_BAGGAGE"
 """The OpenTelemetry baggage key naming the principal of a call that has no
-``execution(principal=...)`` (recorded as ``loom.principal``). Default: ``user.id``."""
+``execution(principal=...)`` (recorded as ``loom.principal``). A caller of the application sends W3C
+baggage unless the application's edge overwrites it (warned once at ``instrument()``); a value longer than
+256 characters, not printable or still percent-encoded records no principal. Default: none (opt-in)."""
 
 LOOM_OTEL_POLICY: Final = "LOOM_OTEL_POLICY"
 """The reading policy file (TOML): ``[global] auditors = [...]`` and per tenant

@@ -318,3 +318,31 @@ def test_any_run_long_enough_is_found_wherever_it_sits():
                 assert piece not in scrubbed and "[gone]" in scrubbed, (start, pad, length)
             short = secret[start : start + MIN_RUN - 6]
             assert short in scrub_value(f"{'x' * pad} ({short}) trailing words")
+
+
+def test_stream_deltas_over_the_log_records_of_one_span(peer):
+    """The text as deltas of 8 to 24 characters, one log record each, all of one span: each record is
+    read after what the span's earlier records carried, so no run of ``MIN_RUN`` (30) letters and digits
+    of the text is exported, even joined; only the first records, fewer letters than that, go out as
+    they were."""
+    telemetry, _ = peer
+    exporter = InMemoryLogRecordExporter()
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    logger = logs.get_logger("synthetic.peer")
+    tracer = telemetry.provider.get_tracer("synthetic.peer")
+    sizes, start, deltas = (8, 13, 24, 17, 11), 0, []
+    while start < len(TEXT):
+        deltas.append(TEXT[start : start + sizes[len(deltas) % len(sizes)]])
+        start += len(deltas[-1])
+    with tracer.start_as_current_span("peer stream") as span:
+        ids = span.get_span_context()
+        for delta in deltas:
+            logger.emit(LogRecord(body=delta, trace_id=ids.trace_id, span_id=ids.span_id, trace_flags=ids.trace_flags))
+    bodies = [str(data.log_record.body) for data in exporter.get_finished_logs()]
+    assert len(bodies) == len(deltas)
+    assert all(len(_letters(delta)) < 30 for delta in deltas)  # no single record holds a run
+    exported, secret = _letters("".join(bodies)), _letters(TEXT)
+    assert not [secret[i : i + 30] for i in range(len(secret) - 29) if secret[i : i + 30] in exported]
+    assert bodies[0] == deltas[0] and "[loom-otel reasoning text ref=" in bodies[-1]
+    logs.shutdown()

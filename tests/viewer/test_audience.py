@@ -11,7 +11,7 @@ import pytest
 from opentelemetry import baggage, context
 
 from loom_otel.audit._captures import iter_captures
-from loom_otel.core import ReasoningConfig, ReasoningConfigError, execution
+from loom_otel.core import LoomOtelWarning, ReasoningConfig, ReasoningConfigError, execution
 from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -51,7 +51,10 @@ def test_principal_from_baggage_without_a_scope(mode, sim, store, journal_dir, m
     monkeypatch.setenv("LOOM_OTEL_PRINCIPAL_BAGGAGE", "enduser.id")
     token = context.attach(baggage.set_baggage("enduser.id", "bob", baggage.set_baggage("user.id", "eve")))
     try:
-        with instrumented(AnthropicInstrumentor(), config=ReasoningConfig(store=store, journal=journal_dir)):
+        with (
+            pytest.warns(LoomOtelWarning, match="edge overwrites it"),
+            instrumented(AnthropicInstrumentor(), config=ReasoningConfig(store=store, journal=journal_dir)),
+        ):
             MODES[mode](sim, request())
     finally:
         context.detach(token)

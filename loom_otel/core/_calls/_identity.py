@@ -7,21 +7,35 @@
    handed in, to (``Continuation.plan``); never visible text, ids or digests;
 3. else a new execution whose id is the trace id of the call's span.
 
+The principal is the scope's (``execution(principal=...)``, the trusted source), else, only when
+``LOOM_OTEL_PRINCIPAL_BAGGAGE`` names a key, that W3C baggage entry: a caller of the application sets it
+unless the application's edge overwrites it (warned once at ``instrument()``), so only a value of at most
+``MAX_PRINCIPAL`` printable characters, with no percent-escape left in it, is taken; any other records no
+principal (warned once).
+
 The step is the ``step()`` scope, else the model-call span id. ``ModelCall`` owns the decision; capture,
 the continuation pass (which blobs a request may read back) and the live view all read it from there.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from opentelemetry import baggage
 from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
 
+from loom_otel.core import environment_variables as env
 from loom_otel.core._context import ExecutionScope
+from loom_otel.core._warnings import warn
 
-__all__ = ["CallIdentity", "baggage_principal", "decide"]
+__all__ = ["MAX_PRINCIPAL", "CallIdentity", "baggage_principal", "decide", "warn_of_baggage_principal"]
+
+MAX_PRINCIPAL: Final = 256
+"""The longest principal taken from baggage, in characters."""
+
+_ESCAPED: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 class CallIdentity(NamedTuple):
@@ -68,7 +82,32 @@ def decide(
     return CallIdentity(execution_id, step_id, tenant, principal, owner, named_execution=named)
 
 
-def baggage_principal(key: str) -> str | None:
-    """The principal the current OpenTelemetry baggage names under ``key`` (``None``: none, or empty)."""
+def baggage_principal(key: str | None) -> str | None:
+    """The principal the current OpenTelemetry baggage names under ``key`` (``None``: no key configured,
+    no entry, an empty one, or one refused: longer than ``MAX_PRINCIPAL``, not printable, or still
+    percent-encoded; a refusal warns once)."""
+    if key is None:
+        return None
     value = baggage.get_baggage(key)
-    return value.strip() or None if isinstance(value, str) else None
+    if not isinstance(value, str) or not (value := value.strip()):
+        return None
+    if len(value) <= MAX_PRINCIPAL and value.isprintable() and _ESCAPED.search(value) is None:
+        return value
+    warn(
+        f"the baggage entry {key!r} ({env.LOOM_OTEL_PRINCIPAL_BAGGAGE}) is longer than {MAX_PRINCIPAL} "
+        "characters, not printable or percent-encoded: the call records no principal (warned once)",
+        once=("principal-baggage-refused", key),
+    )
+    return None
+
+
+def warn_of_baggage_principal(key: str | None) -> None:
+    """At ``instrument()``: with a baggage key configured, say once that a caller sets baggage."""
+    if key is None:
+        return
+    warn(
+        f"{env.LOOM_OTEL_PRINCIPAL_BAGGAGE}={key}: a call's principal comes from the W3C baggage entry "
+        f"{key!r}, which a caller of the application sends unless the application's edge overwrites it "
+        "with the authenticated user (README: Who may read); execution(principal=...) is the trusted source",
+        once=("principal-baggage", key),
+    )

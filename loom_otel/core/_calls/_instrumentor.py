@@ -20,6 +20,7 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
+from loom_otel.core._calls._identity import warn_of_baggage_principal
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import Runtime, runtime_for
 from loom_otel.core._lifecycle import hold, release
@@ -66,6 +67,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
         runtime.boot_warning(self.provider)
+        warn_of_baggage_principal(runtime.principal_baggage if runtime.enabled else None)
         if runtime.enabled and runtime.transcript == "redact":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
         elif runtime.enabled and runtime.request_readable != "off":

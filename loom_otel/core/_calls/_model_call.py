@@ -77,7 +77,8 @@ class ResponseInfo:
     model: str | None = None
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     output_messages: Sequence[Mapping[str, Any]] | None = None
-    """The answer in the conventions' message shape, without its reasoning parts (content capture on)."""
+    """The answer in the conventions' message shape, without its reasoning parts: recorded with content capture
+    on; the scrubber reads it always (what the call returned visibly is no secret)."""
     layout: tuple[str, ...] = ()
     """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
 
@@ -146,6 +147,7 @@ class ModelCall:
         "observer",
         "outgoing",
         "request",
+        "sent",
         "span",
     )
 
@@ -154,6 +156,8 @@ class ModelCall:
     ) -> None:
         self.handler = handler
         self.request = request
+        self.sent: Mapping[str, Any] | None = None
+        """The keyword arguments the application called with (the scrubber leaves what they show alone)."""
         self._owns_span = shared is None
         self._genai = genai and shared is None
         self._started = time.perf_counter()
@@ -325,7 +329,15 @@ class ModelCall:
             )
             if result is not None:
                 trace_id = span.get_span_context().trace_id
-                shielded("remembering captured reasoning for scrubbing", remember, reasonings, result.parts, trace_id)
+                visible = (self.sent, response.output_messages)
+                shielded(
+                    "remembering captured reasoning for scrubbing",
+                    remember,
+                    reasonings,
+                    result.parts,
+                    trace_id,
+                    visible,
+                )
         except BaseException as exc:
             self._end_with_error(exc)
             self._record_end(response.model, response.attributes, type(exc).__qualname__)

@@ -81,6 +81,7 @@ def start(
     request = handler.adapter.request_info(instance, kwargs, stream=stream)
     call = handler.call(request, peer_outside=peer_outside(wrapped, instance))
     call.outgoing = outgoing
+    call.sent = kwargs
     if outgoing is None:
         call.join(None)
     else:

@@ -4,10 +4,18 @@ A span: its name, attributes, events (name and attributes: exception events incl
 attributes and status description. A log record: its body (a string, bytes, or maps and lists of
 them), attributes and event name. Each value goes through the per-value rules, then all of the
 record's texts through the window pass as one text (``_values.scrub_texts``).
+
+The log records of one span are exported one by one, as they come: a thought split over several of them
+(stream deltas, one record each) is found because each record is read after the last ``_TAIL``
+characters the span's earlier records carried (``_Tails``: the newest ``_MAX_SPANS`` spans, dropped at
+the span's end). A run that continues into a record is removed from it; what earlier records already
+exported stays, at most ``MIN_RUN - 1`` letters and digits of the thought (README).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -18,6 +26,9 @@ from loom_otel.core._scrub._values import Text, scrub_any, scrub_attributes, scr
 __all__ = ["scrub_log_record", "scrub_span"]
 
 _OWN_SCOPE: Final = "loom_otel"
+_TAIL: Final = 512
+"""Characters of a span's earlier log records each of its records is read after (several runs' worth)."""
+_MAX_SPANS: Final = 1024
 
 _Setter = Callable[[Text], None]
 
@@ -84,10 +95,13 @@ class _Texts:
                         texts.append(item)
                         places.append((holder, name, key, index))
 
-    def apply(self) -> None:
-        scrubbed = scrub_texts(self.texts)
+    def apply(self, before: str = "") -> None:
+        """Scrub the texts and put back the changed ones; ``before``: text read first, never put back."""
+        scrubbed = scrub_texts([before, *self.texts] if before else self.texts)
         if scrubbed is None:
             return
+        if before:
+            scrubbed = scrubbed[1:]
         for old, new, place in zip(self.texts, scrubbed, self.places, strict=True):
             if new is old:
                 continue
@@ -127,13 +141,41 @@ def _named(holder: Any, trace_id: int | None, texts: _Texts) -> None:
         texts.add(new, lambda text: setattr(holder, "_name", text))
 
 
+class _Tails:
+    """The last ``_TAIL`` characters of the texts each recent span's log records carried, as written."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tails: OrderedDict[tuple[int, int], str] = OrderedDict()
+
+    def swap(self, key: tuple[int, int], texts: list[Text]) -> str:
+        """The span's tail so far; ``texts`` (a new record's) are added to it."""
+        added = "".join(t if isinstance(t, str) else t.decode("utf-8", "replace") for t in texts)
+        with self._lock:
+            before = self._tails.pop(key, "")
+            self._tails[key] = (before + added)[-_TAIL:]
+            while len(self._tails) > _MAX_SPANS:
+                self._tails.popitem(last=False)
+        return before
+
+    def drop(self, key: tuple[int, int]) -> None:
+        if self._tails:
+            with self._lock:
+                self._tails.pop(key, None)
+
+
+_tails: Final = _Tails()
+
+
 def scrub_span(span: Any) -> None:
     """Rewrite every string ``span`` carries (a span of loom-otel's own carries references only)."""
+    context = getattr(span, "context", None)
+    trace_id = context.trace_id if context is not None else None
+    if context is not None:
+        _tails.drop((context.trace_id, context.span_id))  # the span ends: its log records are over
     scope = getattr(span, "instrumentation_scope", None)
     if scope is not None and scope.name.startswith(_OWN_SCOPE):
         return
-    context = getattr(span, "context", None)
-    trace_id = context.trace_id if context is not None else None
     texts, names = _Texts(), _Texts()
     _named(span, trace_id, names)
     _attributes(span, "_attributes", trace_id, texts)
@@ -199,4 +241,6 @@ def scrub_log_record(log_data: Any) -> None:
     event_name = getattr(record, "event_name", None)
     if isinstance(event_name, str) and event_name:
         texts.add(event_name, lambda text: setattr(record, "event_name", text))
-    texts.apply()
+    span_id = getattr(record, "span_id", None)
+    before = _tails.swap((trace_id, span_id), list(texts.texts)) if trace_id and span_id else ""
+    texts.apply(before)

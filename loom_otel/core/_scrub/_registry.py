@@ -10,6 +10,12 @@
   searched for as they are and JSON-escaped inside the values of their own trace (the newest
   ``_MAX_TRACES`` traces), where a run that short is unambiguous.
 
+What the call that produced a text sent or returned visibly (``_visible``: its request's messages and
+tool results, its answer and tool arguments) is not a secret: the stretches of the text of at least
+``MIN_RUN`` letters and digits that it holds are left out of the windows (the rest of the text is
+indexed piece by piece, so a run never extends into them), and a short secret it holds is not searched
+for. The whole text is still an exact value.
+
 ``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
 enters what is queued.
 """
@@ -18,14 +24,17 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import json
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
+from itertools import count
 from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
-from loom_otel.core._scrub._windows import MIN_RUN, WindowIndex, skeleton
+from loom_otel.core._scrub._visible import shown, visible_skeleton
+from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, shared_stretches, skeleton
 
 __all__ = [
     "REMOVED",
@@ -54,9 +63,13 @@ Kept = tuple[str | None, str | None, int]
 """What replaces a captured text or signature: its part's (ref, digest, size); ref and digest ``None``
 where nothing readable was kept."""
 _Capture = tuple[Any, ...]
-"""One call's capture as ``remember`` queues it, flat: the trace id, then text, signature, ref, digest and
-size of each part."""
+"""One call's capture as ``remember`` queues it, flat: the trace id, the capture's number (what the call
+showed is kept apart under it, ``_Registry.visible``), then text, signature, ref, digest and size of
+each part: plain values only, which the garbage collector stops tracking."""
+_MAX_SHOWN: Final = 16
+"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
 _PIECE: Final = 5
+_FIRST: Final = 2
 
 
 class _Needles:
@@ -89,6 +102,24 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
+def _unseen(text: str, seen: bytes) -> list[str]:
+    """The pieces of ``text`` between its stretches that ``seen`` (a skeleton of visible text) holds."""
+    if not seen:
+        return [text]
+    data = text.encode("utf-8", "surrogatepass")
+    stretches = shared_stretches(skeleton(data), seen)
+    if not stretches:
+        return [text]
+    places = SkeletonMap(data)
+    pieces, last = [], 0
+    for start, end in stretches:
+        low, high = places.span(start, end)
+        pieces.append(data[last:low])
+        last = high
+    pieces.append(data[last:])
+    return [piece.decode("utf-8", "surrogatepass") for piece in pieces if piece]
+
+
 def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
     """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64."""
     data = text.encode("utf-8", "surrogatepass")
@@ -105,9 +136,25 @@ class _Registry:
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
+        self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
+        self._numbers = count()
 
-    def captured(self, capture: _Capture) -> None:
-        self._captured.append(capture)  # atomic: no lock on the model call's path
+    def captured(self, capture: list[object], shown: object) -> None:
+        """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
+        number = next(self._numbers)  # atomic, as the appends: no lock on the model call's path
+        capture[1] = number
+        if shown is not None:
+            self._shown.append((number, shown))
+        self._captured.append(tuple(capture))
+
+    def _seen(self, number: int) -> bytes:
+        """The skeleton of what capture ``number``'s call showed (taken out: read once), else nothing."""
+        for entry in list(self._shown):
+            if entry[0] == number:
+                with contextlib.suppress(ValueError):  # another thread took it, or it was pushed out
+                    self._shown.remove(entry)
+                return visible_skeleton(entry[1])
+        return b""
 
     def enter_captured(self) -> None:
         captured = self._captured
@@ -117,32 +164,45 @@ class _Registry:
             except IndexError:  # another thread entered the last one
                 return
             trace_id: int = capture[0]
-            for i in range(1, len(capture), _PIECE):
+            seen: bytes | None = None
+            for i in range(_FIRST, len(capture), _PIECE):
                 text, signature, ref, digest, size = capture[i : i + _PIECE]
                 if text:
-                    self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id)
+                    if seen is None:
+                        seen = self._seen(capture[1])
+                    self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id, seen)
                 if signature:
                     self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
-    def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int) -> None:
-        if self._add(text, replacement, kept, trace_id):
-            self.windows.add(*_text_forms(text), replacement)
+    def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> None:
+        """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly."""
+        if self._add(text, replacement, kept, trace_id, seen):
+            forms: list[bytes] = []
+            encoded: list[bytes] = []
+            for piece in _unseen(text, seen):
+                piece_forms, piece_encoded = _text_forms(piece)
+                forms += piece_forms
+                encoded += piece_encoded
+            self.windows.add(forms, encoded, replacement)
 
     def add_signature(self, signature: str | bytes, replacement: str, kept: Kept, trace_id: int) -> None:
         forms = list(signature_forms(signature))
         if any([self._add(form, replacement, kept, trace_id) for form in forms]):
             self.windows.add([skeleton(forms[0].encode())], (), replacement)
 
-    def _add(self, secret: str, replacement: str, kept: Kept, trace_id: int) -> bool:
-        """Enter ``secret`` as an exact value (and a short needle of its trace); True when its
-        replacement is new (its windows are to be indexed)."""
+    def _add(self, secret: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> bool:
+        """Enter ``secret`` as an exact value (and a short needle of its trace, unless ``seen`` holds it);
+        True when its replacement is new (its windows are to be indexed)."""
+        short = skeleton(secret.encode("utf-8", "replace"))
+        visible = bool(short) and short in seen
+        needle = len(secret) >= _MIN_NEEDLE and bool(trace_id) and len(short) < MIN_RUN and not visible
         with self._lock:
             old = self._exact.get(secret)
             self._exact[secret] = (replacement, *kept)
             self._exact.move_to_end(secret)
             while len(self._exact) > _MAX_ENTRIES:
                 self._exact.popitem(last=False)
-            if len(secret) >= _MIN_NEEDLE and trace_id and len(skeleton(secret.encode("utf-8", "replace"))) < MIN_RUN:
+            if needle:
                 needles = self._traces.get(trace_id)
                 if needles is None:
                     needles = self._traces[trace_id] = _Needles()
@@ -182,6 +242,7 @@ class _Registry:
     def clear(self) -> None:
         with self._lock:
             self._captured.clear()
+            self._shown.clear()
             self._exact.clear()
             self._traces.clear()
         self.windows.clear()
@@ -207,13 +268,18 @@ def signature_forms(signature: str | bytes) -> Iterable[str]:
     yield base64.urlsafe_b64encode(signature).decode()
 
 
-def remember(reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int) -> None:
+def remember(
+    reasonings: Sequence[Reasoning], parts: Sequence[ReasoningPart], trace_id: int, visible: object = None
+) -> None:
     """Remember what one call (of trace ``trace_id``) captured: each text and signature with the
-    reference that replaces it (entered when the registry is next asked, not on the model call's path)."""
-    capture: list[object] = [trace_id]
+    reference that replaces it; ``visible``: what the call sent and returned visibly (its request's
+    keyword arguments and its answer's messages, ``_visible``), no secret. Entered, and ``visible``
+    read, when the registry is next asked, not on the model call's path (where only its top-level
+    lists are copied: a conversation the application appends to later is read as it was sent)."""
+    capture: list[object] = [trace_id, None]
     for r, p in zip(reasonings, parts, strict=False):
         capture += (r.text, r.signature, p.text_ref, p.digest, p.size)
-    registry.captured(tuple(capture))
+    registry.captured(capture, shown(visible) if visible is not None else None)
 
 
 def sight(reasonings: Sequence[Reasoning], trace_id: int) -> None:

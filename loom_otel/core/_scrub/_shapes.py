@@ -15,6 +15,7 @@ import re
 from typing import Any, Final
 
 from loom_otel.core._scrub._registry import REMOVED, registry
+from loom_otel.core._scrub._visible import is_reasoning_part
 
 __all__ = ["is_marker", "may_hold_reasoning", "replacement", "scrub_json", "walk"]
 
@@ -59,7 +60,7 @@ def _scrub_part(node: dict[str, Any]) -> bool:
                 if isinstance(item, dict) and isinstance(item.get("text"), str) and item["text"]:
                     item["text"] = replacement(item["text"])
                     changed = True
-    if kind in _TEXT_TYPES or kind == "redacted_thinking" or node.get("thought") is True:
+    if is_reasoning_part(node):
         for key in _SIGNATURE_KEYS:
             value = node.get(key)
             if isinstance(value, str) and value:

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, count
 from typing import Final
 
-__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "skeleton"]
+__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "shared_stretches", "skeleton"]
 
 WINDOW: Final = 12
 STEP: Final = 8
@@ -267,6 +267,44 @@ def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
                 break
         else:
             return i
+
+
+def shared_stretches(form: bytes, other: bytes) -> list[tuple[int, int]]:
+    """The stretches (start, end) of ``form`` that ``other`` holds too, each of at least ``MIN_RUN``
+    bytes, merged and in order: ``other``'s windows at every ``STEP``-th position (the fewer, for the
+    larger text) against ``form``'s checked windows (the same C-level pre-filter as a record's), then each
+    shared window extended both ways along its first ``_FEW`` places in each."""
+    if len(form) < MIN_RUN or len(other) < MIN_RUN:
+        return []
+    shared = set(_every(other)).intersection(_windows_of(form))
+    found: list[tuple[int, int]] = []
+    for at, window in sorted((form.find(window), window) for window in shared):
+        if any(start <= at < end for start, end in found):
+            continue  # inside a stretch already found
+        best = (at, at)
+        for here in _places(form, window):
+            for there in _places(other, window):
+                start = here - _common_back(form, here, other, there)
+                end = here + _common(form, here, other, there)
+                if end - start > best[1] - best[0]:
+                    best = (start, end)
+        if best[1] - best[0] >= MIN_RUN:
+            found.append(best)
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _places(data: bytes, window: bytes) -> Iterator[int]:
+    """The first ``_FEW`` places of ``window`` in ``data``."""
+    at, left = data.find(window), _FEW
+    while at >= 0 and left:
+        yield at
+        at, left = data.find(window, at + 1), left - 1
 
 
 class SkeletonMap:

@@ -273,7 +273,7 @@ def response_info(message: Any, request: RequestInfo) -> ResponseInfo:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
     _usage_attributes([getattr(message, "usage", None)], attributes)
     model = getattr(message, "model", None)
-    content = _output_messages(message, reasons) if request.records_content else None
+    content = _output_messages(message, reasons)  # recorded with content capture on; the scrubber reads it
     return ResponseInfo(
         model=str(model) if model else None,
         attributes=attributes,
@@ -386,7 +386,7 @@ class MessageStreamAccumulator:
         if reasons:
             attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
         _usage_attributes(self._usages, attributes)  # the start message's usage is the first of them
-        content = self._output_messages(reasons) if self._request.records_content else None
+        content = self._output_messages(reasons)  # recorded with content capture on; the scrubber reads it
         info = ResponseInfo(
             model=str(model) if model else None,
             attributes=attributes,

@@ -396,7 +396,7 @@ class ResponseAccumulator:
         output = attributes.get(attr.GEN_AI_USAGE_OUTPUT_TOKENS)
         if isinstance(thoughts, int):
             attributes[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = thoughts + (output if isinstance(output, int) else 0)
-        content = self._output_messages() if self._request.records_content else None
+        content = self._output_messages()  # recorded with content capture on; the scrubber reads it always
         return ResponseInfo(model=self._model, attributes=attributes, output_messages=content, layout=self._layout())
 
     def _layout(self) -> tuple[str, ...]:

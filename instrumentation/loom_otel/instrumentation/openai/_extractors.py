@@ -292,7 +292,7 @@ def chat_response_info(completion: Any, request: RequestInfo) -> ResponseInfo:
     if reasons:
         attributes[attr.GEN_AI_RESPONSE_FINISH_REASONS] = finish_reasons(reasons, CHAT_FINISH_REASONS)
     _chat_usage(getattr(completion, "usage", None), attributes)
-    content = _chat_output(completion) if request.records_content else None
+    content = _chat_output(completion)  # recorded with content capture on; the scrubber reads it
     return ResponseInfo(model=model, attributes=attributes, output_messages=content, layout=_chat_layout(completion))
 
 
@@ -452,13 +452,9 @@ def responses_response_info(response: Any, request: RequestInfo) -> ResponseInfo
         _set_int(attributes, attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, getattr(details, "reasoning_tokens", None))
         cached = getattr(usage, "input_tokens_details", None)
         _set_int(attributes, attr.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, getattr(cached, "cached_tokens", None))
-    content = None
-    if request.records_content:
-        content = _responses_items(getattr(response, "output", None), answer=True) or [
-            {"role": "assistant", "parts": []}
-        ]
-        if reason is not None:
-            content[-1]["finish_reason"] = reason
+    content = _responses_items(getattr(response, "output", None), answer=True) or [{"role": "assistant", "parts": []}]
+    if reason is not None:  # recorded with content capture on; the scrubber reads it always
+        content[-1]["finish_reason"] = reason
     layout = _responses_layout(getattr(response, "output", None))
     return ResponseInfo(model=model, attributes=attributes, output_messages=content, layout=layout)
 

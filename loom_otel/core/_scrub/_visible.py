@@ -1,0 +1,88 @@
+"""What one model call sent or returned visibly: the request's messages (tool results included), the
+answer's text and its tool calls' arguments. None of it is a secret: a thought that restates the user's
+prompt, quotes a tool's output or plans the answer shares long runs with it, and those runs are not
+searched for (``_registry``), so the conversation around a thought is exported intact.
+
+The texts are read from the request the application passed (any SDK's: mappings, sequences and pydantic
+models) and from the answer in the conventions' message shape, leaving out every reasoning part
+(``is_reasoning_part``, which ``_shapes`` reads too) and signature field; at most ``MAX_VISIBLE`` bytes
+of skeleton per call are kept, beyond which the rest counts as not visible (more is removed, never less).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from loom_otel.core._scrub._windows import skeleton
+
+__all__ = ["MAX_VISIBLE", "REASONING_KEYS", "is_reasoning_part", "shown", "visible_skeleton"]
+
+MAX_VISIBLE: Final = 1 << 20
+"""The most skeleton bytes of one call's visible text considered (1 MiB)."""
+_MAX_DEPTH: Final = 24
+_PART_TYPES: Final = frozenset({"reasoning", "thinking", "redacted_thinking"})
+REASONING_KEYS: Final = frozenset(
+    {
+        "signature",
+        "thought_signature",
+        "thoughtSignature",
+        "reasoning_signature",
+        "encrypted_content",
+        "reasoning_content",
+        "reasoning",
+    }
+)
+"""Keys whose value is a reasoning text or signature (or a request's reasoning settings) wherever they
+stand: never visible text."""
+
+
+def is_reasoning_part(node: Mapping[str, Any]) -> bool:
+    """Whether a JSON object (or a model's fields) is a reasoning part: ``thinking``, ``reasoning`` or
+    ``redacted_thinking`` typed, or a Gemini part with ``thought`` set."""
+    return node.get("type") in _PART_TYPES or node.get("thought") is True
+
+
+def shown(sources: object) -> object:
+    """``sources`` as the call showed them, for later reading: the lists a mapping (the request's keyword
+    arguments) or a tuple of them holds are copied (one level, C-level), so a conversation appended to
+    after the call is read as it was sent."""
+    if isinstance(sources, tuple):
+        return tuple([shown(source) for source in sources])
+    if isinstance(sources, Mapping):
+        return {key: list(value) if isinstance(value, list) else value for key, value in sources.items()}
+    return sources
+
+
+def visible_skeleton(*sources: object) -> bytes:
+    """The skeleton of every visible text in ``sources`` (a request's keyword arguments, the answer's
+    messages), joined, at most ``MAX_VISIBLE`` bytes."""
+    pieces: list[bytes] = []
+    _collect(sources, pieces, [MAX_VISIBLE], 0)
+    return b"".join(pieces)
+
+
+def _collect(value: Any, pieces: list[bytes], budget: list[int], depth: int) -> None:
+    if budget[0] <= 0 or depth > _MAX_DEPTH:
+        return
+    if isinstance(value, str):
+        if value:
+            piece = skeleton(value.encode("utf-8", "surrogatepass"))[: budget[0]]
+            pieces.append(piece)
+            budget[0] -= len(piece)
+        return
+    if isinstance(value, Mapping):
+        if is_reasoning_part(value):
+            return
+        for key, item in value.items():
+            if key not in REASONING_KEYS:
+                _collect(key, pieces, budget, depth + 1)
+                _collect(item, pieces, budget, depth + 1)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _collect(item, pieces, budget, depth + 1)
+        return
+    fields = getattr(type(value), "model_fields", None)  # a pydantic model (the SDKs' request and answer types)
+    if isinstance(fields, Mapping):
+        _collect({name: getattr(value, name, None) for name in fields}, pieces, budget, depth)
