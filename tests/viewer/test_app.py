@@ -202,9 +202,9 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
     class CountingStore(FileReasoningStore):
         gets = 0
 
-        def get(self, ref, *, tenant, execution_id):
+        def unsealed(self, ref, *, tenant, execution_id):  # the viewer reads a blob with its sealed audience
             CountingStore.gets += 1
-            return super().get(ref, tenant=tenant, execution_id=execution_id)
+            return super().unsealed(ref, tenant=tenant, execution_id=execution_id)
 
     app = create_app(
         root / "journal",
