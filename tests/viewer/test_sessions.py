@@ -148,3 +148,21 @@ def test_an_execution_id_with_a_slash_opens_from_the_list(tmp_path: Path):
             page = httpx2.get(f"{server.url}{path}", headers=bearer("bob"), timeout=30)
             assert page.status_code == 200 and BOB_TEXT in page.text
     assert os.path.isdir(root / "reads")
+
+
+def test_a_session_ends_by_a_day_and_a_jwt_session_by_its_exp():
+    import base64
+    import json
+    import time
+
+    from loom_otel.viewer._sessions import SESSION_SECONDS, Sessions
+
+    sessions, now = Sessions(), time.time()
+    value = sessions.start("alice", TOKENS["alice"], now=now)
+    assert sessions.principal(value, now=now + 60) == "alice"
+    assert sessions.principal(value, now=now + SESSION_SECONDS + 1) is None
+    claims = base64.urlsafe_b64encode(json.dumps({"sub": "bob", "exp": int(now) + 300}).encode()).decode().rstrip("=")
+    jwt_session = sessions.start("bob", f"eyJhbGciOiJSUzI1NiJ9.{claims}.c2ln", now=now)
+    assert sessions.principal(jwt_session, now=now + 60) == "bob"
+    assert sessions.principal(jwt_session, now=now + 301) is None
+    assert Sessions().principal(value, now=now + 60) is None  # another server key: not a session of ours

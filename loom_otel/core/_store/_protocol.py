@@ -6,7 +6,8 @@ envelope, so the same text captured by two executions is two blobs, and ``get`` 
 alike for "absent", "erased" and "sealed to another execution or tenant". ``exists`` (an audit-only
 question, never used to serve text) tells an erased blob from one that is present but does not open.
 ``unsealed`` (``AudienceStore``: every built-in store) answers the same, with the audience sealed with the
-text (principal and owner): the reading rule runs on that, never on a record naming the blob.
+text (principal and owner): the reading rule runs on that, never on a record naming the blob. A reader
+given a store without it takes every blob as sealed with no audience (its tenant's auditors only).
 
 Digests (``LOOM_OTEL_DIGEST``). The default, ``sha256``, is the plain SHA-256 of the UTF-8 text: anyone
 holding a record can check a guessed text against it, forever, even after the blob is erased (a
