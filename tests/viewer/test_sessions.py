@@ -166,3 +166,48 @@ def test_a_session_ends_by_a_day_and_a_jwt_session_by_its_exp():
     assert sessions.principal(jwt_session, now=now + 60) == "bob"
     assert sessions.principal(jwt_session, now=now + 301) is None
     assert Sessions().principal(value, now=now + 60) is None  # another server key: not a session of ours
+
+
+@pytest.mark.slow
+def test_serve_with_two_workers_shares_sessions_and_answers_only_its_hosts(captured: Captured, tmp_path: Path):
+    """``loom-otel serve --workers 2`` as a person starts it: a session opened by one worker is honoured,
+    and ended, by both (the key file and its sign-outs); a request for another host gets 421."""
+    import subprocess
+    import sys
+
+    from tests.e2e_trail.receiver import free_port
+    from tests.e2e_trail.test_phoenix import wait_until
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [
+        sys.executable, "-m", "loom_otel.cli", "serve", "--journal", str(captured.journal),
+        "--store", captured.store_url, "--tokens", str(captured.tokens), "--policy", str(captured.policy),
+        "--reads-journal", str(tmp_path / "reads"), "--port", str(port), "--workers", "2",
+        "--public-url", "https://viewer.example/",
+    ]  # fmt: skip
+    with (tmp_path / "serve.log").open("ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(lambda: httpx2.get(f"{base}/signin", timeout=2).status_code == 200, 60, "loom-otel serve")
+            with httpx2.Client(base_url=base, timeout=30) as client:
+                value = _signed_in(client, "bob")
+            key = tmp_path / "state" / "loom-otel" / "viewer-session.key"  # XDG_STATE_HOME (tests/conftest.py)
+            assert key.exists() and oct(key.stat().st_mode & 0o777) == "0o600"
+            cookies = {"loom_otel_session": value}
+            answers = [httpx2.get(f"{base}{BOB_PAGE}", cookies=cookies, timeout=30).status_code for _ in range(12)]
+            assert answers == [200] * 12  # two workers, one session
+            ended = httpx2.get(f"{base}/signout", cookies=cookies, headers=SAME_SITE, timeout=30)
+            assert ended.status_code == 303
+            answers = [httpx2.get(f"{base}{BOB_PAGE}", cookies=cookies, timeout=30).status_code for _ in range(12)]
+            assert answers == [404] * 12  # signed out on one worker: refused by both
+            rebound = httpx2.get(f"{base}{BOB_PAGE}", headers={**bearer("bob"), "Host": "attacker.example"})
+            assert rebound.status_code == 421
+            public = httpx2.get(f"{base}{BOB_PAGE}", headers={**bearer("bob"), "Host": "viewer.example"})
+            assert public.status_code == 200
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
