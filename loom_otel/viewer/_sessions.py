@@ -52,7 +52,8 @@ def _unb64(text: str) -> bytes:
 
 def load_session_key(path: str | os.PathLike[str]) -> bytes:
     """The server key in ``path``, made (32 random bytes, mode 0600, in a 0700 directory when the
-    directory is new) when absent; a concurrent maker's key wins and both use it."""
+    directory is new) when absent; a concurrent maker's key wins and both use it. A key others may read
+    or shorter than 32 bytes is a ``ReasoningConfigError``."""
     where = Path(path).expanduser()
     try:
         key = where.read_bytes()
@@ -80,6 +81,8 @@ def load_session_key(path: str | os.PathLike[str]) -> bytes:
         raise ReasoningConfigError(f"session key {str(where)!r} cannot be read ({exc.strerror or exc})") from None
     if len(key) < _KEY_BYTES:
         raise ReasoningConfigError(f"session key {str(where)!r} is shorter than {_KEY_BYTES} bytes")
+    if os.stat(where).st_mode & 0o077:  # whoever reads it can make a session for anyone
+        raise ReasoningConfigError(f"session key {str(where)!r} is readable by others (chmod 600 it)")
     return key
 
 

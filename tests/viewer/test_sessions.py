@@ -168,6 +168,17 @@ def test_a_session_ends_by_a_day_and_a_jwt_session_by_its_exp():
     assert Sessions().principal(value, now=now + 60) is None  # another server key: not a session of ours
 
 
+def test_a_session_key_others_can_read_is_refused(tmp_path: Path):
+    from loom_otel.viewer._sessions import load_session_key
+
+    key = tmp_path / "session.key"
+    made = load_session_key(key)
+    assert len(made) == 32 and load_session_key(key) == made and oct(key.stat().st_mode & 0o777) == "0o600"
+    key.chmod(0o644)
+    with pytest.raises(ReasoningConfigError, match="readable by others"):
+        load_session_key(key)
+
+
 @pytest.mark.slow
 def test_serve_with_two_workers_shares_sessions_and_answers_only_its_hosts(captured: Captured, tmp_path: Path):
     """``loom-otel serve --workers 2`` as a person starts it: a session opened by one worker is honoured,
