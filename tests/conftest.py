@@ -37,6 +37,7 @@ def _clean_loom_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ANTHROPIC_OPEN_TELEMETRY", "false")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the default journal's home
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the capture indexes' home
     monkeypatch.chdir(tmp_path)
     # Unsigned checkpoints warn once per process, so which test would see it depends on the order;
     # the test of that warning resets the flag (tests/journal/test_journal.py).

@@ -133,7 +133,7 @@ def read_reasoning_bounded(
     """The first parts of ``query`` in log order, within ``limits`` (default 256 parts, 1 MiB).
 
     ``index_path`` overrides where the index of a journal directory or collector file is kept
-    (default: beside it, ``<source>.loom-index.sqlite``).
+    (default: in the private index directory, ``index_path_for``).
     """
     limits = limits or ReasoningLimits()
     if not isinstance(source, (str, os.PathLike)):

@@ -1,5 +1,7 @@
-"""The capture index: an SQLite file beside a journal (or a collector file) that makes a bounded query
-cost independent of the journal's size.
+"""The capture index: an SQLite file per journal (or collector file) that makes a bounded query cost
+independent of the journal's size. It is a cache kept in a directory only its owner can write
+(``index_directory``), never beside the journal or at a guessable temporary path, and nothing read from it
+decides access: a reader's rule runs on each line read back and on the audience sealed with each blob.
 
 It holds no reasoning and no digest: per capture record only the selection keys (execution, tenant,
 step, log order) and where the record's line is (file, offset, length). A query selects rows, then
@@ -14,8 +16,10 @@ in place (same size, new mtime) triggers a full rebuild. The index is a cache: d
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,9 +27,11 @@ from pathlib import Path
 from typing import Final
 
 from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
+from loom_otel.core._config import APP_NAME
 from loom_otel.core._journal._reader import all_segments
+from loom_otel.core._private import private_directory
 
-__all__ = ["AudienceRow", "CaptureIndex", "IndexRow", "StaleIndexError", "index_path_for"]
+__all__ = ["AudienceRow", "CaptureIndex", "IndexRow", "StaleIndexError", "index_directory", "index_path_for"]
 
 INDEX_VERSION: Final = "2"
 _BATCH: Final = 20_000
@@ -45,14 +51,37 @@ def _audience(record: CaptureRecord) -> tuple[str | None, str | None, int]:
     return (record.principal, record.owner, len(record.kinds))
 
 
+def _keys(record: CaptureRecord) -> tuple[str, str | None, str | None, str | None]:
+    """What a line read back must still say for its row: execution, tenant and audience."""
+    return (record.execution_id, record.tenant, record.principal, record.owner)
+
+
 class StaleIndexError(Exception):
     """An indexed line no longer says what the index recorded (the journal was rewritten)."""
 
 
+_fallback: list[Path] = []
+"""This process's own private temporary directory, made once when the user's cache cannot be used."""
+
+
+def index_directory() -> Path:
+    """Where the indexes live: ``index`` in the user's cache directory (``$XDG_CACHE_HOME/loom-otel``, else
+    ``~/.cache/loom-otel`` on Linux), mode 0700; where that is not this user's alone, a directory
+    ``tempfile.mkdtemp`` makes for this process (unguessable, 0700; the index is rebuilt per process)."""
+    from platformdirs import user_cache_path
+
+    try:
+        return private_directory(user_cache_path(APP_NAME, appauthor=False) / "index")
+    except OSError:
+        if not _fallback:
+            _fallback.append(Path(tempfile.mkdtemp(prefix="loom-otel-index-")))
+        return _fallback[0]
+
+
 def index_path_for(source: Path) -> Path:
-    """Where the index of ``source`` lives: beside it, ``<source>.loom-index.sqlite``."""
-    source = source.absolute()
-    return source.with_name(source.name + ".loom-index.sqlite")
+    """Where the index of ``source`` lives: in ``index_directory``, named by a hash of its absolute path."""
+    name = hashlib.sha256(str(source.absolute()).encode()).hexdigest()[:32]
+    return index_directory() / f"{name}.sqlite"
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +292,7 @@ class CaptureIndex:
                 line = os.pread(fd, row.length, row.offset)
                 origin, seq = row.origin, row.seq
                 record = next((r for r in self._parse(line) if r.seq == seq and (r.origin or origin) == origin), None)
-                if record is None or record.execution_id != row.execution_id or record.tenant != row.tenant:
+                if record is None or _keys(record) != (row.execution_id, row.tenant, row.principal, row.owner):
                     raise StaleIndexError(f"index {str(self.path)!r} no longer matches {str(self.source)!r}")
                 yield record
         finally:

@@ -11,7 +11,8 @@ Per part, ``status`` is one of:
 - ``missing``: the blob is gone and no tombstone accounts for it: lost evidence, never a lawful erasure;
 - ``digest-mismatch``: a blob is there but does not open for the queried execution (copied from
   another execution or tenant, a damaged seal) or its bytes do not match the recorded size and
-  digest (a flipped byte); its bytes are never returned;
+  digest (a flipped byte), or, read for a reader (``PartResolver(admits=...)``), its sealed audience
+  refuses that reader; its bytes are never returned;
 - ``empty``: the vendor returned no readable text (display omitted);
 - ``not-kept``: readable text existed but capture was off or no store was configured (``omitted``).
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
@@ -32,7 +33,14 @@ from loom_otel.audit._tombstones import Tombstone, TombstoneIndex
 from loom_otel.core._canonical import text_of
 from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import ReasoningKind
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, digest_matches, scope_of
+from loom_otel.core._store._protocol import (
+    AudienceStore,
+    DigestKeyStore,
+    ReasoningStore,
+    Unsealed,
+    digest_matches,
+    scope_of,
+)
 
 __all__ = [
     "AttemptReading",
@@ -160,10 +168,24 @@ def recorded_status(record: CaptureRecord, index: int) -> PartStatus | None:
     return None
 
 
+Admits = Callable[[str | None, str | None], bool]
+"""Whether a reader may read a blob sealed to (principal, owner) in the resolver's tenant (the reading rule)."""
+
+
 class PartResolver:
     """Reads parts of one (tenant, execution) from the store; the digest key is fetched at most once."""
 
-    __slots__ = ("_execution_id", "_key", "_key_loaded", "_scope", "_store", "_tenant", "_tombstones")
+    __slots__ = (
+        "_admits",
+        "_execution_id",
+        "_key",
+        "_key_loaded",
+        "_opened",
+        "_scope",
+        "_store",
+        "_tenant",
+        "_tombstones",
+    )
 
     def __init__(
         self,
@@ -171,9 +193,14 @@ class PartResolver:
         tenant: str | None,
         execution_id: str,
         source: ReasoningSource | TombstoneIndex | None = None,
+        *,
+        admits: Admits | None = None,
     ) -> None:
         """``source``: where the capture records came from (or its tombstones, shared by several
-        resolvers); its tombstones tell ``erased`` from ``missing``."""
+        resolvers); its tombstones tell ``erased`` from ``missing``. ``admits``: the reader's rule, run on
+        the audience sealed with each blob (``admitted``); a blob it refuses never gives its text."""
+        self._admits = admits
+        self._opened: dict[str, Unsealed | None] = {}
         self._tombstones = source if isinstance(source, TombstoneIndex) else TombstoneIndex(source)
         self._store = store
         self._tenant = tenant
@@ -200,6 +227,38 @@ class PartResolver:
         tombstone = self._tombstones.covering(self._tenant, self._execution_id, captured)
         return (PartStatus.MISSING, None) if tombstone is None else (PartStatus.ERASED, tombstone)
 
+    def _open(self, ref: str, *, keep: bool = False) -> Unsealed | None:
+        """The blob at ``ref`` opened for this execution, with its sealed audience (none from a store that
+        cannot tell it: its tenant's auditors only). ``keep``: held for the part's ``resolve``, which takes
+        it (a blob checked by ``admitted`` is not read twice, and no text is held past its part)."""
+        if ref in self._opened:
+            return self._opened[ref] if keep else self._opened.pop(ref)
+        opened: Unsealed | None = None
+        if isinstance(self._store, AudienceStore):
+            opened = self._store.unsealed(ref, tenant=self._tenant, execution_id=self._execution_id)
+        elif self._store is not None:
+            body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
+            opened = None if body is None else Unsealed(body, None, None)
+        if keep:
+            self._opened[ref] = opened
+        return opened
+
+    def _refuses(self, opened: Unsealed) -> bool:
+        return self._admits is not None and not self._admits(opened.principal, opened.owner)
+
+    def admitted(self, record: CaptureRecord) -> bool:
+        """Whether the reader may see ``record``: no blob it names opens with an audience the reader's rule
+        refuses (a record only points to a blob; it never widens who may read it). Without ``admits``:
+        always."""
+        if self._admits is None or self._store is None:
+            return True
+        for index, ref in enumerate(record.refs):
+            if recorded_status(record, index) is None:
+                opened = self._open(ref, keep=True)
+                if opened is not None and self._refuses(opened):
+                    return False
+        return True
+
     def resolve(self, record: CaptureRecord, index: int, *, received: bool) -> PartReading:
         ref, digest, size = record.refs[index], record.digests[index], record.sizes[index]
         kind = part_kind(record, index)
@@ -211,14 +270,14 @@ class PartResolver:
         elif self._store is None:
             status = PartStatus.STORED
         else:
-            body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
-            if body is None:
+            opened = self._open(ref)
+            if opened is None:
                 status, erasure = self._absent(ref, record.time)
-            elif len(body) != size or not self._matches(body, digest):
-                status = PartStatus.DIGEST_MISMATCH
+            elif self._refuses(opened) or len(opened.body) != size or not self._matches(opened.body, digest):
+                status = PartStatus.DIGEST_MISMATCH  # a blob whose sealed audience refuses the reader: no text
             else:
                 status = PartStatus.OK
-                text = Untrusted(text_of(body), origin=f"llm-reasoning:{record.step_id}")
+                text = Untrusted(text_of(opened.body), origin=f"llm-reasoning:{record.step_id}")
         return PartReading(
             record.step_id, record.attempt, received, index, kind, status, size, digest, ref, text, erasure
         )

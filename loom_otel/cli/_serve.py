@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir
+from loom_otel.core._config import default_journal_dir, default_session_key
 from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
 
 __all__ = ["register", "run"]
@@ -78,6 +78,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
     parser.add_argument(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help=f"where readers reach the viewer (default: ${env.LOOM_OTEL_VIEWER_URL}); only its host is answered "
+        "(and loopback names when bound to loopback); required with --trusted-proxy on other addresses",
+    )
+    parser.add_argument(
+        "--session-key",
+        default=None,
+        metavar="FILE",
+        help="key file of browser sessions, shared by the workers (default: viewer-session.key in the user's "
+        "state directory; made when absent)",
+    )
+    parser.add_argument(
         "--retention",
         default=None,
         help=f"erase what is older (30d, 12h, none; default: ${env.LOOM_OTEL_RETENTION}); needs --journal",
@@ -116,6 +130,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         trace_url=args.trace_url,
         secure_cookie=args.secure_cookie,
         forward=args.forward,
+        session_key=str(Path(args.session_key or default_session_key()).expanduser().absolute()),
+        public_url=args.public_url or os.environ.get(env.LOOM_OTEL_VIEWER_URL) or None,
+        bind=args.host,
     )
     try:
         settings.check()

@@ -64,6 +64,14 @@ def default_journal_dir() -> Path:
     return user_state_path(APP_NAME, appauthor=False) / "journal"
 
 
+def default_session_key() -> Path:
+    """The key file of ``loom-otel serve``'s browser sessions when ``--session-key`` names none:
+    ``viewer-session.key`` in the user's state directory. Nothing is created here."""
+    from platformdirs import user_state_path
+
+    return user_state_path(APP_NAME, appauthor=False) / "viewer-session.key"
+
+
 class _DeltaSink(Protocol):
     def __call__(self, delta: Any, /) -> object: ...
 

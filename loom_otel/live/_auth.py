@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import inspect
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, TypeAlias
 
@@ -25,6 +26,7 @@ __all__ = [
     "TENANT_HEADER",
     "TOKEN_COOKIE",
     "Authenticator",
+    "TokensFile",
     "authenticate",
     "bearer_authenticator",
     "header_authenticator",
@@ -38,8 +40,8 @@ PRINCIPAL_HEADER: Final = "X-Loom-Principal"
 TENANT_HEADER: Final = "X-Loom-Tenant"
 MIN_TOKEN_LENGTH: Final = 16
 TOKEN_COOKIE: Final = "loom_otel_token"
-"""The viewer's sign-in cookie (HttpOnly, SameSite=Strict): the token a browser presents in place of the
-``Authorization`` header it cannot set."""
+"""A cookie holding a token itself, read only by authenticators built with ``cookie=True`` (for an
+application that sets one); the viewer's sign-in cookie holds a session instead (``viewer._sessions``)."""
 _SHA256_PREFIX: Final = "sha256:"
 _JWT_ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Asymmetric only: a key set names public keys, never a shared secret (no ``HS*``, never ``none``)."""
@@ -140,14 +142,11 @@ async def authenticate(authenticator: Authenticator, connection: HTTPConnection)
     return result if isinstance(result, Viewer) else None
 
 
-def tokens_file_authenticator(path: str | os.PathLike[str], *, cookie: bool = True) -> Authenticator:
-    """Static tokens from a TOML file: ``[tokens]`` maps each principal to its token, or to
-    ``"sha256:<hex>"`` of it (so the file need not hold the token). Presented as ``Authorization:
-    Bearer`` (or, with ``cookie``, the viewer's sign-in cookie). The viewer has no tenant: the tenant is
-    what the request asks for, and the reading rule decides."""
+def _read_tokens(where: str) -> dict[bytes, Viewer]:
+    """The tokens file's table: SHA-256 digest of each token -> its principal (``ReasoningConfigError``
+    naming the file and what is wrong)."""
     import tomllib
 
-    where = os.fspath(path)
     try:
         with open(where, "rb") as fh:
             document = tomllib.load(fh)
@@ -177,12 +176,65 @@ def tokens_file_authenticator(path: str | os.PathLike[str], *, cookie: bool = Tr
         else:
             digest = _digest(token)
         digests[digest] = Viewer(principal.strip())
+    return digests
 
-    def authenticator(connection: HTTPConnection) -> Viewer | None:
-        token = presented_token(connection, cookie=cookie)
-        return digests.get(_digest(token)) if token else None
 
-    return authenticator
+class TokensFile:
+    """The authenticator of a static tokens file (``tokens_file_authenticator``), read again whenever the
+    file changes: a token removed while the server runs proves nobody from the next request on. A file
+    that becomes unreadable or invalid proves nobody until it is fixed (logged)."""
+
+    __slots__ = ("_cookie", "_digests", "_lock", "_path", "_stamp")
+
+    def __init__(self, path: str | os.PathLike[str], *, cookie: bool = False) -> None:
+        self._path = os.fspath(path)
+        self._cookie = cookie
+        self._lock = threading.Lock()
+        self._stamp = self._stat()
+        self._digests = _read_tokens(self._path)
+
+    def _stat(self) -> tuple[int, int, int, int] | None:
+        try:
+            found = os.stat(self._path)
+        except OSError:
+            return None
+        return (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+    def _current(self) -> dict[bytes, Viewer]:
+        stamp = self._stat()
+        with self._lock:
+            if stamp == self._stamp:
+                return self._digests
+        digests: dict[bytes, Viewer] = {}
+        if stamp is not None:
+            try:
+                digests = _read_tokens(self._path)
+            except ReasoningConfigError as exc:
+                logger.warning("loom-otel: %s; no token is accepted until it is fixed", exc)
+        else:
+            logger.warning("loom-otel: tokens file %r is gone; no token is accepted", self._path)
+        with self._lock:
+            self._stamp, self._digests = stamp, digests
+        return digests
+
+    def holds(self, principal: str, digest: bytes) -> bool:
+        """Whether the token with SHA-256 ``digest`` still proves ``principal`` (a session's check)."""
+        viewer = self._current().get(digest)
+        return viewer is not None and viewer.principal == principal
+
+    def __call__(self, connection: HTTPConnection) -> Viewer | None:
+        token = presented_token(connection, cookie=self._cookie)
+        return self._current().get(_digest(token)) if token else None
+
+
+def tokens_file_authenticator(path: str | os.PathLike[str], *, cookie: bool = False) -> TokensFile:
+    """Static tokens from a TOML file: ``[tokens]`` maps each principal to its token, or to
+    ``"sha256:<hex>"`` of it (so the file need not hold the token). Presented as ``Authorization:
+    Bearer`` (or, with ``cookie``, a ``loom_otel_token`` cookie an application sets itself; the viewer's
+    sign-in never does: its cookie holds a session, ``viewer._sessions``). The file is read again when it
+    changes. The viewer has no tenant: the tenant is what the request asks for, and the reading rule
+    decides."""
+    return TokensFile(path, cookie=cookie)
 
 
 def jwt_authenticator(
@@ -191,7 +243,7 @@ def jwt_authenticator(
     issuer: str,
     audience: str,
     principal_claim: str = "sub",
-    cookie: bool = True,
+    cookie: bool = False,
     leeway: float = 30.0,
 ) -> Authenticator:
     """OIDC / JWT bearer tokens verified by PyJWT: signature by a key of ``jwks`` (a JWKS file, or an

@@ -206,7 +206,8 @@ def create_app(
     view = _LiveView(hub, store, source, resolve_authenticator(authenticator, trusted_proxy), keepalive)
     return Starlette(
         routes=[
-            Route("/executions/{execution_id}/reasoning", view.stream, methods=["GET"]),
-            Route("/executions/{execution_id}/reasoning/record", view.record, methods=["GET"]),
+            # an execution id may hold "/" (sent percent-encoded; the path arrives decoded)
+            Route("/executions/{execution_id:path}/reasoning", view.stream, methods=["GET"]),
+            Route("/executions/{execution_id:path}/reasoning/record", view.record, methods=["GET"]),
         ]
     )

@@ -3,28 +3,30 @@ index, the journal or archive lines and the store, so any number of workers and 
 
 Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
-``/signin`` / ``/signout`` (a browser's token as an HttpOnly cookie), ``/open?url=`` (a
-``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to its page), and,
-with a ``hub``, the live view at ``/live`` (parts of calls in flight, streamed into the execution
-page). Missing and forbidden answer the same 404; an unauthenticated request too.
+``/signin`` / ``/signout`` (a browser's session as an HttpOnly cookie, ``_sessions``: never the token),
+``/open?url=`` (a ``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to
+its page), and, with a ``hub``, the live view at ``/live`` (parts of calls in flight, streamed into the
+execution page). Missing and forbidden answer the same 404; an unauthenticated request too. With
+``hosts``, a request for any other host answers 421 (DNS rebinding).
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from loom_otel.audit._document import reading_document
 from loom_otel.core._policy import ReadingPolicy
@@ -37,6 +39,7 @@ from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
 from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, list_readable, read_page
 from loom_otel.viewer._reads import ReadLog
+from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
 
 __all__ = ["create_app"]
 
@@ -47,7 +50,6 @@ _SECURITY_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-_COOKIE_DAYS: Final = 1
 _MAX_FORM: Final = 16384
 
 
@@ -92,6 +94,7 @@ class _Viewer:
         trace_url: str | None,
         live: bool,
         secure_cookie: bool,
+        sessions: Sessions,
     ) -> None:
         self.evidence = evidence
         self.store = store
@@ -101,10 +104,24 @@ class _Viewer:
         self.trace_url = trace_url
         self.live = live
         self.secure_cookie = secure_cookie
+        self.sessions = sessions
+
+    async def identify(self, connection: HTTPConnection) -> Viewer | None:
+        """The reader a request proves: by the authenticator (a bearer token), else by a session cookie
+        whose token still proves its principal (``TokensFile.holds``, asked on every request)."""
+        viewer = await authenticate(self.authenticator, connection)
+        if viewer is not None and viewer.principal:
+            return viewer
+        value = connection.cookies.get(SESSION_COOKIE)
+        if not value:
+            return None
+        holds = getattr(self.authenticator, "holds", None)
+        principal = await asyncio.to_thread(self.sessions.principal, value, holds if callable(holds) else None)
+        return None if principal is None else Viewer(principal)
 
     async def reader(self, connection: HTTPConnection) -> str | None:
-        viewer = await authenticate(self.authenticator, connection)
-        return viewer.principal if viewer is not None and viewer.principal else None
+        viewer = await self.identify(connection)
+        return viewer.principal if viewer is not None else None
 
     def _not_found(self, request: Request, reader: str | None, *, html: bool) -> Response:
         if html:
@@ -231,23 +248,29 @@ class _Viewer:
         token = (form.get("token") or [""])[0].strip()
         next_path = _safe_next((form.get("next") or ["/"])[0])
         probe = _TokenProbe(request, token)
-        if not token or await self.reader(probe) is None:
+        viewer = await authenticate(self.authenticator, probe) if token else None
+        if viewer is None or not viewer.principal:
             return HTMLResponse(signin_html(next_path, failed=True), status_code=401, headers=_SECURITY_HEADERS)
         response = RedirectResponse(next_path, status_code=303, headers=_SECURITY_HEADERS)
         response.set_cookie(
-            TOKEN_COOKIE,
-            token,
-            max_age=_COOKIE_DAYS * 86400,
+            SESSION_COOKIE,
+            self.sessions.start(viewer.principal, token),
+            max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
             secure=self.secure_cookie,
         )
+        response.delete_cookie(TOKEN_COOKIE)  # a cookie an earlier version set: it held the token itself
         return response
 
     async def signout(self, request: Request) -> Response:
         if _cross_site(request):
             return _refused_cross_site()
+        value = request.cookies.get(SESSION_COOKIE)
+        if value:
+            await asyncio.to_thread(self.sessions.end, value)  # a replay of the cookie is refused from now on
         response = RedirectResponse("/", status_code=303, headers=_SECURITY_HEADERS)
+        response.delete_cookie(SESSION_COOKIE)
         response.delete_cookie(TOKEN_COOKIE)
         return response
 
@@ -272,6 +295,32 @@ def _refused_cross_site() -> Response:
         status_code=403,
         headers=_SECURITY_HEADERS,
     )
+
+
+def _host_of(value: str) -> str | None:
+    """The host name of a ``Host`` header (no port; IPv6 without brackets; lower case)."""
+    try:
+        return urlsplit(f"//{value}").hostname
+    except ValueError:
+        return None
+
+
+class _OnlyHosts:
+    """Answers only requests for ``hosts`` (their ``Host`` header); any other gets 421 (DNS rebinding:
+    a page of another site whose name resolves to this server)."""
+
+    def __init__(self, app: ASGIApp, hosts: Collection[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower().strip("[]") for h in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "")
+            if _host_of(host) not in self.hosts:
+                response = Response("misdirected request: not a host this server answers\n", status_code=421)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class _TokenProbe(HTTPConnection):
@@ -308,6 +357,8 @@ def create_app(
     secure_cookie: bool = False,
     forward_to: SpanExporter | None = None,
     archive_options: dict[str, Any] | None = None,
+    session_key: str | Path | None = None,
+    hosts: Collection[str] | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
@@ -317,7 +368,9 @@ def create_app(
     (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages;
     ``forward_to`` (an OTLP exporter, say) receives the read records through a ``ChainedSpanExporter``
     on the reads journal, like captures. ``source`` may be an archive's fsspec URL (``s3://bucket/key``;
-    ``archive_options``: the fsspec storage options, default from the environment)."""
+    ``archive_options``: the fsspec storage options, default from the environment). ``session_key``: the
+    key file of browser sessions, shared by every worker (``None``: a key of this process alone);
+    ``hosts``: the only ``Host`` names answered (``None``: any)."""
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
         remote.check()
@@ -330,13 +383,21 @@ def create_app(
         raise ReasoningConfigError(f"no journal directory or collector archive at {str(evidence.source)!r}")
     reads = ReadLog(reads_journal, forward_to)
     view = _Viewer(
-        evidence, store, policy or ReadingPolicy(), authenticator, reads, trace_url, hub is not None, secure_cookie
+        evidence,
+        store,
+        policy or ReadingPolicy(),
+        authenticator,
+        reads,
+        trace_url,
+        hub is not None,
+        secure_cookie,
+        Sessions(session_key),
     )
     routes: list[Route | Mount] = [
         Route("/", view.index, methods=["GET"]),
-        Route("/executions/{execution_id}", view.execution, methods=["GET"]),
+        Route("/executions/{execution_id:path}", view.execution, methods=["GET"]),  # an id may hold "/"
         Route("/api/executions", view.api_index, methods=["GET"]),
-        Route("/api/executions/{execution_id}", view.api_execution, methods=["GET"]),
+        Route("/api/executions/{execution_id:path}", view.api_execution, methods=["GET"]),
         Route("/signin", view.signin_form, methods=["GET"]),
         Route("/signin", view.signin, methods=["POST"]),
         Route("/signout", view.signout, methods=["GET", "POST"]),
@@ -346,7 +407,7 @@ def create_app(
         from loom_otel.live.asgi import create_app as live_app
 
         routes.append(Route("/static/live.js", view.script, methods=["GET"]))
-        live = live_app(hub, store=store, source=evidence.source, authenticator=_tenant_from_query(authenticator))
+        live = live_app(hub, store=store, source=evidence.source, authenticator=_tenant_from_query(view.identify))
         routes.append(Mount("/live", app=live))
 
     @asynccontextmanager
@@ -358,4 +419,6 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.reads = reads
+    if hosts is not None:
+        app.add_middleware(_OnlyHosts, hosts=hosts)
     return app

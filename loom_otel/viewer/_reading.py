@@ -1,12 +1,12 @@
 """What a reader may see of the recorded evidence: the executions (from the capture index alone) and
-one execution's parts, one page at a time. The reading rule (``may_read``) picks the records BEFORE
-any store read, and only the parts of the page asked for are read from the store."""
+one execution's parts, one page at a time. The reading rule (``may_read``) narrows the records BEFORE any
+store read (by the audience each record claims), and only the parts of the page asked for are read from
+the store; then the rule runs again on the audience sealed with each blob, which alone admits: a record
+naming a blob whose envelope refuses the reader is not shown (a record, an archive line or an index row
+only points to a blob; it never widens who may read it)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -39,7 +39,7 @@ class ExecutionRow:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """Where the evidence is: a journal directory or a collector ``file`` exporter archive (the source
-    of the capture index, kept beside it or, where that is not writable, in the temporary directory);
+    of the capture index, a cache in the user's private index directory, ``index_path_for``);
     ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror."""
 
     source: Path
@@ -47,11 +47,7 @@ class Evidence:
 
     @property
     def index_path(self) -> Path:
-        beside = index_path_for(self.source)
-        if os.access(beside.parent, os.W_OK):
-            return beside
-        name = hashlib.sha256(str(self.source.absolute()).encode()).hexdigest()[:24]
-        return Path(tempfile.gettempdir()) / f"loom-otel-index-{name}.sqlite"
+        return index_path_for(self.source)
 
     def open(self) -> CaptureIndex:
         if self.remote is not None:
@@ -177,19 +173,30 @@ def read_page(
     if found is None:
         return None
     records, last_of_step, position, total = found
-    resolver = PartResolver(store, tenant, execution_id, evidence.source)  # its tombstones: erased, or missing
+
+    def admits(principal: str | None, owner: str | None) -> bool:
+        return may_read(reader, Audience(tenant, principal, owner), policy)
+
+    # its tombstones: erased, or missing; ``admits``: the rule on each blob's sealed audience
+    resolver = PartResolver(store, tenant, execution_id, evidence.source, admits=admits)
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
+    refused = False
     for record in records:
         count = len(record.kinds)
         start, end = max(offset - position, 0), min(offset + limit - position, count)
         position += count
         if start >= end:
             continue
+        if not resolver.admitted(record):
+            refused = True
+            continue
         received = last_of_step[record.step_id] == (record.origin, record.seq)
         steps.setdefault(record.step_id, []).append(attempt_reading(resolver, record, received, range(start, end)))
         if record.trace_id:
             trace_ids[(record.step_id, record.attempt, record.origin, record.seq)] = record.trace_id
+    if refused and not steps:
+        return None  # every record of the page names a blob sealed to others: nothing, as if missing
     reading = ReasoningReading(
         execution_id, tenant, tuple(StepReading(sid, tuple(attempts)) for sid, attempts in steps.items())
     )

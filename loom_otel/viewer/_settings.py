@@ -8,6 +8,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 
@@ -17,11 +18,14 @@ from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.live._auth import Authenticator, header_authenticator, jwt_authenticator, tokens_file_authenticator
 from loom_otel.viewer._archive import RemoteArchive, is_remote
+from loom_otel.viewer._sessions import load_session_key
 
 __all__ = ["SETTINGS_VARIABLE", "ServeSettings", "app_from_environment"]
 
 SETTINGS_VARIABLE: Final = "_LOOM_OTEL_SERVE_SETTINGS"
 """Where the command leaves the settings for its workers (internal; not a configuration variable)."""
+LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+"""The names of the loopback interface: answered when the server is bound there."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +44,30 @@ class ServeSettings:
     secure_cookie: bool = False
     forward: bool = False
     """Forward the read records through a chained exporter (inner: ``LOOM_OTEL_CHAIN_INNER``)."""
+    session_key: str | None = None
+    """The key file of browser sessions, shared by the workers (made at ``check`` when absent)."""
+    public_url: str | None = None
+    """Where readers reach the viewer (``--public-url``, else ``LOOM_OTEL_VIEWER_URL``): its host is answered."""
+    bind: str = "127.0.0.1"
+    """The address the server listens on: loopback names are answered when it is a loopback address."""
+
+    def hosts(self) -> frozenset[str] | None:
+        """The ``Host`` names answered: the public URL's, and the loopback names when bound to loopback;
+        ``None`` (any) when neither applies and no trusted proxy is declared (tokens prove each reader)."""
+        names: set[str] = set()
+        if self.public_url:
+            host = urlsplit(self.public_url).hostname
+            if not host:
+                raise ReasoningConfigError(f"--public-url {self.public_url!r} names no host")
+            names.add(host)
+        if self.bind in LOOPBACK_HOSTS or self.bind.startswith("127."):
+            names |= LOOPBACK_HOSTS
+        if not names and self.trusted_proxy:
+            raise ReasoningConfigError(
+                "--trusted-proxy needs --public-url (or LOOM_OTEL_VIEWER_URL) when the server is not bound to "
+                "loopback: only the hosts of the public URL are answered"
+            )
+        return frozenset(names) or None
 
     def authenticator(self) -> Authenticator:
         """Exactly one way to prove a reader: tokens, JWTs, or a declared trusted proxy (warned)."""
@@ -70,6 +98,9 @@ class ServeSettings:
             raise ReasoningConfigError(f"--trace-url {self.trace_url!r} must contain {{trace_id}}")
         store_from_uri(self.store)
         self.reading_policy()
+        self.hosts()
+        if self.session_key is not None:
+            load_session_key(self.session_key)  # made once here, before the workers read it
         problem = unusable_directory(Path(self.reads_journal))
         if problem is not None:  # every read is recorded there first: a viewer that cannot would serve nothing
             raise ReasoningConfigError(f"--reads-journal {self.reads_journal!r} cannot be written: {problem}")
@@ -90,6 +121,8 @@ class ServeSettings:
             trace_url=self.trace_url,
             secure_cookie=self.secure_cookie,
             forward_to=inner_from_environment() if self.forward else None,
+            session_key=self.session_key,
+            hosts=self.hosts(),
         )
 
 

@@ -158,3 +158,19 @@ def test_everyone_else_gets_the_same_404(sim, config, app, serve):
         answers.add((response.status_code, response.headers["content-type"], response.content))
     assert len(answers) == 1
     assert httpx2.get(_url(server, suffix="/record"), headers=OLGA).status_code == 200
+
+
+def test_an_execution_id_with_a_slash_is_served(sim, config, app, serve):
+    from urllib.parse import quote
+
+    server = serve(app)
+    with instrumented(AnthropicInstrumentor(), config=config):
+        with execution("team/live 7", tenant="acme", principal="alice"), step("answer"):
+            sim.anthropic_client().messages.create(**anthropic_request())
+    assert flush_live()
+    encoded = quote("team/live 7", safe="")  # as the viewer's page asks (encodeURIComponent)
+    with SseReader(_url(server, encoded), ALICE) as reader:
+        (name, record), (_, done) = reader.until("done")
+    assert name == "reasoning-partial" and record["parts"][0]["text"] == THINKING and done["step"] == "answer"
+    response = httpx2.get(_url(server, encoded, "/record?step=answer"), headers=ALICE)
+    assert response.status_code == 200 and [p["text"] for p in response.json()["parts"]] == [THINKING]

@@ -199,3 +199,51 @@ def test_the_blob_index_is_bounded_and_rebuilt_from_disk(tmp_path, monkeypatch):
     size = sum(p.stat().st_size for p in _packs(tmp_path / "s"))
     assert store.put(Envelope.seal("text 1", execution_id="e1")) == refs[1]  # still content-addressed
     assert sum(p.stat().st_size for p in _packs(tmp_path / "s")) == size
+
+
+@pytest.mark.parametrize("kind", ["memory", "file", "fsspec"])
+def test_every_store_hands_back_the_audience_sealed_with_the_text(kind, tmp_path):
+    """The audience (principal, owner) is sealed with the text and handed back with it (``unsealed``);
+    ``get`` still answers the text alone, and both answer ``None`` alike for absent, erased, not-yours."""
+    import uuid
+
+    from loom_otel.core._store._fsspec import FsspecReasoningStore
+    from loom_otel.core._store._protocol import AudienceStore
+
+    stores = {
+        "memory": MemoryReasoningStore,
+        "file": lambda: FileReasoningStore(tmp_path / "s"),
+        "fsspec": lambda: FsspecReasoningStore(f"memory://loom-{uuid.uuid4().hex[:8]}/r", backoff=0.0),
+    }
+    store = stores[kind]()
+    assert isinstance(store, AudienceStore)
+    sealed = Envelope.seal("CANARY-audience-3c1f", execution_id="e1", tenant="t", principal="alice", owner="olga")
+    nobodys = Envelope.seal("CANARY-audience-3c1f", execution_id="e1", tenant="t")
+    assert sealed.ref != nobodys.ref  # the audience is part of the address
+    store.put(sealed)
+    store.put(nobodys)
+    opened = store.unsealed(sealed.ref, tenant="t", execution_id="e1")
+    assert opened is not None and (opened.body, opened.principal, opened.owner) == (sealed.body, "alice", "olga")
+    opened = store.unsealed(nobodys.ref, tenant="t", execution_id="e1")
+    assert opened is not None and (opened.principal, opened.owner) == (None, None)
+    assert store.get(sealed.ref, tenant="t", execution_id="e1") == sealed.body
+    for tenant, execution_id in [("t", "e2"), (None, "e1")]:
+        assert store.unsealed(sealed.ref, tenant=tenant, execution_id=execution_id) is None
+    store.erase_execution("t", "e1")
+    assert store.unsealed(sealed.ref, tenant="t", execution_id="e1") is None
+    assert store.get(sealed.ref, tenant="t", execution_id="e1") is None
+
+
+def test_an_audience_blob_address_is_the_canonical_formula():
+    """With an audience: SHA-256 of the canonical JSON of version, scope, digest, principal and owner."""
+    import hashlib
+
+    from loom_otel.core._canonical import canonical_json
+    from loom_otel.core._store._protocol import scope_of
+
+    envelope = Envelope.seal("text", execution_id="e", tenant="t", principal="alice")
+    address = hashlib.sha256(canonical_json(["loom-otel/blob/v2", scope_of("t", "e"), envelope.digest, "alice", None]))
+    assert envelope.ref == f"{scope_of('t', 'e')}/{address.hexdigest()}"
+    assert b"".join(envelope.sealed()).split(b"\n")[1] == canonical_json(
+        {"digest": envelope.digest, "execution_id": "e", "principal": "alice", "tenant": "t"}
+    )

@@ -3,6 +3,7 @@ backend, the three source forms, and ways to damage a blob the way an attacker o
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,8 +45,8 @@ class Blobs:
             assert blob is not None
             return blob
         if isinstance(self.store, MemoryReasoningStore):
-            tenant, execution_id, body = self.store._blobs[ref]
-            return repr((tenant, execution_id)).encode() + b"\n" + body
+            kept = self.store._blobs[ref]
+            return repr((kept.tenant, kept.execution_id)).encode() + b"\n" + kept.body
         assert isinstance(self.store, FsspecReasoningStore)
         data: bytes = self.store._fs.cat_file(self.store._path(ref))
         return data
@@ -60,16 +61,16 @@ class Blobs:
 
     def flip_last_byte(self, ref: str) -> None:
         if isinstance(self.store, MemoryReasoningStore):
-            tenant, execution_id, body = self.store._blobs[ref]
-            self.store._blobs[ref] = (tenant, execution_id, body[:-1] + bytes([body[-1] ^ 0x01]))
+            kept = self.store._blobs[ref]
+            self.store._blobs[ref] = dataclasses.replace(kept, body=kept.body[:-1] + bytes([kept.body[-1] ^ 0x01]))
             return
         data = self.read(ref)
         self.write(ref, data[:-1] + bytes([data[-1] ^ 0x01]))
 
     def flip_header_byte(self, ref: str) -> None:
         if isinstance(self.store, MemoryReasoningStore):
-            tenant, execution_id, body = self.store._blobs[ref]
-            self.store._blobs[ref] = (tenant, execution_id + "x", body)
+            kept = self.store._blobs[ref]
+            self.store._blobs[ref] = dataclasses.replace(kept, execution_id=kept.execution_id + "x")
             return
         data = bytearray(self.read(ref))
         at = data.index(b'"execution_id":"') + len(b'"execution_id":"')

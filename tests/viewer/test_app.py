@@ -128,7 +128,7 @@ def test_model_text_is_escaped_and_labelled(server):
 def test_sign_in_sets_a_cookie_that_reads_like_the_token(server):
     with httpx2.Client(base_url=server.url, timeout=30) as client:
         refused = client.post("/signin", data={"token": "wrong-token-000000000000", "next": "/"})
-        assert refused.status_code == 401 and "loom_otel_token" not in refused.headers.get("set-cookie", "")
+        assert refused.status_code == 401 and "loom_otel_session" not in refused.headers.get("set-cookie", "")
         signed = client.post("/signin", data={"token": TOKENS["bob"], "next": "//evil.example/"})
         assert signed.status_code == 303 and signed.headers["location"] == "/"
         assert "httponly" in signed.headers["set-cookie"].lower()
@@ -149,7 +149,7 @@ def test_a_page_elsewhere_cannot_sign_a_reader_in_or_out(server, headers):
         assert client.get("/signout", headers=headers).status_code == 403
         own = {"sec-fetch-site": "same-origin", "origin": server.url}
         signed = client.post("/signin", data={"token": TOKENS["bob"], "next": "/"}, headers=own)
-        assert signed.status_code == 303 and "loom_otel_token" in signed.headers["set-cookie"]
+        assert signed.status_code == 303 and "loom_otel_session=" in signed.headers["set-cookie"]
         assert client.get("/signout", headers={"sec-fetch-site": "same-origin"}).status_code == 303
 
 
@@ -202,9 +202,9 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
     class CountingStore(FileReasoningStore):
         gets = 0
 
-        def get(self, ref, *, tenant, execution_id):
+        def unsealed(self, ref, *, tenant, execution_id):  # the viewer reads a blob with its sealed audience
             CountingStore.gets += 1
-            return super().get(ref, tenant=tenant, execution_id=execution_id)
+            return super().unsealed(ref, tenant=tenant, execution_id=execution_id)
 
     app = create_app(
         root / "journal",

@@ -48,7 +48,11 @@ def test_tokens_file_plain_and_sha256(tmp_path):
     auth = tokens_file_authenticator(path)
     assert auth(_connection("alice-secret-token-0000")).principal == "alice"
     assert auth(_connection("olga-secret-token-00000000")).principal == "olga"
-    assert auth(_connection(cookie="olga-secret-token-00000000")).principal == "olga"
+    assert auth(_connection(cookie="olga-secret-token-00000000")) is None  # a token in a cookie: only if asked
+    assert (
+        tokens_file_authenticator(path, cookie=True)(_connection(cookie="olga-secret-token-00000000")).principal
+        == "olga"
+    )
     assert auth(_connection(f"sha256:{digest}")) is None  # the digest is not the token
     assert auth(_connection("wrong")) is None and auth(_connection()) is None
     for bad in ('[tokens]\nalice = "short"\n', '[tokens]\nalice = "sha256:abc"\n', "x = 1\n", "[tokens"):
@@ -76,7 +80,9 @@ def test_jwt_bearer_tokens(keys):
     private, other, path = keys
     auth = _sync(jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE))
     assert auth(_connection(_token(private))).principal == "alice"
-    assert auth(_connection(cookie=_token(private, sub="bob"))).principal == "bob"
+    assert auth(_connection(cookie=_token(private, sub="bob"))) is None  # a token in a cookie: only if asked
+    with_cookie = _sync(jwt_authenticator(str(path), issuer=ISSUER, audience=AUDIENCE, cookie=True))
+    assert with_cookie(_connection(cookie=_token(private, sub="bob"))).principal == "bob"
     assert auth(_connection(_token(other))) is None  # signed by a key the issuer does not publish
     assert auth(_connection(_token(private, iss="https://evil.example"))) is None
     assert auth(_connection(_token(private, aud="another-app"))) is None

@@ -68,7 +68,13 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
     try:
         key = _digest_key(runtime, identity)
         envelope = Envelope.seal(
-            text, execution_id=identity.execution_id, tenant=identity.tenant, key=key, named=identity.named_execution
+            text,
+            execution_id=identity.execution_id,
+            tenant=identity.tenant,
+            key=key,
+            named=identity.named_execution,
+            principal=identity.principal,
+            owner=identity.owner,
         )
         ref = runtime.store.put(envelope)
     except Exception as exc:

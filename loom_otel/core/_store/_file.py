@@ -74,7 +74,7 @@ from loom_otel.core._store._protocol import (
     Envelope,
     scope_of,
 )
-from loom_otel.core._store._sealed import REF, opens, unseal
+from loom_otel.core._store._sealed import REF, Unsealed, opens, unseal_audience
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FileReasoningStore"]
@@ -658,10 +658,14 @@ class FileReasoningStore:
         return None if entry is None else _record(entry, ref)
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
+        opened = self.unsealed(ref, tenant=tenant, execution_id=execution_id)
+        return None if opened is None else opened.body
+
+    def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
         if not opens(ref, tenant, execution_id):
             return None
         blob = self._read(ref)
-        return None if blob is None else unseal(blob, tenant, execution_id)
+        return None if blob is None else unseal_audience(blob, tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
         return self._read(ref) is not None

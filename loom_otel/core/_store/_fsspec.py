@@ -32,7 +32,7 @@ from loom_otel.core._store._protocol import (
     Envelope,
     scope_of,
 )
-from loom_otel.core._store._sealed import REF, opens, unseal
+from loom_otel.core._store._sealed import REF, Unsealed, opens, unseal_audience
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FsspecReasoningStore"]
@@ -160,13 +160,17 @@ class FsspecReasoningStore:
         return envelope.ref
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
+        opened = self.unsealed(ref, tenant=tenant, execution_id=execution_id)
+        return None if opened is None else opened.body
+
+    def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
         if not opens(ref, tenant, execution_id):
             return None
         try:
             blob: bytes = self._retry(lambda: self._fs.cat_file(self._path(ref)))
         except FileNotFoundError:
             return None
-        return unseal(blob, tenant, execution_id)
+        return unseal_audience(blob, tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
         return REF.match(ref) is not None and self._retry(lambda: bool(self._fs.exists(self._path(ref))))

@@ -5,6 +5,9 @@ A blob is sealed to the (tenant, execution) that captured it: its address is der
 envelope, so the same text captured by two executions is two blobs, and ``get`` answers ``None``
 alike for "absent", "erased" and "sealed to another execution or tenant". ``exists`` (an audit-only
 question, never used to serve text) tells an erased blob from one that is present but does not open.
+``unsealed`` (``AudienceStore``: every built-in store) answers the same, with the audience sealed with the
+text (principal and owner): the reading rule runs on that, never on a record naming the blob. A reader
+given a store without it takes every blob as sealed with no audience (its tenant's auditors only).
 
 Digests (``LOOM_OTEL_DIGEST``). The default, ``sha256``, is the plain SHA-256 of the UTF-8 text: anyone
 holding a record can check a guessed text against it, forever, even after the blob is erased (a
@@ -24,13 +27,15 @@ import threading
 from typing import Final, Protocol, runtime_checkable
 
 from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store._sealed import Envelope, digest_matches, keyed_digest, opens, scope_of
+from loom_otel.core._store._sealed import Envelope, Unsealed, digest_matches, keyed_digest, opens, scope_of
 
 __all__ = [
+    "AudienceStore",
     "DigestKeyStore",
     "Envelope",
     "MemoryReasoningStore",
     "ReasoningStore",
+    "Unsealed",
     "digest_matches",
     "keyed_digest",
     "scope_of",
@@ -62,6 +67,15 @@ class ReasoningStore(Protocol):
 
 
 @runtime_checkable
+class AudienceStore(Protocol):
+    """A store that hands a blob back with the audience sealed with it (all built-in ones)."""
+
+    def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
+        """The text and its sealed audience; ``None`` exactly when ``get`` answers ``None``."""
+        ...
+
+
+@runtime_checkable
 class DigestKeyStore(Protocol):
     """A store that can also keep per-execution digest keys and answer ``exists`` (all built-in ones)."""
 
@@ -78,24 +92,28 @@ class MemoryReasoningStore:
     """A process-local store (``memory:``), for tests and throw-away runs."""
 
     def __init__(self) -> None:
-        self._blobs: dict[str, tuple[str | None, str, bytes]] = {}
+        self._blobs: dict[str, Envelope] = {}
         self._keys: dict[str, bytes] = {}
         self._lock = threading.Lock()
         renew_after_fork(self)
 
     def put(self, envelope: Envelope) -> str:
         with self._lock:
-            self._blobs.setdefault(envelope.ref, (envelope.tenant, envelope.execution_id, envelope.body))
+            self._blobs.setdefault(envelope.ref, envelope)
         return envelope.ref
 
     def get(self, ref: str, *, tenant: str | None, execution_id: str) -> bytes | None:
+        opened = self.unsealed(ref, tenant=tenant, execution_id=execution_id)
+        return None if opened is None else opened.body
+
+    def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
         if not opens(ref, tenant, execution_id):
             return None
         with self._lock:
             entry = self._blobs.get(ref)
-        if entry is None or entry[0] != tenant or entry[1] != execution_id:
+        if entry is None or entry.tenant != tenant or entry.execution_id != execution_id:
             return None
-        return entry[2]
+        return Unsealed(entry.body, entry.principal, entry.owner)
 
     def delete(self, ref: str) -> None:
         with self._lock:

@@ -1,10 +1,14 @@
 """The sealed-blob format: what a store writes for one readable text, and how it opens.
 
-A blob is ``MAGIC`` (``LOOMR1``), one header line (``canonical_json({"digest", "execution_id", "tenant"})``)
-and the text's bytes. Its address (``REF``) is derived from the (tenant, execution) scope and the digest,
-so the same text captured by two executions is two blobs; ``opens`` checks a ref against a scope before
-any read and ``unseal`` checks the header before handing the body back. ``Envelope.seal`` builds one;
-both stores (``_file``, ``_fsspec``) write ``Envelope.sealed()`` and read through ``unseal``.
+A blob is ``MAGIC`` (``LOOMR1``), one header line (``canonical_json({"digest", "execution_id", "owner",
+"principal", "tenant"})``, ``owner`` and ``principal`` only when known) and the text's bytes. The header is
+the blob's audience (DESIGN "Who may read"): who may read it is decided from it, never from a record that
+names the blob. A blob sealed before the audience was (no ``principal`` in its header) opens with none: its
+tenant's auditors only. Its address (``REF``) is derived from the (tenant, execution) scope, the digest and
+the audience, so the same text captured by two executions, or for two principals, is two blobs; ``opens``
+checks a ref against a scope before any read and ``unseal`` / ``unseal_audience`` check the header before
+handing the body back. ``Envelope.seal`` builds one; every store writes ``Envelope.sealed()`` and reads
+through ``unseal_audience``.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ __all__ = [
     "MAGIC",
     "REF",
     "Envelope",
+    "Unsealed",
     "digest_matches",
     "keyed_digest",
     "opens",
     "scope_of",
     "unseal",
+    "unseal_audience",
 ]
 
 MAGIC: Final = b"LOOMR1\n"
@@ -86,9 +92,29 @@ def _header_tail(tenant: str | None, execution_id: str) -> bytes:
     return canonical_json({"execution_id": execution_id, "tenant": tenant})[1:] + b"\n"
 
 
+@functools.lru_cache(maxsize=4096)
+def _audience_tail(tenant: str | None, execution_id: str, principal: str | None, owner: str | None) -> bytes:
+    """``_header_tail`` of a blob sealed with an audience (the principal and owner it names)."""
+    header: dict[str, str | None] = {"execution_id": execution_id, "tenant": tenant}
+    if owner is not None:
+        header["owner"] = owner
+    if principal is not None:
+        header["principal"] = principal
+    return canonical_json(header)[1:] + b"\n"
+
+
+def _address(scope: str, digest: str, principal: str | None, owner: str | None) -> str:
+    """The blob's name in its scope: SHA-256 of scope and digest, and of the audience when it names one."""
+    if principal is None and owner is None:
+        # canonical_json(["loom-otel/blob/v1", scope, digest]): both are hex, so the bytes are built directly
+        return hashlib.sha256(b'["loom-otel/blob/v1","%s","%s"]' % (scope.encode(), digest.encode())).hexdigest()
+    return hashlib.sha256(canonical_json(["loom-otel/blob/v2", scope, digest, principal, owner])).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """Readable text sealed to the execution (and tenant) that captured it.
+    """Readable text sealed to the execution (and tenant) that captured it, and to its audience: the
+    call's principal and owner (DESIGN "Who may read"), which decide who may read it back.
 
     Built with ``Envelope.seal``: the body is encoded once (``text_bytes``: UTF-8, a lone surrogate
     kept), and the digest and the store address are computed from it without another copy.
@@ -105,19 +131,31 @@ class Envelope:
     ``False`` for an execution loom-otel named itself (a new trace id, which no rerun captures into): a
     store may keep those blobs in places shared by many executions and skip looking for an earlier copy
     written by another process (only a copy it wrote itself is not stored again)."""
+    principal: str | None = None
+    """Whose call captured the text (``execution(principal=...)``, or the baggage principal)."""
+    owner: str | None = None
+    """Who owns the execution (``execution(owner=...)``)."""
 
     @classmethod
     def seal(
-        cls, text: str, *, execution_id: str, tenant: str | None = None, key: bytes | None = None, named: bool = True
+        cls,
+        text: str,
+        *,
+        execution_id: str,
+        tenant: str | None = None,
+        key: bytes | None = None,
+        named: bool = True,
+        principal: str | None = None,
+        owner: str | None = None,
     ) -> Envelope:
         """``key``: the execution's digest key (``hmac-sha256`` mode); digest and address are keyed by it.
-        ``named``: see the field."""
+        ``named``: see the field. ``principal``, ``owner``: the audience sealed with the text (empty: none)."""
         body = text_bytes(text)
         digest = keyed_digest(body, key)
         scope = scope_of(tenant, execution_id)
-        # canonical_json(["loom-otel/blob/v1", scope, digest]): both are hex, so the bytes are built directly
-        address = hashlib.sha256(b'["loom-otel/blob/v1","%s","%s"]' % (scope.encode(), digest.encode())).hexdigest()
-        return cls(tenant, execution_id, digest, f"{scope}/{address}", body, named)
+        principal, owner = principal or None, owner or None
+        address = _address(scope, digest, principal, owner)
+        return cls(tenant, execution_id, digest, f"{scope}/{address}", body, named, principal, owner)
 
     @property
     def size(self) -> int:
@@ -125,8 +163,13 @@ class Envelope:
 
     def header(self) -> bytes:
         """The seal written in front of the body: who the blob belongs to and what it must hash to
-        (``canonical_json({"digest", "execution_id", "tenant"})``; the digest is hex, so it is spliced in)."""
-        return b'{"digest":"' + self.digest.encode() + b'",' + _header_tail(self.tenant, self.execution_id)
+        (``canonical_json({"digest", "execution_id", "owner", "principal", "tenant"})``, the audience only
+        when known; the digest is hex, so it is spliced in)."""
+        if self.principal is None and self.owner is None:
+            tail = _header_tail(self.tenant, self.execution_id)
+        else:
+            tail = _audience_tail(self.tenant, self.execution_id, self.principal, self.owner)
+        return b'{"digest":"' + self.digest.encode() + b'",' + tail
 
     def sealed(self) -> tuple[bytes, bytes, bytes]:
         """The blob a store writes, in three pieces: ``MAGIC``, the ``header`` line, the body."""
@@ -138,8 +181,23 @@ def opens(ref: str, tenant: str | None, execution_id: str) -> bool:
     return REF.match(ref) is not None and ref.startswith(scope_of(tenant, execution_id) + "/")
 
 
-def unseal(blob: bytes, tenant: str | None, execution_id: str) -> bytes | None:
-    """The body of ``blob`` if it is sealed to (``tenant``, ``execution_id``); ``None`` otherwise."""
+@dataclass(frozen=True, slots=True)
+class Unsealed:
+    """A blob opened for its (tenant, execution): its text and the audience sealed with it (``None``: the
+    blob names none, as every blob sealed before the audience was)."""
+
+    body: bytes = field(repr=False)
+    principal: str | None
+    owner: str | None
+
+
+def _name(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def unseal_audience(blob: bytes, tenant: str | None, execution_id: str) -> Unsealed | None:
+    """``blob`` opened if it is sealed to (``tenant``, ``execution_id``), with its audience; ``None``
+    otherwise (not a sealed blob, a damaged seal, another scope)."""
     if not blob.startswith(MAGIC):
         return None
     end = blob.find(b"\n", len(MAGIC))
@@ -150,6 +208,14 @@ def unseal(blob: bytes, tenant: str | None, execution_id: str) -> bytes | None:
         header = json.loads(blob[len(MAGIC) : end])
     except ValueError:
         return None
+    if not isinstance(header, dict):
+        return None
     if canonical_json({"tenant": header.get("tenant"), "execution_id": header.get("execution_id")}) != expected:
         return None
-    return blob[end + 1 :]
+    return Unsealed(blob[end + 1 :], _name(header.get("principal")), _name(header.get("owner")))
+
+
+def unseal(blob: bytes, tenant: str | None, execution_id: str) -> bytes | None:
+    """The body of ``blob`` if it is sealed to (``tenant``, ``execution_id``); ``None`` otherwise."""
+    opened = unseal_audience(blob, tenant, execution_id)
+    return None if opened is None else opened.body

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -90,12 +92,19 @@ def test_received_label_and_tenant(recorder: Recorder, store: ReasoningStore) ->
     assert read_reasoning_bounded(recorder.journal_dir, store, ReasoningQuery(execution_id="run-r")).parts == ()
 
 
-def test_index_is_kept_beside_the_journal_and_follows_it(recorder: Recorder, store: ReasoningStore) -> None:
+def test_index_is_kept_in_a_private_directory_and_follows_it(
+    recorder: Recorder, store: ReasoningStore, tmp_path: Path
+) -> None:
     recorder.call([text("one")], execution_id="run-i", step_id="a")
     query = ReasoningQuery(execution_id="run-i")
     assert len(read_reasoning_bounded(recorder.journal_dir, store, query).parts) == 1
     index_file = index_path_for(recorder.journal_dir)
-    assert index_file.exists() and index_file.parent == recorder.journal_dir.parent
+    # a cache only its owner can write (mode 0700), in the user's cache directory: never beside the journal
+    # (whoever can write there could edit a row) nor at a guessable temporary path
+    assert index_file.exists() and index_file.parent == tmp_path / "cache" / "loom-otel" / "index"
+    assert stat.S_IMODE(index_file.parent.stat().st_mode) == 0o700
+    assert not list(recorder.journal_dir.parent.glob("*.sqlite"))
+    assert not str(index_file).startswith(tempfile.gettempdir() + "/loom-otel-index-")
 
     recorder.call([text("two")], execution_id="run-i", step_id="b")  # appended: indexed incrementally
     assert [p.step_id for p in read_reasoning_bounded(recorder.journal_dir, store, query).parts] == ["a", "b"]
@@ -110,6 +119,22 @@ def test_index_is_kept_beside_the_journal_and_follows_it(recorder: Recorder, sto
     segment.write_bytes(b"".join(line for line in lines if line != captures[0]))
     os.utime(segment, ns=(1, 1))
     assert [p.step_id for p in read_reasoning_bounded(recorder.journal_dir, store, query).parts] == ["b"]
+
+
+def test_the_index_directory_is_made_private_and_a_planted_one_is_not_used(tmp_path: Path) -> None:
+    from loom_otel.audit._index import index_directory
+
+    home = tmp_path / "cache" / "loom-otel" / "index"
+    home.mkdir(parents=True, mode=0o777)
+    os.chmod(home, 0o777)  # left writable by others: made the owner's alone before use
+    assert index_directory() == home and stat.S_IMODE(home.stat().st_mode) == 0o700
+    home.rmdir()
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    home.symlink_to(planted)  # a link to a directory someone else chose: a private temporary one instead
+    chosen = index_directory()
+    assert chosen != home and planted not in chosen.parents and chosen.name.startswith("loom-otel-index-")
+    assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
 
 
 def test_index_survives_garbage(recorder: Recorder, store: ReasoningStore, tmp_path: Path) -> None:
