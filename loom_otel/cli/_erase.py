@@ -158,7 +158,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                     file=err,
                 )
                 return EXIT_OTHER_TENANTS
-            results = [erase_execution(store, args.tenant, args.execution, journal=journal, reason=args.reason, by=by)]
+            results = [
+                erase_execution(
+                    store, args.tenant, args.execution, journal=journal, reason=args.reason, by=by, local=True
+                )
+            ]
             covered = 0
         else:
             expired, covered, scope = _select(args, journal)
@@ -170,6 +174,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                 by=by,
                 reason=args.reason,
                 progress=Progress(err),
+                local=True,
             )
     except (LoomOtelError, OSError) as exc:
         print(f"loom-otel erase: the store or the journal failed ({type(exc).__name__}: {exc})", file=err)

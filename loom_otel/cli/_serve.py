@@ -164,7 +164,9 @@ def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -
     def retain() -> None:
         while True:
             try:
-                done = apply_retention(source, opened, default=default, tenants=tenants, journal=source)
+                done = apply_retention(
+                    source, opened, default=default, tenants=tenants, journal=source, local=not args.forward
+                )
                 if done:
                     print(f"loom-otel serve: retention erased {len(done)} execution(s)", file=err, flush=True)
             except Exception as exc:  # the viewer keeps serving; the next round tries again
