@@ -718,9 +718,9 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _I
     mine, theirs = _origins(db, _SOURCE), _origins(db, _WITNESS)
     # an origin of local records only (reads, tombstones of the CLI) is expected in a journal alone
     local: dict[str, int] = {}
-    for side, here, there in ((source, mine, theirs), (seen, theirs, mine)):
-        if side.kind == "journal":
-            local.update({o: n for o, n in here.items() if o not in there and o not in side.travelling})
+    for kept, here, there in ((source, mine, theirs), (seen, theirs, mine)):
+        if kept.kind == "journal":
+            local.update({o: n for o, n in here.items() if o not in there and o not in kept.travelling})
     common = sorted(mine.keys() & theirs.keys())
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
     counts = {_SOURCE: 0, _WITNESS: 0}
