@@ -13,6 +13,7 @@ from loom_otel.core._continuation._bindings import forget_bindings
 from loom_otel.core._journal import _writer as _journal
 from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
+from tests.support.phoenix import phoenix  # noqa: F401 - the session's one Phoenix server
 from tests.support.stores import FlakyStore
 
 

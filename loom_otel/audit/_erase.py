@@ -43,6 +43,7 @@ def erase_execution(
     reason: str = "request",
     by: str | None = None,
     scope: str = "execution",
+    local: bool = False,
 ) -> ErasureResult:
     """Append a tombstone of (``tenant``, ``execution_id``) to ``journal``, then remove every blob of
     the execution from ``store``, and its digest key.
@@ -50,10 +51,14 @@ def erase_execution(
     ``journal`` is a ``Journal`` or a journal directory; ``None``: the configured one
     (``LOOM_OTEL_AUDIT_JOURNAL``, else beside a file store, else the user's state directory). ``by``
     names who asked or which policy (default: the operating-system user); ``scope`` the selection the
-    execution was erased as part of. ``OSError`` when the tombstone cannot be written (nothing is erased).
+    execution was erased as part of; ``local``: the tombstone stays in the journal, not forwarded (``loom-otel
+    erase``: ``verify --against`` does not expect it in the archive). ``OSError`` when the tombstone cannot
+    be written (nothing is erased).
     """
     target = journal if isinstance(journal, Journal) else open_journal(journal_of(journal, store), durability="always")
-    attributes = tombstone_attributes(tenant, execution_id, scope=scope, by=by or operator(), reason=reason)
+    attributes = tombstone_attributes(
+        tenant, execution_id, scope=scope, by=by or operator(), reason=reason, local=local
+    )
     entry = target.append(attr.RECORD_ERASURE, attributes)
     if not isinstance(journal, Journal):
         target.close()  # checkpointed and synced: the tombstone is anchored before anything is deleted

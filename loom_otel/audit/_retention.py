@@ -96,9 +96,11 @@ def erase_expired(
     by: str | Callable[[Expired], str],
     reason: str,
     progress: Progress | None = None,
+    local: bool = False,
 ) -> list[ErasureResult]:
     """Erase each of ``expired`` (a tombstone each, then its blobs), reporting ``progress``; ``scope`` and
-    ``by`` name the selection and who asked, the same for all or per execution."""
+    ``by`` name the selection and who asked, the same for all or per execution; ``local``: the tombstones
+    stay in the journal, not forwarded (``erase_execution``)."""
     chosen = list(expired)
     target = journal if isinstance(journal, Journal) else open_journal(journal, durability="always")
     results: list[ErasureResult] = []
@@ -112,6 +114,7 @@ def erase_expired(
                 reason=reason,
                 by=by if isinstance(by, str) else by(item),
                 scope=scope if isinstance(scope, str) else scope(item),
+                local=local,
             )
             results.append(result)
             if progress is not None:
@@ -131,11 +134,13 @@ def apply_retention(
     journal: str | os.PathLike[str] | Journal | None = None,
     now: float | None = None,
     progress: Progress | None = None,
+    local: bool = False,
 ) -> list[ErasureResult]:
     """Erase every execution of ``source`` older than its tenant's retention (``tenants``, e.g. the policy
     file's ``retention`` per tenant, where the tenant is listed; else ``default``), with a tombstone
     naming the policy (reason ``retention``). ``journal``: where tombstones go (default: ``source`` when
-    it is a journal directory). What ``loom-otel retain`` and ``loom-otel serve`` call."""
+    it is a journal directory); ``local``: the tombstones are not forwarded (``erase_execution``). What
+    ``loom-otel retain`` and ``loom-otel serve`` call."""
     tenants = tenants or {}
     at = time.time() if now is None else now
 
@@ -165,5 +170,6 @@ def apply_retention(
         scope=lambda item: f"retention {retention_of(item).text}",
         by=lambda item: f"policy {retention_of(item).named_by}={retention_of(item).text} (run by {who})",
         reason="retention",
+        local=local,
         progress=progress,
     )

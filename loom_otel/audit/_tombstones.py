@@ -53,8 +53,9 @@ def operator() -> str:
 
 
 def tombstone_attributes(
-    tenant: str | None, execution_id: str, *, scope: str, by: str, reason: str
+    tenant: str | None, execution_id: str, *, scope: str, by: str, reason: str, local: bool = False
 ) -> dict[str, AttributeValue]:
+    """A tombstone's fields; ``local``: its writer does not forward it (``loom.audit.local``)."""
     attributes: dict[str, AttributeValue] = {
         attr.EXECUTION_ID: execution_id,
         attr.ERASURE_SCOPE: scope,
@@ -63,6 +64,8 @@ def tombstone_attributes(
     }
     if tenant is not None:
         attributes[attr.TENANT] = tenant
+    if local:
+        attributes[attr.AUDIT_LOCAL] = True
     return attributes
 
 

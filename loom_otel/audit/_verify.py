@@ -146,6 +146,10 @@ class CrossCheck:
     only_in_witness_count: int = 0
     differing: tuple[tuple[str, int], ...] = ()
     contradicted_heads: tuple[tuple[str, str, int], ...] = ()
+    local_origins: tuple[tuple[str, int], ...] = ()
+    """``(origin, records)`` on one side only whose records are all marked local (``loom.audit.local``:
+    reads of ``serve`` without ``--forward``, tombstones of ``erase``): kept in the journal, never
+    forwarded, so not a problem."""
 
     def problems(self) -> list[str]:
         cut, undelivered = "cut from the journal", "not delivered to the archive, or lost on the way"
@@ -267,7 +271,7 @@ def verify(
                 _mark_cut_copies(db, src)
             origins = tuple(_walk(db, ingest))
             if witness_path is not None and seen is not None:
-                witness = _cross_check(db, str(witness_path), seen, ingest.kind)
+                witness = _cross_check(db, str(witness_path), seen, ingest)
         finally:
             db.close()
     problems = [f"{o.origin}: {p}" for o in origins for p in o.problems(require_signed=require_signed)]
@@ -348,6 +352,8 @@ class _Ingest:
         self.max_seq: dict[str, int] = {}
         self.reordered: dict[str, list[int]] = {}
         self.torn: dict[str, int] = {}
+        self.travelling: set[str] = set()
+        """Origins holding a record (not a checkpoint) its writer did not mark local (``loom.audit.local``)."""
 
     def add(self, record: dict[str, object] | None) -> None:
         row = _row(record, self.trusted) if record is not None else None
@@ -362,6 +368,8 @@ class _Ingest:
                 if len(found) < MAX_LOCATIONS:
                     found.append(seq)
             self.max_seq[origin] = max(highest, seq)
+        if origin not in self.travelling and not _local(record):
+            self.travelling.add(origin)
         self.pos += 1
         self.rows.append((self.src, row[0], row[1], self.pos, *row[2:]))
         if self.kind == "otlp" and record is not None:
@@ -380,6 +388,14 @@ class _Ingest:
         if self.bodies:
             self.db.executemany("INSERT INTO body VALUES (?,?,?)", self.bodies)
             self.bodies.clear()
+
+
+def _local(record: dict[str, object] | None) -> bool:
+    """A checkpoint, or a record its writer keeps in the journal only (``loom.audit.local``)."""
+    if record is None or record.get("type") == attr.RECORD_CHECKPOINT:
+        return True
+    attributes = record.get("attributes")
+    return isinstance(attributes, dict) and attributes.get(attr.AUDIT_LOCAL) is True
 
 
 def _row(record: dict[str, object], trusted: frozenset[str]) -> tuple[object, ...] | None:
@@ -698,8 +714,13 @@ def _origins(db: sqlite3.Connection, src: int) -> dict[str, int]:
     return {str(origin): int(n) for origin, n in rows}
 
 
-def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kind: SourceKind) -> CrossCheck:
+def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _Ingest) -> CrossCheck:
     mine, theirs = _origins(db, _SOURCE), _origins(db, _WITNESS)
+    # an origin of local records only (reads, tombstones of the CLI) is expected in a journal alone
+    local: dict[str, int] = {}
+    for kept, here, there in ((source, mine, theirs), (seen, theirs, mine)):
+        if kept.kind == "journal":
+            local.update({o: n for o, n in here.items() if o not in there and o not in kept.travelling})
     common = sorted(mine.keys() & theirs.keys())
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
     counts = {_SOURCE: 0, _WITNESS: 0}
@@ -737,9 +758,10 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kin
         kind=seen.kind,
         records=sum(theirs.values()),
         malformed=seen.malformed,
-        source_kind=source_kind,
-        origins_only_in_source=tuple((o, n) for o, n in sorted(mine.items()) if o not in theirs),
-        origins_only_in_witness=tuple((o, n) for o, n in sorted(theirs.items()) if o not in mine),
+        source_kind=source.kind,
+        origins_only_in_source=tuple((o, n) for o, n in sorted(mine.items()) if o not in theirs and o not in local),
+        origins_only_in_witness=tuple((o, n) for o, n in sorted(theirs.items()) if o not in mine and o not in local),
+        local_origins=tuple(sorted(local.items())),
         only_in_source=tuple(only[_SOURCE]),
         only_in_source_count=counts[_SOURCE],
         only_in_witness=tuple(only[_WITNESS]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import secrets
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from loom_otel.cli._invocation import command_line
 from loom_otel.cli._table import render_table
+from loom_otel.core import environment_variables as env
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -91,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     captured = _events(seen.get_finished_spans(), "loom.reasoning.captured")
     _try_next(places, executions, captured)
     print(f"done in {time.perf_counter() - started:.1f} s")
-    _viewer_hint(places.root, places.journal, places.store, captured)
+    _viewer_hint(places, captured)
+    _erase_hint(places, executions)
     return 0 if ok else 1
 
 
@@ -99,9 +102,8 @@ def _places(chosen: Path | None) -> _Places:
     """``--dir`` (or a new temporary directory) and what goes in it, told to the user."""
     root = (chosen or Path(tempfile.mkdtemp(prefix="loom-otel-demo-"))).absolute()
     root.mkdir(parents=True, exist_ok=True)
-    places = _Places(
-        root, root / "store", root / "journal", root / "collector" / "traces.jsonl", root / "checkpoint.key"
-    )
+    store = root / "store"  # the journal where every command looks for it: beside the file store
+    places = _Places(root, store, store / "journal", root / "collector" / "traces.jsonl", root / "checkpoint.key")
     places.archive.parent.mkdir(parents=True, exist_ok=True)
     print(f"loom-otel demo in {root}")
     print(f"  store    {places.store}   (readable reasoning, sealed per execution)")
@@ -249,20 +251,36 @@ def _try_next(places: _Places, executions: _Executions, captured: list[dict[str,
         f"\n{len(captured)} loom.reasoning.captured events carry refs, digests and sizes only; "
         f"readable text is in {places.store / 'blobs'}."
     )
-    print("Try:")
-    print(f"  {command_line('audit', 'list', '--journal', str(places.journal), '--store', f'file://{places.store}')}")
-    show = ("audit", "show", "--execution", executions.anthropic, "--tenant", "acme", "--journal", str(places.journal))
+    print("Try (the journal is found beside the store):")
+    print(f"  {command_line('audit', 'list', '--store', f'file://{places.store}')}")
+    show = ("audit", "show", "--execution", executions.anthropic, "--tenant", "acme")
     print(f"  {command_line(*show, '--store', f'file://{places.store}', '--text')}")
 
 
-def _viewer_hint(root: Path, journal_dir: Path, store_dir: Path, captured: list[dict[str, Any]]) -> None:
+def _signed(places: _Places, *args: str) -> str:
+    """``command_line(*args)`` run with the demo's checkpoint key, as the demo's apps are: the records
+    ``serve`` and ``erase`` append are anchored by checkpoints signed like the captures'."""
+    return f"{env.LOOM_OTEL_CHECKPOINT_KEY}={shlex.quote(str(places.key))} {command_line(*args)}"
+
+
+def _viewer_hint(places: _Places, captured: list[dict[str, Any]]) -> None:
     """The one command that serves what the demo captured, and the page to open with a token made now
     (the tokens file keeps only its SHA-256)."""
     token = secrets.token_urlsafe(24)
-    tokens = root / "viewer-tokens.toml"
+    tokens = places.root / "viewer-tokens.toml"
     tokens.write_text(f'[tokens]\nalice = "sha256:{hashlib.sha256(token.encode()).hexdigest()}"\n', encoding="utf-8")
     url = next((str(e["loom.reasoning.url"]) for e in captured if "loom.reasoning.url" in e), None)
-    serve = ("serve", "--journal", str(journal_dir), "--store", f"file://{store_dir}", "--tokens", str(tokens))
+    serve = ("serve", "--journal", str(places.journal), "--store", f"file://{places.store}", "--tokens", str(tokens))
     print("\nOpen the reasoning behind a trace in a browser (every span carries loom.reasoning.url):")
-    print(f"  {command_line(*serve, '--port', str(VIEWER_PORT))}")
+    print(f"  {_signed(places, *serve, '--port', str(VIEWER_PORT))}")
     print(f"  then open {url} and sign in as alice with the token {token}")
+
+
+def _erase_hint(places: _Places, executions: _Executions) -> None:
+    """Erase an execution, then verify the journal against the collector's archive: the viewer's reads
+    and the tombstone are kept in the journal (local records), and every chain is signed by the key."""
+    erase = ("erase", "--execution", executions.gemini, "--tenant", "acme", "--store", f"file://{places.store}")
+    verify = ("verify", str(places.journal), "--against", str(places.archive), "--key", str(places.key))
+    print("\nErase an execution, then check that nothing captured was altered or lost:")
+    print(f"  {_signed(places, *erase)}")
+    print(f"  {command_line(*verify)}")

@@ -5,8 +5,8 @@ Each erasure appends a chained tombstone (scope, who, reason, time) to the journ
 blobs (and digest key); the capture records stay, so the chain still verifies and reads report
 ``erased`` with the tombstone's time and reason. Erasing an execution again is harmless. Exit codes: 0
 done, 1 the store or the journal failed, 2 a usage or configuration error (among them: no journal where
-the captures went, so no tombstone could prove the erasure), 3 the execution was captured only under
-other tenants (named; pass ``--tenant``).
+the captures went, so no tombstone could prove the erasure), 3 the journal holds no capture of the
+``--execution`` under ``--tenant`` (the tenants it was captured under are named; ``--force`` erases anyway).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_OTHER_TENANTS: Final = 3
+EXIT_NOTHING: Final = 3
 
 
 class _Cutoff(NamedTuple):
@@ -84,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--reason", default="request", help="the reason the tombstones record (default: request)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --execution: write the tombstone (and erase what the store holds) even when the journal "
+        "holds no capture of the execution under --tenant",
+    )
     parser.set_defaults(func=run)
 
 
@@ -117,9 +124,9 @@ def _payload(result: ErasureResult) -> dict[str, object]:
 
 def _other_tenants(journal: Path, execution_id: str, tenant: str | None) -> list[str] | None:
     """The tenants ``execution_id`` was captured under when none of its records is ``tenant``'s (``None``
-    when it was captured under ``tenant``, or nowhere)."""
+    when it was captured under ``tenant``; empty when it was captured nowhere)."""
     tenants = {r.tenant for r in iter_captures(journal) if r.execution_id == execution_id}
-    if not tenants or tenant in tenants:
+    if tenant in tenants:
         return None
     return sorted("(none)" if t is None else t for t in tenants)
 
@@ -151,14 +158,25 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         if args.execution is not None:
             others = _other_tenants(journal, args.execution, args.tenant)
-            if others is not None:
+            if others == [] and not args.force:
+                print(
+                    f"loom-otel erase: nothing captured for {_who(args.tenant, args.execution)} in the journal "
+                    f"{str(journal)!r}; nothing erased (--force writes the tombstone anyway)",
+                    file=err,
+                )
+                return EXIT_NOTHING
+            if others and not args.force:
                 print(
                     f"loom-otel erase: nothing captured for {_who(args.tenant, args.execution)}; it was captured "
                     f"under tenant(s): {clean(', '.join(others))} (pass --tenant); nothing erased",
                     file=err,
                 )
                 return EXIT_OTHER_TENANTS
-            results = [erase_execution(store, args.tenant, args.execution, journal=journal, reason=args.reason, by=by)]
+            results = [
+                erase_execution(
+                    store, args.tenant, args.execution, journal=journal, reason=args.reason, by=by, local=True
+                )
+            ]
             covered = 0
         else:
             expired, covered, scope = _select(args, journal)
@@ -170,6 +188,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                 by=by,
                 reason=args.reason,
                 progress=Progress(err),
+                local=True,
             )
     except (LoomOtelError, OSError) as exc:
         print(f"loom-otel erase: the store or the journal failed ({type(exc).__name__}: {exc})", file=err)

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return EXIT_USAGE
     try:
         results = apply_retention(
-            journal, store, default=retention, tenants=tenants, journal=journal, progress=Progress(err)
+            journal, store, default=retention, tenants=tenants, journal=journal, progress=Progress(err), local=True
         )
     except (LoomOtelError, OSError) as exc:
         print(f"loom-otel retain: the store or the journal failed ({type(exc).__name__}: {exc})", file=err)

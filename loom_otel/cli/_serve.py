@@ -5,27 +5,35 @@ JSON API to readers proved by static tokens, JWTs, or a declared trusted proxy, 
 the viewer's own journal origin. ``--workers N`` starts N uvicorn workers; all answer the same.
 With a retention (``--retention``, else ``LOOM_OTEL_RETENTION``; a tenant's ``retention`` in the policy
 file wins) and a journal directory, the command applies it as ``loom-otel retain`` does, at start and then
-every ``--retain-every`` seconds, in its own process (not in each worker). Exit codes: 2 a usage or
-configuration error.
+every ``--retain-every`` seconds, in its own process (not in each worker). It says where it serves once
+the socket is listening. Exit codes: 1 the address cannot be listened on, 2 a usage or configuration
+error (among them: the ``live`` extra is not installed).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import socket
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._config import default_journal_dir, default_session_key
 from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
 
+if TYPE_CHECKING:
+    import uvicorn
+
 __all__ = ["register", "run"]
 
 EXIT_USAGE: Final = 2
+EXIT_LISTEN: Final = 1
+APP: Final = "loom_otel.viewer._settings:app_from_environment"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -148,11 +156,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if retaining is not None:
         retaining.start()
     os.environ[SETTINGS_VARIABLE] = settings.to_environment()
-    import uvicorn
-
-    print(f"loom-otel serve: http://{args.host}:{args.port}/ ({source})", file=out, flush=True)
-    uvicorn.run(
-        "loom_otel.viewer._settings:app_from_environment",
+    try:
+        import starlette  # noqa: F401 - the viewer's web framework, with uvicorn the 'live' extra
+        import uvicorn
+    except ImportError as exc:
+        print(f"loom-otel serve: {exc.name} is not installed: pip install 'loom-otel[live]'", file=err)
+        return EXIT_USAGE
+    config = uvicorn.Config(
+        APP,
         factory=True,
         host=args.host,
         port=args.port,
@@ -160,7 +171,57 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         log_level="warning",
         access_log=False,
     )
+    where = f"http://{args.host}:{args.port}/"
+    announcement = f"loom-otel serve: {where} ({source})"
+    try:
+        _check_free(args.host, args.port)
+    except OSError as exc:
+        print(f"loom-otel serve: cannot listen on {where}: {exc.strerror or exc}", file=err)
+        return EXIT_LISTEN
+    if config.workers > 1:  # the supervisor binds the socket before it starts the workers
+        print(announcement, file=out, flush=True)
+        uvicorn.run(
+            APP,
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=config.workers,
+            log_level="warning",
+            access_log=False,
+        )
+        return 0
+    failed = asyncio.run(_serve_announced(uvicorn.Server(config), announcement, out))
+    if failed is not None:  # bound by another process since the check, or the app did not start
+        print(f"loom-otel serve: could not start on {where} (see above)", file=err)
+        return EXIT_LISTEN
     return 0
+
+
+async def _serve_announced(server: uvicorn.Server, announcement: str, out: TextIO) -> SystemExit | None:
+    """Serve; ``announcement`` is printed once the socket is listening. The exit uvicorn took when it could
+    not start (it logs why), else ``None``."""
+
+    async def serve() -> SystemExit | None:
+        try:
+            await server.serve()
+        except SystemExit as exc:
+            return exc if exc.code not in {0, None} else None
+        return None
+
+    serving = asyncio.ensure_future(serve())
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.05)
+    if server.started:
+        print(announcement, file=out, flush=True)
+    return await serving
+
+
+def _check_free(host: str, port: int) -> None:
+    """``OSError`` when ``host:port`` cannot be bound (said plainly, before uvicorn starts)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
 
 
 def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -> threading.Thread | None:
@@ -181,7 +242,9 @@ def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -
     def retain() -> None:
         while True:
             try:
-                done = apply_retention(source, opened, default=default, tenants=tenants, journal=source)
+                done = apply_retention(
+                    source, opened, default=default, tenants=tenants, journal=source, local=not args.forward
+                )
                 if done:
                     print(f"loom-otel serve: retention erased {len(done)} execution(s)", file=err, flush=True)
             except Exception as exc:  # the viewer keeps serving; the next round tries again

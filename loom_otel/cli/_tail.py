@@ -23,6 +23,8 @@ __all__ = ["register", "run", "sanitize", "sse_events"]
 DEFAULT_URL: Final = "http://127.0.0.1:8765"
 EXIT_NOT_FOUND: Final = 1
 EXIT_UNREACHABLE: Final = 2
+_LIVE_NOT_FOUND: Final = {"error": "not found"}
+"""The live view's one 404 (``loom_otel.live.asgi``): unknown, not yours and unauthenticated alike."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Print an execution's model reasoning as it streams: first what is already in "
         "progress (or the captured record of ended steps), then each delta. Who you are is proven by "
         "--token (or a credential of your deployment's authenticator passed with --header), never "
-        "claimed. Exit codes: 0 done or stream closed, 1 not found or not yours, 2 endpoint unreachable "
-        "or busy.",
+        "claimed. Exit codes: 0 done or stream closed, 1 not found or not yours, 2 endpoint unreachable, "
+        "busy, or not a live view (what answered is named).",
     )
     parser.add_argument("--execution", required=True, metavar="ID", help="the execution id to follow")
     parser.add_argument(
@@ -155,14 +157,42 @@ def _request(args: argparse.Namespace) -> urllib.request.Request:
     return urllib.request.Request(url, headers=headers)
 
 
-def _why(error: urllib.error.HTTPError) -> str:
-    """The server's own reason (a 429 or 503 names the feed cap), cleaned for the terminal."""
+def _body(error: urllib.error.HTTPError) -> object:
     try:
-        body = json.loads(error.read(4096) or b"null")
+        return json.loads(error.read(4096) or b"null")
     except (ValueError, OSError):
-        return ""
+        return None
+
+
+def _why(body: object) -> str:
+    """The server's own reason (a 429 or 503 names the feed cap), cleaned for the terminal."""
     reason = body.get("error") if isinstance(body, dict) else None
     return f": {sanitize(str(reason))}" if reason else ""
+
+
+def _what_is_there(args: argparse.Namespace, error: urllib.error.HTTPError) -> str:
+    """What answered instead of a live view: loom-otel's reasoning viewer (its sign-in page), or a
+    server that is neither (its answer's status and type)."""
+    url = args.url.rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{url}/signin", timeout=args.timeout) as page:
+            answer = page.read(65536)
+        viewer = b'name="token"' in answer and b"loom-otel" in answer
+    except (urllib.error.URLError, OSError, ValueError):
+        viewer = False
+    if viewer:
+        return (
+            f"{sanitize(url)} is loom-otel's reasoning viewer (loom-otel serve), not a live view: read the "
+            f"execution at {sanitize(url)}/executions/{sanitize(urllib.parse.quote(args.execution, safe=''))} in "
+            "a browser, or pass --url of the app's live view (loom_otel.live.asgi; a viewer created with a "
+            "hub serves it under /live)"
+        )
+    kind = sanitize(error.headers.get("Content-Type", "no content type") if error.headers else "no content type")
+    return (
+        f"{sanitize(url)} is not a loom-otel live view: it answered {sanitize(error.url or url)} with HTTP "
+        f"{error.code} ({kind}), where a live view answers an execution it does not show with JSON "
+        '{"error": "not found"}'
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -176,10 +206,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 if args.until_done and event == "done":
                     return 0
     except urllib.error.HTTPError as error:
-        if error.code == 404:
+        body = _body(error)
+        if error.code == 404 and body == _LIVE_NOT_FOUND:
             print(f"loom-otel tail: no execution {args.execution!r} that you may read", file=sys.stderr)
             return EXIT_NOT_FOUND
-        print(f"loom-otel tail: the live view answered HTTP {error.code}{_why(error)}", file=sys.stderr)
+        if error.code == 404:
+            print(f"loom-otel tail: {_what_is_there(args, error)}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        print(f"loom-otel tail: the live view answered HTTP {error.code}{_why(body)}", file=sys.stderr)
         return EXIT_UNREACHABLE
     except BrokenPipeError:
         raise  # our reader went away, not the live view: the CLI ends quietly

@@ -215,6 +215,11 @@ def _witness(check: CrossCheck) -> list[str]:
     lines = [f"witness {check.kind} {check.witness}: {check.records} records"]
     lines += [f"{o}: origin only in the source ({n} records)" for o, n in check.origins_only_in_source]
     lines += [f"{o}: origin only in the witness ({n} records): deleted here?" for o, n in check.origins_only_in_witness]
+    lines += [
+        f"{o}: local origin ({n} records: reads or erasures kept in the journal, not forwarded): "
+        "not expected in the archive"
+        for o, n in check.local_origins
+    ]
     for label, ranges in (("only in the witness", check.only_in_witness), ("only in the source", check.only_in_source)):
         by_origin: dict[str, list[str]] = {}
         for origin, first, last in ranges:

@@ -33,6 +33,10 @@ ERASURE_BY: Final = "loom.erasure.by"
 """Who asked (the operating-system user and the command), or which policy."""
 ERASURE_REASON: Final = "loom.erasure.reason"
 """``request`` (a person asked) or ``retention`` (a policy expired it), or the caller's word."""
+AUDIT_LOCAL: Final = "loom.audit.local"
+"""``true`` on a record its writer keeps in the journal only (a read by ``loom-otel serve`` without
+``--forward``, a tombstone of ``loom-otel erase``/``retain``): ``verify --against`` expects an origin of
+such records only in the journal, not in the collector's archive."""
 
 # Capture fields (event and record).
 EXECUTION_ID: Final = "loom.execution.id"

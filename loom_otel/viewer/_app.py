@@ -37,7 +37,7 @@ from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
-from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, list_readable, read_page
+from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, ExecutionRow, list_readable, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
 
@@ -51,6 +51,8 @@ _SECURITY_HEADERS: Final = {
     "Cache-Control": "no-store",
 }
 _MAX_FORM: Final = 16384
+_ALL_TENANTS: Final = 1 << 30
+"""``list_readable``'s limit when looking for every tenant's execution of one id (no cut)."""
 
 
 def _int(value: str | None, default: int) -> int:
@@ -181,12 +183,23 @@ class _Viewer:
         return JSONResponse(body, headers=_SECURITY_HEADERS)
 
     # -- one execution -----------------------------------------------------------------------------
-    async def _page(self, request: Request, reader: str | None) -> ExecutionPage | None:
+    async def _choices(self, request: Request, reader: str | None) -> list[ExecutionRow]:
+        """Without ``?tenant=``: the executions of this id the reader may read, under any tenant (one is
+        shown as if its tenant had been named; several are listed to choose from)."""
+        if reader is None or request.query_params.get("tenant"):
+            return []
+        execution_id = request.path_params["execution_id"]
+        rows = await asyncio.to_thread(list_readable, self.evidence, reader, self.policy, limit=_ALL_TENANTS)
+        return [r for r in rows if r.execution_id == execution_id]
+
+    async def _page(
+        self, request: Request, reader: str | None, choices: list[ExecutionRow] | None = None
+    ) -> ExecutionPage | None:
         if reader is None:
             return None
         execution_id = request.path_params["execution_id"]
         query = request.query_params
-        tenant = query.get("tenant") or None
+        tenant = query.get("tenant") or (choices[0].tenant if choices else None)
         page = await asyncio.to_thread(
             read_page,
             self.evidence,
@@ -208,7 +221,10 @@ class _Viewer:
 
     async def execution(self, request: Request) -> Response:
         reader = await self.reader(request)
-        page = await self._page(request, reader)
+        choices = await self._choices(request, reader)
+        if reader is not None and len(choices) > 1:
+            return HTMLResponse(index_html(choices, reader=reader), headers=_SECURITY_HEADERS)
+        page = await self._page(request, reader, choices)
         if page is None or reader is None:
             return self._not_found(request, reader, html=True)
         body = execution_html(
@@ -222,7 +238,12 @@ class _Viewer:
 
     async def api_execution(self, request: Request) -> Response:
         reader = await self.reader(request)
-        page = await self._page(request, reader)
+        choices = await self._choices(request, reader)
+        if len(choices) > 1:
+            listed = [{"execution_id": r.execution_id, "tenant": r.tenant} for r in choices]
+            body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
+            return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
+        page = await self._page(request, reader, choices)
         if page is None:
             return self._not_found(request, reader, html=False)
         document = reading_document(page.reading, text=True)

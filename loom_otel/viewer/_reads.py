@@ -1,7 +1,9 @@
 """Every read is evidence: each part served (and each read refused to an authenticated reader) appends a
 chained ``read`` record (event ``loom.reasoning.read``) to the viewer's own journal origin, before the
 answer leaves. A journal that cannot be written fails the read closed (503): no text is served without
-its record. The chained exporter forwards these records like captures; ``verify`` checks them."""
+its record. With ``forward_to`` the chained exporter forwards these records like captures; without it each
+is marked local (``loom.audit.local``), kept in the journal only, and ``verify --against`` does not expect
+its origin in the collector's archive. ``verify`` checks them either way."""
 
 from __future__ import annotations
 
@@ -52,14 +54,20 @@ class ReadLog:
         count = 0
         for part in parts:
             if part.ref:
-                journal.append(
-                    attr.RECORD_READ, _attributes(reader, tenant, execution_id, part.ref, part.digest, part.status)
-                )
+                values = _attributes(reader, tenant, execution_id, part.ref, part.digest, part.status)
+                journal.append(attr.RECORD_READ, self._marked(values))
                 count += 1
         return count
 
     def refused(self, reader: str, tenant: str | None, execution_id: str) -> None:
-        self._open().append(attr.RECORD_READ, _attributes(reader, tenant, execution_id, "", "", NOT_FOUND))
+        values = _attributes(reader, tenant, execution_id, "", "", NOT_FOUND)
+        self._open().append(attr.RECORD_READ, self._marked(values))
+
+    def _marked(self, values: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+        """``values``, marked local when this log does not forward its records."""
+        if self._forward_to is None:
+            values[attr.AUDIT_LOCAL] = True
+        return values
 
     def flush(self) -> None:
         if self._journal is not None:

@@ -3,7 +3,6 @@ to a file as OTLP JSON lines, the way the collector ``file`` exporter does."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
@@ -15,11 +14,7 @@ import grpc
 from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):

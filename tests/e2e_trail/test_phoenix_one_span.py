@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,8 @@ from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks
 from loom_otel.testing.simulator import Simulator
+from tests.support.phoenix import PhoenixServer, get_json, wait_until
 from tests.support.tools import WEATHER
-
-from .test_phoenix import get_json, running_phoenix, wait_until
 
 pytestmark = pytest.mark.slow
 CANARY = "CANARY-phoenix-one-span-61fa"
@@ -48,12 +47,6 @@ PEERS: dict[str, Callable[[], BaseInstrumentor] | None] = {
     "openinference": _peer("openinference.instrumentation.anthropic"),
     "openllmetry": _peer("opentelemetry.instrumentation.anthropic"),
 }
-
-
-@pytest.fixture(scope="module")
-def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    with running_phoenix(tmp_path_factory.mktemp("phoenix")) as server:
-        yield server
 
 
 def _graphql(base: str, query: str) -> Any:
@@ -81,9 +74,9 @@ def _conversation(sim: Simulator, provider: TracerProvider) -> list[Any]:
     [("alone", "-"), *((p, o) for p in PEERS if p != "alone" for o in ("loom_first", "peer_first"))],
 )
 def test_one_llm_span_per_call_in_phoenix(
-    peer: str, order: str, phoenix: tuple[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    peer: str, order: str, phoenix: PhoenixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    base, grpc_port = phoenix
+    base, grpc_port = phoenix.base, phoenix.grpc_port
     project = f"one-span-{peer}-{order}".replace("_", "-")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     provider = TracerProvider(resource=Resource.create({"openinference.project.name": project}))

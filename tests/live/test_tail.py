@@ -84,3 +84,46 @@ class ClosedPipe(io.StringIO):
 def test_tail_unreachable(capsys):
     code = main(["tail", "--execution", "x", "--url", "http://127.0.0.1:9", "--timeout", "2"])
     assert code == 2 and "cannot reach" in capsys.readouterr().err
+
+
+def test_tail_at_a_viewer_says_it_is_the_viewer_not_a_live_view(tmp_path, serve, capsys):
+    """Issue 43: `tail --url` at `loom-otel serve`'s viewer names what is there, not 'no execution'."""
+    from loom_otel.core import FileReasoningStore
+    from loom_otel.viewer import create_app as viewer_app
+    from loom_otel.viewer import tokens_file_authenticator
+
+    (tmp_path / "journal").mkdir()
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[tokens]\nalice = "alice-secret-token-0000"\n')
+    app = viewer_app(
+        tmp_path / "journal",
+        FileReasoningStore(tmp_path / "store"),
+        authenticator=tokens_file_authenticator(tokens),
+        reads_journal=tmp_path / "reads",
+    )
+    server = serve(app)
+    argv = [
+        "tail",
+        "--execution",
+        "run-t",
+        "--url",
+        server.url,
+        "--timeout",
+        "10",
+        "--token",
+        "alice-secret-token-0000",
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no execution" not in err
+    assert "is loom-otel's reasoning viewer (loom-otel serve), not a live view" in err
+    assert f"{server.url}/executions/run-t" in err
+
+
+def test_tail_at_some_other_server_names_its_answer(serve, capsys):
+    from starlette.applications import Starlette
+
+    server = serve(Starlette())  # answers every path with a plain-text 404
+    assert main(["tail", "--execution", "run-t", "--url", server.url, "--timeout", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "is not a loom-otel live view" in err and "HTTP 404 (text/plain" in err and "no execution" not in err

@@ -99,7 +99,7 @@ def test_anonymous_and_wrong_tenant_get_404(server):
     assert _get(server, "/api/executions").status_code == 404
     assert _get(server, "/", headers={"Authorization": "Bearer not-a-token-at-all-000"}).status_code == 404
     assert _get(server, "/api/executions/run-alice?tenant=globex", headers=bearer("alice")).status_code == 404
-    assert _get(server, "/api/executions/run-alice", headers=bearer("alice")).status_code == 404
+    assert _get(server, "/api/executions/run-alice", headers=bearer("bob")).status_code == 404  # not his, any tenant
 
 
 def test_listing_holds_only_readable_executions(server):

@@ -20,7 +20,7 @@ import httpx2
 import pytest
 
 from tests.e2e_trail.receiver import free_port
-from tests.e2e_trail.test_phoenix import get_json, running_phoenix, wait_until
+from tests.support.phoenix import PhoenixServer, get_json, wait_until
 from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_evidence
 
 pytestmark = pytest.mark.slow
@@ -64,18 +64,18 @@ def _browser():
     return webdriver.Chrome(service=Service(driver), options=options)
 
 
-def _reasoning_url_in_phoenix(base: str) -> str:
+def _reasoning_url_in_phoenix(base: str, port: int) -> str:
     def find() -> str | None:
         for span in get_json(f"{base}/v1/projects/default/spans?limit=100")["data"]:
             url = (span.get("attributes") or {}).get("loom.reasoning.url")
-            if url and "run-alice" in url:
+            if url and url.startswith(f"http://127.0.0.1:{port}/executions/run-alice"):  # this session's
                 return str(url)
         return None
 
     return str(wait_until(find, 120, "a span with loom.reasoning.url in Phoenix"))
 
 
-def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path):
+def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path, phoenix: PhoenixServer):
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     from selenium.webdriver.common.by import By
 
@@ -84,11 +84,10 @@ def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path
     shots = Path(os.environ.get("VIEWER_SCREENSHOTS") or tmp_path / "screenshots")
     shots.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "serve.log"
-    with running_phoenix(tmp_path) as (phoenix, grpc_port):
-        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{grpc_port}", insecure=True)
-        exporter.export(list(captured.spans))
-        exporter.shutdown()
-        url = _reasoning_url_in_phoenix(phoenix)
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{phoenix.grpc_port}", insecure=True)
+    exporter.export(list(captured.spans))
+    exporter.shutdown()
+    url = _reasoning_url_in_phoenix(phoenix.base, port)
     assert url.startswith(f"http://127.0.0.1:{port}/executions/run-alice?tenant=acme&step=s0")
 
     with serving(captured, port, workers=2, log=log) as base:

@@ -93,3 +93,29 @@ def test_cli_erase(tmp_path: Path) -> None:
     args = build_parser().parse_args(["erase", "--execution", "x"])
     err = io.StringIO()
     assert args.func(args, out=io.StringIO(), err=err) == 2 and "--store" in err.getvalue()
+
+
+def test_cli_erase_of_an_execution_never_captured_is_an_error(tmp_path: Path) -> None:
+    """Issue 43: erasing nothing names what was looked for and writes no tombstone; --force writes it."""
+    store = FileReasoningStore(tmp_path / "store", fsync=False)
+    recorder = make_recorder(store, tmp_path)
+    recorder.call([text("kept")], execution_id="run-d", step_id="s", tenant="acme")
+    recorder.runtime.journal.checkpoint()
+
+    def erase(*extra: str) -> tuple[int, str, str]:
+        argv = ["erase", "--execution", "nope", "--tenant", "acme", "--store", f"file://{tmp_path / 'store'}"]
+        args = build_parser().parse_args([*argv, "--journal", str(recorder.journal_dir), *extra])
+        out, err = io.StringIO(), io.StringIO()
+        code = args.func(args, out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = erase()
+    assert code == 3 and out == ""
+    assert "nothing captured for execution 'nope' (tenant 'acme')" in err and str(recorder.journal_dir) in err
+    assert "--force" in err
+    assert not [r for r in iter_records(recorder.journal_dir) if r["type"] == "erasure"]
+    code, out, err = erase("--force")
+    assert code == 0, err
+    assert [
+        r["attributes"]["loom.execution.id"] for r in iter_records(recorder.journal_dir) if r["type"] == "erasure"
+    ] == ["nope"]

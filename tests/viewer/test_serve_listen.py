@@ -1,0 +1,60 @@
+"""``loom-otel serve`` says where it serves only once it listens (issue 43): a port another process holds
+is an error said plainly (exit 1), with no announcement first; a free port is announced, and answers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+
+SERVE = [sys.executable, "-m", "loom_otel.cli", "serve"]
+
+
+def _common(tmp_path: Path) -> list[str]:
+    (tmp_path / "journal").mkdir(exist_ok=True)
+    (tmp_path / "tokens.toml").write_text('[tokens]\nalice = "alice-secret-token-0000"\n')
+    store = f"file://{tmp_path / 'store'}"
+    return [*SERVE, "--journal", str(tmp_path / "journal"), "--store", store, "--tokens", str(tmp_path / "tokens.toml")]
+
+
+def test_a_port_in_use_is_an_error_and_never_announced(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [*_common(tmp_path), "--port", str(port)], capture_output=True, text=True, timeout=120, check=False
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "loom-otel serve: http" not in done.stdout
+    assert f"cannot listen on http://127.0.0.1:{port}/" in done.stderr and "in use" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_announcement_comes_once_listening(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [*_common(tmp_path), "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert served.stdout is not None
+        line = served.stdout.readline()  # blocks until the announcement (or the end)
+        assert line.startswith(f"loom-otel serve: http://127.0.0.1:{port}/"), line + served.stderr.read()
+        deadline = time.monotonic() + 5
+        while True:  # listening when announced: the first connection is accepted (a short grace on a busy host)
+            try:
+                response = httpx2.get(f"http://127.0.0.1:{port}/", timeout=30)
+                break
+            except httpx2.TransportError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert response.status_code == 404  # no token: the same 404 as everything else
+    finally:
+        served.terminate()
+        served.wait(30)
