@@ -21,7 +21,11 @@ each origin's chain is walked in ``seq`` order. Reported per origin:
   signed and partly not (``mixed_signing``: signatures stripped), or signed by more than one key
   (``key_changes``: re-signed), fails;
 - ``unanchored``: the seq range after the last valid checkpoint (never "ok": nothing proves it was
-  not cut short); ``torn``: bytes of a line cut short by a crash at the end of a journal chain.
+  not cut short); ``torn``: bytes of a line cut short by a crash at the end of a journal chain;
+- ``intact_through``: the last seq of the run from seq 1 with no gap, modified record, broken link or
+  conflicting copy; ``signed_through``: the records (1..n) the last checkpoint in that run signed by a
+  trusted key covers (0 without one, and always 0 without trusted keys): what a record's standing is
+  made of (``_standing``).
 
 ``malformed`` counts input lines (or chain events) that cannot be read. A report is ``ok`` only when
 there is at least one record and nothing at all is reported.
@@ -95,6 +99,8 @@ class OriginReport:
     unanchored: tuple[int, int] | None = None
     torn: int = 0
     duplicates_cut: int = 0
+    intact_through: int = 0
+    signed_through: int = 0
 
     def problems(self, *, require_signed: bool = False) -> list[str]:
         found = [
@@ -591,6 +597,9 @@ class _Chain:
         self.unsigned = 0
         self.signed = 0
         self.keys: dict[str, None] = {}  # signing keys in order of first use
+        self.intact = True
+        self.intact_through = 0
+        self.signed_through = 0
 
     def note(self, key: str, seq: int) -> None:
         found = self.lists[key]
@@ -600,6 +609,7 @@ class _Chain:
 
 def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> OriginReport:
     chain = _Chain()
+    trusted = bool(ingest.trusted)
     rows = db.execute(
         "SELECT seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key FROM r"
         " WHERE src=? AND origin=? AND cut=0 ORDER BY seq, pos",
@@ -608,11 +618,11 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
     group: list[tuple[Any, ...]] = []
     for row in rows:
         if group and row[0] != group[0][0]:
-            _take(db, origin, chain, group)
+            _take(db, origin, chain, group, trusted=trusted)
             group = []
         group.append(row)
     if group:
-        _take(db, origin, chain, group)
+        _take(db, origin, chain, group, trusted=trusted)
     unanchored = (chain.anchored + 1, chain.last) if chain.last > chain.anchored else None
     return OriginReport(
         origin=origin,
@@ -637,13 +647,17 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
         duplicates_cut=int(
             db.execute("SELECT count(*) FROM r WHERE src=? AND origin=? AND cut=1", (_SOURCE, origin)).fetchone()[0]
         ),
+        intact_through=chain.intact_through,
+        signed_through=chain.signed_through,
     )
 
 
-def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[Any, ...]]) -> None:
+def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[Any, ...]], *, trusted: bool) -> None:
     seq = int(group[0][0])
+    sound = True
     if len({row[4] for row in group}) > 1:
         chain.note("conflicting", seq)
+        sound = False
     else:
         chain.identical += len(group) - 1
     rep = next((row for row in group if row[3]), group[0])
@@ -653,13 +667,19 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
     chain.last = seq
     if not ok:
         chain.note("modified", seq)
+        sound = False
     if seq > chain.prev_seq + 1:
         if len(chain.gaps) < MAX_LOCATIONS:
             chain.gaps.append((chain.prev_seq + 1, seq - 1))
         chain.missing += seq - chain.prev_seq - 1
+        sound = False
     elif (seq == 1 and prev != GENESIS) or (chain.prev_hash is not None and prev != chain.prev_hash):
         chain.note("broken_links", seq)
+        sound = False
     chain.prev_seq, chain.prev_hash = seq, str(digest)
+    chain.intact = chain.intact and sound
+    if chain.intact:
+        chain.intact_through = seq
     if is_cp:
         chain.checkpoints += 1
         if cp_sig == "bad":
@@ -675,6 +695,8 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
             return
         if ok:
             chain.anchored = max(chain.anchored, seq)
+        if trusted and cp_sig == "valid" and chain.intact:
+            chain.signed_through = max(chain.signed_through, int(cp_size))
 
 
 def _head_matches(db: sqlite3.Connection, origin: str, *, size: int, head: str, seq: int, prev: str) -> bool:
