@@ -76,6 +76,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="forward the read records like captures, through the chained exporter "
         f"(to ${env.LOOM_OTEL_CHAIN_INNER}, default OTLP over HTTP)",
     )
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="KEYFILE",
+        help="a public (or private) key file whose signed checkpoints prove records (repeatable; one per origin "
+        f"or a deployment key from `loom-otel keygen`); ${env.LOOM_OTEL_CHECKPOINT_KEY}'s key is trusted too. "
+        "Each part shows its standing: signed, chained or unproven; an unproven tombstone never reads erased",
+    )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
     parser.add_argument(
         "--retention",
@@ -116,6 +125,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         trace_url=args.trace_url,
         secure_cookie=args.secure_cookie,
         forward=args.forward,
+        trust=tuple(str(Path(k).expanduser().absolute()) for k in args.trust),
     )
     try:
         settings.check()

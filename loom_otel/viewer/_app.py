@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 
 from loom_otel.audit._document import reading_document
+from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._policy import ReadingPolicy
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
@@ -296,6 +297,7 @@ def create_app(
     secure_cookie: bool = False,
     forward_to: SpanExporter | None = None,
     archive_options: dict[str, Any] | None = None,
+    trust: Iterable[str] | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
@@ -305,13 +307,16 @@ def create_app(
     (an in-process ``LiveReasoningHub``) streams the parts of calls in flight into the pages;
     ``forward_to`` (an OTLP exporter, say) receives the read records through a ``ChainedSpanExporter``
     on the reads journal, like captures. ``source`` may be an archive's fsspec URL (``s3://bucket/key``;
-    ``archive_options``: the fsspec storage options, default from the environment)."""
+    ``archive_options``: the fsspec storage options, default from the environment). ``trust``: the hex
+    Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
+    ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing."""
+    keys = trusted_keys() if trust is None else frozenset(k.lower() for k in trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
         remote.check()
-        evidence = Evidence(remote.sync(), remote)
+        evidence = Evidence(remote.sync(), remote, keys)
     else:
-        evidence = Evidence(Path(source).expanduser().absolute())
+        evidence = Evidence(Path(source).expanduser().absolute(), trust=keys)
     if not evidence.source.exists():
         from loom_otel.core.exceptions import ReasoningConfigError
 

@@ -14,6 +14,8 @@ from typing import Final
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
+from loom_otel.audit._standing import Standings
+from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive
@@ -40,10 +42,12 @@ class ExecutionRow:
 class Evidence:
     """Where the evidence is: a journal directory or a collector ``file`` exporter archive (the source
     of the capture index, kept beside it or, where that is not writable, in the temporary directory);
-    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror."""
+    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror; ``trust``:
+    the hex public keys whose signed checkpoints prove its records (``serve --trust``, ``_standing``)."""
 
     source: Path
     remote: RemoteArchive | None = None
+    trust: frozenset[str] = frozenset()
 
     @property
     def index_path(self) -> Path:
@@ -177,7 +181,8 @@ def read_page(
     if found is None:
         return None
     records, last_of_step, position, total = found
-    resolver = PartResolver(store, tenant, execution_id, evidence.source)  # its tombstones: erased, or missing
+    standings = Standings(evidence.source, evidence.trust)  # each record's standing; proven tombstones: erased
+    resolver = PartResolver(store, tenant, execution_id, TombstoneIndex(evidence.source, standings))
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
     for record in records:

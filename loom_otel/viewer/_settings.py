@@ -11,6 +11,7 @@ from typing import Final
 
 from starlette.applications import Starlette
 
+from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._config import unusable_directory
 from loom_otel.core._policy import ReadingPolicy, load_policy
 from loom_otel.core._store._uri import store_from_uri
@@ -40,6 +41,15 @@ class ServeSettings:
     secure_cookie: bool = False
     forward: bool = False
     """Forward the read records through a chained exporter (inner: ``LOOM_OTEL_CHAIN_INNER``)."""
+    trust: tuple[str, ...] = ()
+    """Key files (PEM, ``loom-otel keygen``) whose signed checkpoints prove records (``--trust``); the
+    public half of ``LOOM_OTEL_CHECKPOINT_KEY`` is trusted too (``_standing.trusted_keys``)."""
+
+    def trusted(self) -> frozenset[str]:
+        try:
+            return trusted_keys(self.trust)
+        except (OSError, ValueError) as exc:
+            raise ReasoningConfigError(f"--trust: not an Ed25519 key file ({exc})") from None
 
     def authenticator(self) -> Authenticator:
         """Exactly one way to prove a reader: tokens, JWTs, or a declared trusted proxy (warned)."""
@@ -70,6 +80,7 @@ class ServeSettings:
             raise ReasoningConfigError(f"--trace-url {self.trace_url!r} must contain {{trace_id}}")
         store_from_uri(self.store)
         self.reading_policy()
+        self.trusted()
         problem = unusable_directory(Path(self.reads_journal))
         if problem is not None:  # every read is recorded there first: a viewer that cannot would serve nothing
             raise ReasoningConfigError(f"--reads-journal {self.reads_journal!r} cannot be written: {problem}")
@@ -90,9 +101,12 @@ class ServeSettings:
             trace_url=self.trace_url,
             secure_cookie=self.secure_cookie,
             forward_to=inner_from_environment() if self.forward else None,
+            trust=self.trusted(),
         )
 
 
 def app_from_environment() -> Starlette:
     """The uvicorn factory of each worker (``loom_otel.viewer._settings:app_from_environment``)."""
-    return ServeSettings(**json.loads(os.environ[SETTINGS_VARIABLE])).app()
+    settings = json.loads(os.environ[SETTINGS_VARIABLE])
+    settings["trust"] = tuple(settings.get("trust") or ())
+    return ServeSettings(**settings).app()
