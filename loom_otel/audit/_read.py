@@ -273,6 +273,7 @@ def read_reasoning(
     execution_id: str,
     step_id: str | None = None,
     tenant: str | None = None,
+    *,
     trust: Iterable[str] | None = None,
 ) -> ReasoningReading:
     """Read back the reasoning one execution captured (optionally one step) from ``source``.

@@ -15,6 +15,7 @@ and the public half of ``LOOM_OTEL_CHECKPOINT_KEY`` when it is set (the deployme
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -58,10 +59,8 @@ def trusted_keys(paths: Iterable[str | os.PathLike[str]] = (), *, environment: b
     keys = {load_public_key(p) for p in paths}
     own = os.environ.get(env.LOOM_OTEL_CHECKPOINT_KEY) if environment else None
     if own:
-        try:
+        with contextlib.suppress(OSError, ValueError):  # the writer warns about an unusable key
             keys.add(load_public_key(own))
-        except (OSError, ValueError):
-            pass  # the writer warns about an unusable key; a reader just does not trust it
     return frozenset(k.lower() for k in keys)
 
 
