@@ -163,9 +163,7 @@ def test_without_a_trusted_key_nothing_is_proven(
     erase_execution(store, None, "run-n", journal=recorder.journal_dir)
     monkeypatch.delenv("LOOM_OTEL_CHECKPOINT_KEY")
     reading = read_reasoning(recorder.journal_dir, store, execution_id="run-n")
-    assert [(p.status, reading.steps[0].received.standing) for p in reading.parts] == [
-        (PartStatus.MISSING, "unproven")
-    ]
+    assert [(p.status, reading.steps[0].received.standing) for p in reading.parts] == [(PartStatus.MISSING, "unproven")]
     trusted = read_reasoning(recorder.journal_dir, store, execution_id="run-n", trust=[signing_key])
     assert [(p.status, trusted.steps[0].received.standing) for p in trusted.parts] == [(PartStatus.ERASED, "signed")]
     other = tmp_path / "other.pem"
@@ -218,4 +216,8 @@ def generate_public(private: Path) -> str:
     from cryptography.hazmat.primitives import serialization
 
     key = serialization.load_pem_private_key(private.read_bytes(), password=None)
-    return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
