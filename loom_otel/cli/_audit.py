@@ -24,7 +24,7 @@ from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
-from loom_otel.audit._standing import trusted_keys
+from loom_otel.audit._standing import Standings, trusted_keys
 from loom_otel.cli._store_args import open_store, parse_since, store_url
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
@@ -118,6 +118,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reads.add_argument("--execution", default=None, help="only reads of this execution")
     reads.add_argument("--tenant", default=None, help="only reads in this tenant")
     reads.add_argument("--json", action="store_true", help="machine-readable output")
+    reads.add_argument(
+        "--trust", action="append", default=[], metavar="KEYFILE", help="as for show: keys that prove records"
+    )
     reads.set_defaults(func=run_reads)
 
     from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
@@ -321,12 +324,22 @@ def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO |
         and (args.tenant is None or r.tenant == args.tenant)
     ]
     found.sort(key=lambda r: (r.time, r.origin, r.seq))
+    try:
+        standings = Standings(source, trusted_keys(getattr(args, "trust", None) or ()))
+    except (OSError, ValueError) as exc:
+        print(f"loom-otel audit reads: --trust: not an Ed25519 key file ({exc})", file=err)
+        return EXIT_USAGE
+    standing = {(r.origin, r.seq): standings.of(r.origin, r.seq, r.record_hash).value for r in found}
     if args.json:
         keys = ("time", "reader", "tenant", "execution_id", "ref", "digest", "outcome", "origin", "seq")
-        json.dump([{k: getattr(r, k) for k in keys} for r in found], out, indent=2)
+        json.dump(
+            [{**{k: getattr(r, k) for k in keys}, "standing": standing[(r.origin, r.seq)]} for r in found],
+            out,
+            indent=2,
+        )
         print(file=out)
     elif found:
-        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome")
+        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome", "standing")
         rows = [
             tuple(
                 clean(str(c))
@@ -338,6 +351,7 @@ def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO |
                     r.ref or "-",
                     r.digest[:12] or "-",
                     r.outcome,
+                    standing[(r.origin, r.seq)],
                 )
             )
             for r in found

@@ -75,3 +75,24 @@ def test_serve_takes_trust_keyfiles_and_refuses_one_that_is_no_key(signed: dict[
     assert json.loads(ServeSettings(**settings, trust=(signed["public"],)).to_environment())["trust"] == [
         signed["public"]
     ]
+
+
+def test_audit_reads_shows_each_read_records_standing(
+    signed: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loom_otel.cli.__main__ import main
+
+    public = signed.pop("public")
+    monkeypatch.setenv("LOOM_OTEL_CHECKPOINT_KEY", str(tmp_path / "deploy.pem"))  # the viewer signs its reads
+    app = ServeSettings(**signed).app()
+    with Server(app) as server:
+        assert [p["standing"] for p in _parts(server)] == ["signed"]  # its own key is trusted
+    app.state.reads.close()
+    monkeypatch.delenv("LOOM_OTEL_CHECKPOINT_KEY")
+    capsys.readouterr()
+    assert main(["audit", "reads", "--journal", signed["reads_journal"], "--json", "--trust", public]) == 0
+    (read,) = json.loads(capsys.readouterr().out)
+    assert (read["reader"], read["outcome"], read["standing"]) == ("alice", "ok", "signed")
+    assert main(["audit", "reads", "--journal", signed["reads_journal"]]) == 0
+    table = capsys.readouterr().out
+    assert "standing" in table.splitlines()[0] and "unproven" in table
