@@ -36,6 +36,8 @@ without trusted keys, who signed its checkpoints (a chain re-signed with another
 ``against`` names a witness, the collector's archive of the same chains (or a journal, given an
 archive): both are ingested and cross-checked (``CrossCheck``): origins and records present in one and
 not the other, records that differ, and checkpoint heads one holds that the other's records contradict.
+Records the journal holds past the archive's last record of their origin are named "not yet in the
+archive" (in flight, or buffered by a collector that stopped before writing them), never a cut.
 What went unchecked is listed in ``VerifyReport.limits`` (the CLI's OK line says it).
 """
 
@@ -73,6 +75,7 @@ _BATCH: Final = 5000
 _SOURCE: Final = 0
 _WITNESS: Final = 1
 _KEY_SHOWN: Final = 16
+_NOT_YET: Final = "not yet in the archive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,11 @@ class CrossCheck:
     only_in_witness_count: int = 0
     differing: tuple[tuple[str, int], ...] = ()
     contradicted_heads: tuple[tuple[str, str, int], ...] = ()
+    not_yet_archived: tuple[tuple[str, int, int], ...] = ()
+    """Runs the journal holds past the archive's last record of their origin (``(origin, first, last)``):
+    not yet in the archive (in flight, or buffered by a collector that stopped before writing them),
+    never a cut; not counted in ``only_in_source`` / ``only_in_witness``."""
+    not_yet_archived_count: int = 0
 
     def problems(self) -> list[str]:
         cut, undelivered = "cut from the journal", "not delivered to the archive, or lost on the way"
@@ -159,14 +167,24 @@ class CrossCheck:
         hints = {("journal", "otlp"): (undelivered, cut), ("otlp", "journal"): (cut, undelivered)}
         hint = hints.get((self.source_kind, self.kind), ("", ""))
         source_hint, witness_hint = (f"; {h}" if h else "" for h in hint)
+        # a whole origin the archive lacks is at its tail too
+        origin_hints = {("journal", "otlp"): (_NOT_YET, cut), ("otlp", "journal"): (cut, _NOT_YET)}
+        source_origin, witness_origin = (
+            f"; {h}" if h else "" for h in origin_hints.get((self.source_kind, self.kind), ("", ""))
+        )
         found = [
-            f"{origin}: origin only in the source ({n} records{source_hint})"
+            f"{origin}: origin only in the source ({n} records{source_origin})"
             for origin, n in self.origins_only_in_source
         ]
         found += [
-            f"{origin}: origin only in the witness ({n} records{witness_hint})"
+            f"{origin}: origin only in the witness ({n} records{witness_origin})"
             for origin, n in self.origins_only_in_witness
         ]
+        if self.not_yet_archived_count:
+            found.append(
+                f"{_NOT_YET} {self.not_yet_archived_count} records ({_ranges(self.not_yet_archived)}; the journal "
+                "holds them: in flight, or buffered by a collector that stopped before writing them)"
+            )
         if self.only_in_witness_count:
             found.append(
                 f"only_in_witness {self.only_in_witness_count} records ({_ranges(self.only_in_witness)}{witness_hint})"
@@ -725,6 +743,10 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kin
     common = sorted(mine.keys() & theirs.keys())
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
     counts = {_SOURCE: 0, _WITNESS: 0}
+    sides = {("journal", "otlp"): (_SOURCE, _WITNESS), ("otlp", "journal"): (_WITNESS, _SOURCE)}
+    journal_side, archive_side = sides.get((source_kind, seen.kind), (None, None))
+    not_yet: list[tuple[str, int, int]] = []
+    not_yet_count = 0
     differing: list[tuple[str, int]] = []
     contradicted: list[tuple[str, str, int]] = []
     for origin in common:
@@ -734,7 +756,13 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kin
                 " (SELECT seq FROM r WHERE src=? AND origin=?) ORDER BY seq",
                 (side, origin, other, origin),
             )
+            archived = _archive_end(db, archive_side, origin) if side == journal_side else None
             for first, last in _runs(int(row[0]) for row in seqs):
+                if archived is not None and first > archived:  # past the archive's tail: not there yet
+                    not_yet_count += last - first + 1
+                    if len(not_yet) < MAX_LOCATIONS:
+                        not_yet.append((origin, first, last))
+                    continue
                 counts[side] += last - first + 1
                 if len(only[side]) < MAX_LOCATIONS:
                     only[side].append((origin, first, last))
@@ -768,7 +796,17 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source_kin
         only_in_witness_count=counts[_WITNESS],
         differing=tuple(differing),
         contradicted_heads=tuple(contradicted),
+        not_yet_archived=tuple(not_yet),
+        not_yet_archived_count=not_yet_count,
     )
+
+
+def _archive_end(db: sqlite3.Connection, side: int | None, origin: str) -> int | None:
+    """The last seq of ``origin`` the archive (``side``) holds."""
+    if side is None:
+        return None
+    row = db.execute("SELECT max(seq) FROM r WHERE src=? AND origin=?", (side, origin)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def _runs(seqs: Iterable[int]) -> Iterator[tuple[int, int]]:

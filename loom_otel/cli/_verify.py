@@ -215,7 +215,11 @@ def _witness(check: CrossCheck) -> list[str]:
     lines = [f"witness {check.kind} {check.witness}: {check.records} records"]
     lines += [f"{o}: origin only in the source ({n} records)" for o, n in check.origins_only_in_source]
     lines += [f"{o}: origin only in the witness ({n} records): deleted here?" for o, n in check.origins_only_in_witness]
-    for label, ranges in (("only in the witness", check.only_in_witness), ("only in the source", check.only_in_source)):
+    for label, ranges in (
+        ("only in the witness", check.only_in_witness),
+        ("only in the source", check.only_in_source),
+        ("not yet in the archive (the journal holds it)", check.not_yet_archived),
+    ):
         by_origin: dict[str, list[str]] = {}
         for origin, first, last in ranges:
             by_origin.setdefault(origin, []).append(f"{first}..{last}" if first != last else str(first))
