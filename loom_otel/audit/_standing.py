@@ -28,6 +28,7 @@ from loom_otel.audit._captures import ReasoningSource, SpanLike
 from loom_otel.audit._verify import verify
 from loom_otel.core import environment_variables as env
 from loom_otel.core._journal._checkpoint import load_public_key
+from loom_otel.core._journal._reader import all_segments
 from loom_otel.core._journal._records import record_from_event
 from loom_otel.core._memo import BoundedMemo
 
@@ -69,7 +70,11 @@ Chains = dict[str, tuple[int, int]]
 
 
 def _fingerprint(path: Path) -> tuple[tuple[str, int, int], ...]:
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    """Each file of the chains (a journal's segments, or the archive) with its size and time."""
+    if not path.is_dir():
+        files = [path]
+    else:
+        files = [p for _, p in all_segments(path)] or sorted(p for p in path.rglob("*") if p.is_file())
     found = []
     for file in files:
         try:

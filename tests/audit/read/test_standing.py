@@ -152,6 +152,18 @@ def test_records_past_the_last_signed_checkpoint_are_chained(
     assert [p.status for p in reading.parts] == [PartStatus.OK, PartStatus.OK]
 
 
+def test_a_standing_follows_the_journal_as_it_grows(recorder: Recorder, store: ReasoningStore) -> None:
+    """The chains are walked again when the journal changed (the viewer asks on every page)."""
+    recorder.call([text("one")], execution_id="run-w", step_id="one")
+    recorder.runtime.journal.checkpoint()
+    recorder.call([text("two")], execution_id="run-w", step_id="two")
+    before = read_reasoning(recorder.journal_dir, store, execution_id="run-w")
+    recorder.runtime.journal.checkpoint()
+    after = read_reasoning(recorder.journal_dir, store, execution_id="run-w")
+    assert [s.received.standing for s in before.steps] == ["signed", "chained"]
+    assert [s.received.standing for s in after.steps] == ["signed", "signed"]
+
+
 def test_without_a_trusted_key_nothing_is_proven(
     recorder: Recorder, store: ReasoningStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
