@@ -13,16 +13,20 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from loom_otel.core import _attributes as attr
+from loom_otel.core._canonical import canonical_json, chain_hash
 from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._journal._records import record_from_event
 
 __all__ = [
     "CaptureRecord",
     "ReasoningSource",
     "SpanLike",
     "any_value",
+    "event_hash",
     "iter_captures",
     "parse_collector_line",
     "parse_journal_line",
+    "sound_hash",
 ]
 
 
@@ -73,6 +77,8 @@ class CaptureRecord:
     owner: str | None = None
     trace_id: str | None = None
     """The model-call span's trace (``loom.call.trace_id``), where the record says."""
+    record_hash: str = ""
+    """The record's chain hash when it recomputes from the record as read (``sound_hash``), else ``""``."""
 
     @property
     def order(self) -> tuple[int, str, int]:
@@ -80,11 +86,34 @@ class CaptureRecord:
         return (self.time, self.origin, self.seq)
 
 
+def sound_hash(record: Mapping[str, Any] | None) -> str:
+    """The chain hash of a journal record when it recomputes from the record's content, else ``""``: a
+    record's standing (``_standing``) is looked up by it, so a copy that is not the chained one never
+    borrows the chained one's standing."""
+    if record is None:
+        return ""
+    digest, prev = record.get("hash"), record.get("prev")
+    if not isinstance(digest, str) or not isinstance(prev, str):
+        return ""
+    try:
+        body = canonical_json({k: v for k, v in record.items() if k != "hash"})
+        return digest if chain_hash(prev, body) == digest else ""
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return ""
+
+
+def event_hash(name: str, attributes: Mapping[str, Any], time: int) -> str:
+    """``sound_hash`` of the record a span event carries (``""``: none, or not sound)."""
+    return sound_hash(record_from_event(name, attributes, time))
+
+
 def _strs(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
 
 
-def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, time: int) -> CaptureRecord | None:
+def from_attributes(
+    attributes: Mapping[str, Any], *, origin: str, seq: int, time: int, record_hash: str = ""
+) -> CaptureRecord | None:
     """A record from flat capture attributes; ``None`` when they are not a well-formed capture."""
     try:
         kinds = _strs(attributes.get(attr.PART_KIND))
@@ -116,6 +145,7 @@ def from_attributes(attributes: Mapping[str, Any], *, origin: str, seq: int, tim
             principal=str(principal) if principal else None,
             owner=str(owner) if owner else None,
             trace_id=str(attributes.get(attr.CALL_TRACE_ID) or "") or None,
+            record_hash=record_hash,
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -132,7 +162,7 @@ def _journal_record(record: Mapping[str, Any]) -> CaptureRecord | None:
         origin, seq, time = str(record["origin"]), int(record["seq"]), int(record["time"])
     except (KeyError, TypeError, ValueError):
         return None
-    return from_attributes(attributes, origin=origin, seq=seq, time=time)
+    return from_attributes(attributes, origin=origin, seq=seq, time=time, record_hash=sound_hash(record))
 
 
 def parse_journal_line(line: bytes) -> CaptureRecord | None:
@@ -167,7 +197,8 @@ def _event_record(attributes: Mapping[str, Any], time: int) -> CaptureRecord | N
         seq = int(attributes.get(attr.AUDIT_SEQ) or 0)
     except (TypeError, ValueError):
         return None
-    return from_attributes(attributes, origin=origin, seq=seq, time=time)
+    digest = event_hash(attr.EVENT_CAPTURED, attributes, time)
+    return from_attributes(attributes, origin=origin, seq=seq, time=time, record_hash=digest)
 
 
 def parse_collector_line(line: bytes) -> list[CaptureRecord]:

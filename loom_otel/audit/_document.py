@@ -11,7 +11,8 @@ __all__ = ["attempt_document", "reading_document"]
 
 def attempt_document(attempt: AttemptReading, *, text: bool) -> dict[str, object]:
     """One attempt: its call and its parts; each part's text (with ``text``, when ``ok``) beside the
-    origin that marks it untrusted model output."""
+    origin that marks it untrusted model output, and the standing of its record (``signed``, ``chained``,
+    ``unproven``; an erasure's, of its tombstone)."""
     parts = []
     for p in attempt.parts:
         entry: dict[str, object] = {
@@ -21,6 +22,7 @@ def attempt_document(attempt: AttemptReading, *, text: bool) -> dict[str, object
             "size": p.size,
             "digest": p.digest,
             "ref": p.ref,
+            "standing": attempt.standing.value,
         }
         if p.erasure is not None:
             entry["erasure"] = {
@@ -28,6 +30,7 @@ def attempt_document(attempt: AttemptReading, *, text: bool) -> dict[str, object
                 "reason": p.erasure.reason,
                 "by": p.erasure.by,
                 "scope": p.erasure.scope,
+                "standing": None if p.erasure.standing is None else p.erasure.standing.value,
             }
         if text and p.text is not None:
             entry["text"] = p.text.text

@@ -62,8 +62,9 @@ def erase_execution(
     entry = target.append(attr.RECORD_ERASURE, attributes)
     if not isinstance(journal, Journal):
         target.close()  # checkpointed and synced: the tombstone is anchored before anything is deleted
+    by_whom = str(attributes[attr.ERASURE_BY])
     tombstone = Tombstone(
-        tenant, execution_id, scope, str(attributes[attr.ERASURE_BY]), reason, entry.time, entry.origin, entry.seq
+        tenant, execution_id, scope, by_whom, reason, entry.time, entry.origin, entry.seq, record_hash=entry.hash
     )
     had_key = isinstance(store, DigestKeyStore) and store.digest_key(tenant, execution_id) is not None
     removed = store.erase_execution(tenant, execution_id)

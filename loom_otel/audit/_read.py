@@ -7,8 +7,9 @@ Per part, ``status`` is one of:
 - ``redacted``: the vendor withheld the block (opaque data; never text);
 - ``erased``: the blob is gone and a tombstone of its execution, written after the capture, says so
   (``erase_execution``, ``loom-otel erase``, retention); ``erasure`` holds the tombstone (time, reason,
-  who or which policy);
-- ``missing``: the blob is gone and no tombstone accounts for it: lost evidence, never a lawful erasure;
+  who or which policy, its standing); only a ``signed`` or ``chained`` tombstone counts (``_standing``);
+- ``missing``: the blob is gone and no proven tombstone accounts for it: lost evidence, never a lawful
+  erasure;
 - ``digest-mismatch``: a blob is there but does not open for the queried execution (copied from
   another execution or tenant, a damaged seal) or its bytes do not match the recorded size and
   digest (a flipped byte), or, read for a reader (``PartResolver(admits=...)``), its sealed audience
@@ -19,6 +20,9 @@ Per part, ``status`` is one of:
 Attempts: a step captured more than once (a retry, a rerun after a crash, or several model calls in
 one ``step()``) keeps every attempt; the last one in log order is the value the application received
 (``received=True``), the earlier ones are labelled superseded.
+
+Each attempt carries the ``standing`` of its capture record (``signed``, ``chained``, ``unproven``:
+``_standing``), judged with the keys the reader trusts.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
+from loom_otel.audit._standing import Standing, Standings, trusted_keys
 from loom_otel.audit._tombstones import Tombstone, TombstoneIndex
 from loom_otel.core._canonical import text_of
 from loom_otel.core._guard._untrusted import Untrusted
@@ -107,6 +112,8 @@ class AttemptReading:
     parts: tuple[PartReading, ...]
     layout: tuple[str, ...] = ()
     """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
+    standing: Standing = Standing.UNPROVEN
+    """How far the capture record is proven (``_standing``)."""
 
     @property
     def superseded(self) -> bool:
@@ -197,8 +204,9 @@ class PartResolver:
         admits: Admits | None = None,
     ) -> None:
         """``source``: where the capture records came from (or its tombstones, shared by several
-        resolvers); its tombstones tell ``erased`` from ``missing``. ``admits``: the reader's rule, run on
-        the audience sealed with each blob (``admitted``); a blob it refuses never gives its text."""
+        resolvers); its proven tombstones tell ``erased`` from ``missing``, its chains each record's
+        standing (default: judged with the keys ``trusted_keys()`` finds). ``admits``: the reader's rule,
+        run on the audience sealed with each blob (``admitted``); a blob it refuses never gives its text."""
         self._admits = admits
         self._opened: dict[str, Unsealed | None] = {}
         self._tombstones = source if isinstance(source, TombstoneIndex) else TombstoneIndex(source)
@@ -208,6 +216,10 @@ class PartResolver:
         self._scope = scope_of(tenant, execution_id) + "/"
         self._key: bytes | None = None
         self._key_loaded = False
+
+    def standing(self, record: CaptureRecord) -> Standing:
+        """How far ``record`` is proven in the source."""
+        return self._tombstones.standings.of(record.origin, record.seq, record.record_hash)
 
     def _digest_key(self) -> bytes | None:
         if not self._key_loaded:
@@ -301,6 +313,7 @@ def attempt_reading(
         record.time,
         parts,
         record.layout,
+        resolver.standing(record),
     )
 
 
@@ -319,6 +332,8 @@ def read_reasoning(
     execution_id: str,
     step_id: str | None = None,
     tenant: str | None = None,
+    *,
+    trust: Iterable[str] | None = None,
 ) -> ReasoningReading:
     """Read back the reasoning one execution captured (optionally one step) from ``source``.
 
@@ -326,7 +341,10 @@ def read_reasoning(
     spans. ``store`` ``None`` reads the records alone: parts kept in a store read as ``stored`` (not
     checked, no text). Only records of ``tenant`` (``None``: records without a tenant) are read, and blobs are
     opened sealed to (``tenant``, ``execution_id``). A part whose blob is gone reads ``erased`` when
-    ``source`` holds a tombstone of the execution written after the capture, else ``missing``.
+    ``source`` holds a tombstone of the execution written after the capture whose standing is ``signed``
+    or ``chained``, else ``missing``. ``trust``: the hex Ed25519 public keys whose signed checkpoints
+    prove records (``None``: the public half of ``LOOM_OTEL_CHECKPOINT_KEY``, when set; see
+    ``_standing``).
     """
     if not isinstance(source, (str, os.PathLike)):
         source = tuple(source)  # read twice: the captures, then (only if a blob is gone) the tombstones
@@ -335,7 +353,8 @@ def read_reasoning(
         for r in iter_captures(source)
         if r.execution_id == execution_id and r.tenant == tenant and (step_id is None or r.step_id == step_id)
     )
-    resolver = PartResolver(store, tenant, execution_id, source)
+    keys = trusted_keys() if trust is None else frozenset(k.lower() for k in trust)
+    resolver = PartResolver(store, tenant, execution_id, TombstoneIndex(source, Standings(source, keys)))
     steps = tuple(
         StepReading(sid, tuple(attempt_reading(resolver, r, i == len(rs) - 1) for i, r in enumerate(rs)))
         for sid, rs in group_steps(selected).items()

@@ -72,7 +72,7 @@ def expired_executions(
     (left out)."""
     if not isinstance(source, (str, os.PathLike)):
         source = tuple(source)
-    tombstones = TombstoneIndex(source)
+    tombstones = TombstoneIndex(source, proven=False)
     found: list[Expired] = []
     covered = 0
     for (tenant, execution_id), newest in _newest(source).items():

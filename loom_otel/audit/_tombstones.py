@@ -3,7 +3,9 @@
 A tombstone names what was erased (tenant, execution, the selection it was part of), who asked or which
 policy, the reason, and (as the record's ``time``) when. A reader finds a part's blob gone: with a
 tombstone of its execution written after the capture the part reads ``erased`` (with the tombstone's
-time and reason), without one ``missing``, so lost evidence never looks like a lawful erasure.
+time and reason), without one ``missing``, so lost evidence never looks like a lawful erasure. Only a
+tombstone whose standing (``_standing``) is ``signed`` or ``chained`` counts: an ``unproven`` one (an
+OTLP span from an unknown origin, a journal line past a broken link) never turns ``missing`` into ``erased``.
 
 Tombstones are read from the same sources as capture records: a journal directory, a collector
 ``file`` exporter output or SDK spans (a record the chained exporter forwards travels as a
@@ -16,11 +18,12 @@ import getpass
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value
+from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value, event_hash, sound_hash
+from loom_otel.audit._standing import Standing, Standings, trusted_keys
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._journal._reader import iter_records
@@ -42,6 +45,10 @@ class Tombstone:
     """When the erasure was recorded (Unix ns, the record's ``time``)."""
     origin: str
     seq: int
+    record_hash: str = ""
+    """The record's chain hash when it recomputes from the record as read, else ``""``."""
+    standing: Standing | None = None
+    """How far the tombstone is proven (set by ``TombstoneIndex.covering``)."""
 
 
 def operator() -> str:
@@ -69,7 +76,9 @@ def tombstone_attributes(
     return attributes
 
 
-def _tombstone(attributes: Mapping[str, Any], *, origin: str, seq: int, time: int) -> Tombstone | None:
+def _tombstone(
+    attributes: Mapping[str, Any], *, origin: str, seq: int, time: int, record_hash: str
+) -> Tombstone | None:
     execution_id = attributes.get(attr.EXECUTION_ID)
     if not isinstance(execution_id, str):
         return None
@@ -83,6 +92,7 @@ def _tombstone(attributes: Mapping[str, Any], *, origin: str, seq: int, time: in
         time=time,
         origin=origin,
         seq=seq,
+        record_hash=record_hash,
     )
 
 
@@ -95,7 +105,7 @@ def _journal_tombstones(directory: Path) -> Iterator[Tombstone]:
             origin, seq, time = str(record["origin"]), int(str(record["seq"])), int(str(record["time"]))
         except (KeyError, ValueError):
             continue
-        found = _tombstone(attributes, origin=origin, seq=seq, time=time)
+        found = _tombstone(attributes, origin=origin, seq=seq, time=time, record_hash=sound_hash(record))
         if found is not None:
             yield found
 
@@ -107,7 +117,8 @@ def _event_tombstone(name: str, attributes: Mapping[str, Any], time: int) -> Tom
         origin, seq = str(attributes.get(attr.AUDIT_ORIGIN) or ""), int(attributes.get(attr.AUDIT_SEQ) or 0)
     except (TypeError, ValueError):
         return None
-    return _tombstone(attributes, origin=origin, seq=seq, time=time)
+    digest = event_hash(name, attributes, time)
+    return _tombstone(attributes, origin=origin, seq=seq, time=time, record_hash=digest)
 
 
 def _collector_tombstones(path: Path) -> Iterator[Tombstone]:
@@ -158,20 +169,36 @@ def iter_tombstones(source: ReasoningSource) -> Iterator[Tombstone]:
 
 class TombstoneIndex:
     """The tombstones of one source, read once, on the first question (only a read that finds a blob
-    gone asks)."""
+    gone asks), and the standings of its records.
 
-    __slots__ = ("_by_execution", "_source")
+    ``standings``: how far its records are proven (default: the keys ``trusted_keys()`` finds); only a
+    ``signed`` or ``chained`` tombstone covers. ``proven=False`` counts every tombstone (retention: an
+    execution some tombstone names is not erased again on every run)."""
 
-    def __init__(self, source: ReasoningSource | None) -> None:
+    __slots__ = ("_by_execution", "_proven", "_source", "standings")
+
+    def __init__(
+        self, source: ReasoningSource | None, standings: Standings | None = None, *, proven: bool = True
+    ) -> None:
         self._source = source
+        self.standings = standings if standings is not None else Standings(source, trusted_keys())
+        self._proven = proven
         self._by_execution: dict[tuple[str | None, str], list[Tombstone]] | None = None
 
     def covering(self, tenant: str | None, execution_id: str, captured: int) -> Tombstone | None:
-        """The first tombstone of (``tenant``, ``execution_id``) recorded at or after ``captured``."""
+        """The first tombstone of (``tenant``, ``execution_id``) recorded at or after ``captured`` (with
+        its ``standing``), among the proven ones."""
         if self._by_execution is None:
             self._by_execution = {}
             if self._source is not None:
                 for tombstone in iter_tombstones(self._source):
                     self._by_execution.setdefault((tombstone.tenant, tombstone.execution_id), []).append(tombstone)
         candidates = [t for t in self._by_execution.get((tenant, execution_id), ()) if t.time >= captured]
-        return min(candidates, key=lambda t: t.time) if candidates else None
+        candidates.sort(key=lambda t: t.time)
+        if not self._proven:
+            return candidates[0] if candidates else None
+        for tombstone in candidates:
+            standing = self.standings.of(tombstone.origin, tombstone.seq, tombstone.record_hash)
+            if standing.proven:
+                return replace(tombstone, standing=standing)
+        return None

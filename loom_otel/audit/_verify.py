@@ -21,7 +21,11 @@ each origin's chain is walked in ``seq`` order. Reported per origin:
   signed and partly not (``mixed_signing``: signatures stripped), or signed by more than one key
   (``key_changes``: re-signed), fails;
 - ``unanchored``: the seq range after the last valid checkpoint (never "ok": nothing proves it was
-  not cut short); ``torn``: bytes of a line cut short by a crash at the end of a journal chain.
+  not cut short); ``torn``: bytes of a line cut short by a crash at the end of a journal chain;
+- ``intact_through``: the last seq of the run from seq 1 with no gap, modified record, broken link or
+  conflicting copy; ``signed_through``: the records (1..n) the last checkpoint in that run signed by a
+  trusted key covers (0 without one, and always 0 without trusted keys): what a record's standing is
+  made of (``_standing``).
 
 ``malformed`` counts input lines (or chain events) that cannot be read. A report is ``ok`` only when
 there is at least one record and nothing at all is reported.
@@ -32,6 +36,8 @@ without trusted keys, who signed its checkpoints (a chain re-signed with another
 ``against`` names a witness, the collector's archive of the same chains (or a journal, given an
 archive): both are ingested and cross-checked (``CrossCheck``): origins and records present in one and
 not the other, records that differ, and checkpoint heads one holds that the other's records contradict.
+Records the journal holds past the archive's last record of their origin are named "not yet in the
+archive" (in flight, or buffered by a collector that stopped before writing them), never a cut.
 What went unchecked is listed in ``VerifyReport.limits`` (the CLI's OK line says it).
 """
 
@@ -69,6 +75,7 @@ _BATCH: Final = 5000
 _SOURCE: Final = 0
 _WITNESS: Final = 1
 _KEY_SHOWN: Final = 16
+_NOT_YET: Final = "not yet in the archive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,8 @@ class OriginReport:
     unanchored: tuple[int, int] | None = None
     torn: int = 0
     duplicates_cut: int = 0
+    intact_through: int = 0
+    signed_through: int = 0
 
     def problems(self, *, require_signed: bool = False) -> list[str]:
         found = [
@@ -150,6 +159,11 @@ class CrossCheck:
     """``(origin, records)`` on one side only whose records are all marked local (``loom.audit.local``:
     reads of ``serve`` without ``--forward``, tombstones of ``erase``): kept in the journal, never
     forwarded, so not a problem."""
+    not_yet_archived: tuple[tuple[str, int, int], ...] = ()
+    """Runs the journal holds past the archive's last record of their origin (``(origin, first, last)``):
+    not yet in the archive (in flight, or buffered by a collector that stopped before writing them),
+    never a cut; not counted in ``only_in_source`` / ``only_in_witness``."""
+    not_yet_archived_count: int = 0
 
     def problems(self) -> list[str]:
         cut, undelivered = "cut from the journal", "not delivered to the archive, or lost on the way"
@@ -157,14 +171,24 @@ class CrossCheck:
         hints = {("journal", "otlp"): (undelivered, cut), ("otlp", "journal"): (cut, undelivered)}
         hint = hints.get((self.source_kind, self.kind), ("", ""))
         source_hint, witness_hint = (f"; {h}" if h else "" for h in hint)
+        # a whole origin the archive lacks is at its tail too
+        origin_hints = {("journal", "otlp"): (_NOT_YET, cut), ("otlp", "journal"): (cut, _NOT_YET)}
+        source_origin, witness_origin = (
+            f"; {h}" if h else "" for h in origin_hints.get((self.source_kind, self.kind), ("", ""))
+        )
         found = [
-            f"{origin}: origin only in the source ({n} records{source_hint})"
+            f"{origin}: origin only in the source ({n} records{source_origin})"
             for origin, n in self.origins_only_in_source
         ]
         found += [
-            f"{origin}: origin only in the witness ({n} records{witness_hint})"
+            f"{origin}: origin only in the witness ({n} records{witness_origin})"
             for origin, n in self.origins_only_in_witness
         ]
+        if self.not_yet_archived_count:
+            found.append(
+                f"{_NOT_YET} {self.not_yet_archived_count} records ({_ranges(self.not_yet_archived)}; the journal "
+                "holds them: in flight, or buffered by a collector that stopped before writing them)"
+            )
         if self.only_in_witness_count:
             found.append(
                 f"only_in_witness {self.only_in_witness_count} records ({_ranges(self.only_in_witness)}{witness_hint})"
@@ -607,6 +631,9 @@ class _Chain:
         self.unsigned = 0
         self.signed = 0
         self.keys: dict[str, None] = {}  # signing keys in order of first use
+        self.intact = True
+        self.intact_through = 0
+        self.signed_through = 0
 
     def note(self, key: str, seq: int) -> None:
         found = self.lists[key]
@@ -616,6 +643,7 @@ class _Chain:
 
 def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> OriginReport:
     chain = _Chain()
+    trusted = bool(ingest.trusted)
     rows = db.execute(
         "SELECT seq, hash, prev, ok, digest, cp, cp_size, cp_head, cp_sig, cp_key FROM r"
         " WHERE src=? AND origin=? AND cut=0 ORDER BY seq, pos",
@@ -624,11 +652,11 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
     group: list[tuple[Any, ...]] = []
     for row in rows:
         if group and row[0] != group[0][0]:
-            _take(db, origin, chain, group)
+            _take(db, origin, chain, group, trusted=trusted)
             group = []
         group.append(row)
     if group:
-        _take(db, origin, chain, group)
+        _take(db, origin, chain, group, trusted=trusted)
     unanchored = (chain.anchored + 1, chain.last) if chain.last > chain.anchored else None
     return OriginReport(
         origin=origin,
@@ -653,13 +681,17 @@ def _walk_origin(db: sqlite3.Connection, origin: str, ingest: _Ingest) -> Origin
         duplicates_cut=int(
             db.execute("SELECT count(*) FROM r WHERE src=? AND origin=? AND cut=1", (_SOURCE, origin)).fetchone()[0]
         ),
+        intact_through=chain.intact_through,
+        signed_through=chain.signed_through,
     )
 
 
-def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[Any, ...]]) -> None:
+def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[Any, ...]], *, trusted: bool) -> None:
     seq = int(group[0][0])
+    sound = True
     if len({row[4] for row in group}) > 1:
         chain.note("conflicting", seq)
+        sound = False
     else:
         chain.identical += len(group) - 1
     rep = next((row for row in group if row[3]), group[0])
@@ -669,13 +701,19 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
     chain.last = seq
     if not ok:
         chain.note("modified", seq)
+        sound = False
     if seq > chain.prev_seq + 1:
         if len(chain.gaps) < MAX_LOCATIONS:
             chain.gaps.append((chain.prev_seq + 1, seq - 1))
         chain.missing += seq - chain.prev_seq - 1
+        sound = False
     elif (seq == 1 and prev != GENESIS) or (chain.prev_hash is not None and prev != chain.prev_hash):
         chain.note("broken_links", seq)
+        sound = False
     chain.prev_seq, chain.prev_hash = seq, str(digest)
+    chain.intact = chain.intact and sound
+    if chain.intact:
+        chain.intact_through = seq
     if is_cp:
         chain.checkpoints += 1
         if cp_sig == "bad":
@@ -691,6 +729,8 @@ def _take(db: sqlite3.Connection, origin: str, chain: _Chain, group: list[tuple[
             return
         if ok:
             chain.anchored = max(chain.anchored, seq)
+        if trusted and cp_sig == "valid" and chain.intact:
+            chain.signed_through = max(chain.signed_through, int(cp_size))
 
 
 def _head_matches(db: sqlite3.Connection, origin: str, *, size: int, head: str, seq: int, prev: str) -> bool:
@@ -724,6 +764,10 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _I
     common = sorted(mine.keys() & theirs.keys())
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
     counts = {_SOURCE: 0, _WITNESS: 0}
+    sides = {("journal", "otlp"): (_SOURCE, _WITNESS), ("otlp", "journal"): (_WITNESS, _SOURCE)}
+    journal_side, archive_side = sides.get((source_kind, seen.kind), (None, None))
+    not_yet: list[tuple[str, int, int]] = []
+    not_yet_count = 0
     differing: list[tuple[str, int]] = []
     contradicted: list[tuple[str, str, int]] = []
     for origin in common:
@@ -733,7 +777,13 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _I
                 " (SELECT seq FROM r WHERE src=? AND origin=?) ORDER BY seq",
                 (side, origin, other, origin),
             )
+            archived = _archive_end(db, archive_side, origin) if side == journal_side else None
             for first, last in _runs(int(row[0]) for row in seqs):
+                if archived is not None and first > archived:  # past the archive's tail: not there yet
+                    not_yet_count += last - first + 1
+                    if len(not_yet) < MAX_LOCATIONS:
+                        not_yet.append((origin, first, last))
+                    continue
                 counts[side] += last - first + 1
                 if len(only[side]) < MAX_LOCATIONS:
                     only[side].append((origin, first, last))
@@ -768,7 +818,17 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _I
         only_in_witness_count=counts[_WITNESS],
         differing=tuple(differing),
         contradicted_heads=tuple(contradicted),
+        not_yet_archived=tuple(not_yet),
+        not_yet_archived_count=not_yet_count,
     )
+
+
+def _archive_end(db: sqlite3.Connection, side: int | None, origin: str) -> int | None:
+    """The last seq of ``origin`` the archive (``side``) holds."""
+    if side is None:
+        return None
+    row = db.execute("SELECT max(seq) FROM r WHERE src=? AND origin=?", (side, origin)).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def _runs(seqs: Iterable[int]) -> Iterator[tuple[int, int]]:

@@ -2,8 +2,10 @@
 execution captured, step by step.
 
 ``list``: one row per execution, newest first (last capture, execution, tenant, calls, steps, parts,
-statuses, providers). ``show``: a table per step (attempt, part, kind, status, size, digest prefix,
-provider, model); readable text only with ``--text``, each part fenced as untrusted model output.
+statuses, providers). ``show``: a table per step (attempt, part, kind, status, standing, size, digest
+prefix, provider, model); readable text only with ``--text``, each part fenced as untrusted model output.
+A record's standing (``signed``, ``chained``, ``unproven``) is judged with the keys of ``--trust`` and
+of ``LOOM_OTEL_CHECKPOINT_KEY`` (``audit/_standing``).
 Exit codes: 0 read and intact, 1 some part reads ``digest-mismatch``, 2 a usage or configuration
 error, 3 no capture records found.
 """
@@ -22,6 +24,7 @@ from loom_otel.audit._document import reading_document
 from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, list_executions
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
+from loom_otel.audit._standing import Standings, trusted_keys
 from loom_otel.cli._store_args import open_store, parse_since, store_url
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
@@ -78,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "show",
         help="show one execution's reasoning, step by step",
         description="A table per step: kind, status (ok, redacted, erased, digest-mismatch, empty, not-kept), "
-        "size, digest prefix, provider, model, attempt. Readable text only with --text, fenced as untrusted "
-        "model output. Exit 0 intact, 1 digest mismatch, 2 usage error, 3 nothing found.",
+        "standing (signed, chained, unproven), size, digest prefix, provider, model, attempt. Readable text "
+        "only with --text, fenced as untrusted model output. Exit 0 intact, 1 digest mismatch, 2 usage error, "
+        "3 nothing found.",
     )
     show.add_argument("--execution", required=True, help="execution id")
     show.add_argument("--step", default=None, help="only this step id")
@@ -91,6 +95,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--store",
         default=None,
         help=f"store URL: check each stored part; needed by --text (default: ${env.LOOM_OTEL_REASONING_STORE})",
+    )
+    show.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="KEYFILE",
+        help="a public (or private) key file whose signed checkpoints prove records (repeatable); "
+        f"${env.LOOM_OTEL_CHECKPOINT_KEY}'s key is trusted too. Without a trusted key every record is unproven "
+        "and no blob that is gone reads erased",
     )
     show.set_defaults(func=run_show)
     reads = commands.add_parser(
@@ -105,6 +118,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reads.add_argument("--execution", default=None, help="only reads of this execution")
     reads.add_argument("--tenant", default=None, help="only reads in this tenant")
     reads.add_argument("--json", action="store_true", help="machine-readable output")
+    reads.add_argument(
+        "--trust", action="append", default=[], metavar="KEYFILE", help="as for show: keys that prove records"
+    )
     reads.set_defaults(func=run_reads)
 
     from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
@@ -141,16 +157,27 @@ def _table(reading: ReasoningReading, *, text: bool, out: TextIO) -> None:
             label = f"{attempt.attempt} ({'received' if attempt.received else 'superseded'})"
             for part in attempt.parts:
                 digest = part.digest[:12] if part.digest else "-"
-                row = (label, part.index, part.kind, part.status, part.size, digest, attempt.provider, _model(attempt))
+                row = (
+                    label,
+                    part.index,
+                    part.kind,
+                    part.status,
+                    attempt.standing,
+                    part.size,
+                    digest,
+                    attempt.provider,
+                    _model(attempt),
+                )
                 rows.append(tuple(clean(str(c)) for c in row))
-        headers = ("attempt", "#", "kind", "status", "size", "digest", "provider", "model")
+        headers = ("attempt", "#", "kind", "status", "standing", "size", "digest", "provider", "model")
         print(render_table(headers, rows), file=out)
         for attempt in step.attempts:
             if attempt.layout:
                 print(f"attempt {attempt.attempt}: {clean(describe(attempt.layout))}", file=out)
         erasures = (p.erasure for a in step.attempts for p in a.parts if p.erasure is not None)
         for tombstone in dict.fromkeys(erasures):
-            print(f"erased {_when(tombstone.time)} by {clean(tombstone.by)}: {clean(tombstone.reason)}", file=out)
+            said = f"erased {_when(tombstone.time)} by {clean(tombstone.by)}: {clean(tombstone.reason)}"
+            print(f"{said} ({tombstone.standing})", file=out)
         if text:
             for attempt in step.attempts:
                 for part in attempt.parts:
@@ -185,8 +212,11 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         if not source.exists():
             print(f"loom-otel audit show: no journal at {str(source)!r}", file=err)
             return EXIT_USAGE
-        reading = read_reasoning(source, store, execution_id=args.execution, step_id=args.step, tenant=args.tenant)
-    except (LoomOtelError, OSError) as exc:
+        trust = trusted_keys(getattr(args, "trust", None) or ())
+        reading = read_reasoning(
+            source, store, execution_id=args.execution, step_id=args.step, tenant=args.tenant, trust=trust
+        )
+    except (LoomOtelError, OSError, ValueError) as exc:
         print(f"loom-otel audit show: {exc}", file=err)
         return EXIT_USAGE
     if not reading.steps:
@@ -294,12 +324,22 @@ def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO |
         and (args.tenant is None or r.tenant == args.tenant)
     ]
     found.sort(key=lambda r: (r.time, r.origin, r.seq))
+    try:
+        standings = Standings(source, trusted_keys(getattr(args, "trust", None) or ()))
+    except (OSError, ValueError) as exc:
+        print(f"loom-otel audit reads: --trust: not an Ed25519 key file ({exc})", file=err)
+        return EXIT_USAGE
+    standing = {(r.origin, r.seq): standings.of(r.origin, r.seq, r.record_hash).value for r in found}
     if args.json:
         keys = ("time", "reader", "tenant", "execution_id", "ref", "digest", "outcome", "origin", "seq")
-        json.dump([{k: getattr(r, k) for k in keys} for r in found], out, indent=2)
+        json.dump(
+            [{**{k: getattr(r, k) for k in keys}, "standing": standing[(r.origin, r.seq)]} for r in found],
+            out,
+            indent=2,
+        )
         print(file=out)
     elif found:
-        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome")
+        headers = ("time", "reader", "tenant", "execution", "ref", "digest", "outcome", "standing")
         rows = [
             tuple(
                 clean(str(c))
@@ -311,6 +351,7 @@ def run_reads(args: argparse.Namespace, out: TextIO | None = None, err: TextIO |
                     r.ref or "-",
                     r.digest[:12] or "-",
                     r.outcome,
+                    standing[(r.origin, r.seq)],
                 )
             )
             for r in found

@@ -84,6 +84,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="forward the read records like captures, through the chained exporter "
         f"(to ${env.LOOM_OTEL_CHAIN_INNER}, default OTLP over HTTP)",
     )
+    parser.add_argument(
+        "--trust",
+        action="append",
+        default=[],
+        metavar="KEYFILE",
+        help="a public (or private) key file whose signed checkpoints prove records (repeatable; one per origin "
+        f"or a deployment key from `loom-otel keygen`); ${env.LOOM_OTEL_CHECKPOINT_KEY}'s key is trusted too. "
+        "Each part shows its standing: signed, chained or unproven; an unproven tombstone never reads erased",
+    )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the sign-in cookie Secure (HTTPS)")
     parser.add_argument(
         "--public-url",
@@ -141,6 +150,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         session_key=str(Path(args.session_key or default_session_key()).expanduser().absolute()),
         public_url=args.public_url or os.environ.get(env.LOOM_OTEL_VIEWER_URL) or None,
         bind=args.host,
+        trust=tuple(str(Path(k).expanduser().absolute()) for k in args.trust),
     )
     try:
         settings.check()

@@ -220,7 +220,11 @@ def _witness(check: CrossCheck) -> list[str]:
         "not expected in the archive"
         for o, n in check.local_origins
     ]
-    for label, ranges in (("only in the witness", check.only_in_witness), ("only in the source", check.only_in_source)):
+    for label, ranges in (
+        ("only in the witness", check.only_in_witness),
+        ("only in the source", check.only_in_source),
+        ("not yet in the archive (the journal holds it)", check.not_yet_archived),
+    ):
         by_origin: dict[str, list[str]] = {}
         for origin, first, last in ranges:
             by_origin.setdefault(origin, []).append(f"{first}..{last}" if first != last else str(first))

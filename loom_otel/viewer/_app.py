@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Collection, Iterable
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from loom_otel.audit._document import reading_document
+from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._policy import ReadingPolicy
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._viewer_link import OPEN_PATH, opened_path
@@ -380,6 +381,7 @@ def create_app(
     archive_options: dict[str, Any] | None = None,
     session_key: str | Path | None = None,
     hosts: Collection[str] | None = None,
+    trust: Iterable[str] | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
@@ -391,13 +393,16 @@ def create_app(
     on the reads journal, like captures. ``source`` may be an archive's fsspec URL (``s3://bucket/key``;
     ``archive_options``: the fsspec storage options, default from the environment). ``session_key``: the
     key file of browser sessions, shared by every worker (``None``: a key of this process alone);
-    ``hosts``: the only ``Host`` names answered (``None``: any)."""
+    ``hosts``: the only ``Host`` names answered (``None``: any). ``trust``: the hex
+    Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
+    ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing."""
+    keys = trusted_keys() if trust is None else frozenset(k.lower() for k in trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
         remote.check()
-        evidence = Evidence(remote.sync(), remote)
+        evidence = Evidence(remote.sync(), remote, keys)
     else:
-        evidence = Evidence(Path(source).expanduser().absolute())
+        evidence = Evidence(Path(source).expanduser().absolute(), trust=keys)
     if not evidence.source.exists():
         from loom_otel.core.exceptions import ReasoningConfigError
 

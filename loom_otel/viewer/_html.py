@@ -98,13 +98,14 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
                 f"{_e(a.response_model or a.request_model)} · {_e(_when(a.time))}{link}</h3>"
             )
             rows = "".join(
-                f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}</td><td>{p.size}</td>"
+                f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}</td>"
+                f'<td class="standing">{_e(a.standing.value)}</td><td>{p.size}</td>'
                 f"<td><code>{_e(p.digest[:16] or '-')}</code></td></tr>"
                 for p in a.parts
             )
             out.append(
-                "<table><thead><tr><th>#</th><th>kind</th><th>status</th><th>size</th><th>digest</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>"
+                "<table><thead><tr><th>#</th><th>kind</th><th>status</th><th>standing</th><th>size</th>"
+                f"<th>digest</th></tr></thead><tbody>{rows}</tbody></table>"
             )
             for p in a.parts:
                 if p.text is not None:

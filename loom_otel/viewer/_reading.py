@@ -14,6 +14,8 @@ from typing import Final
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
+from loom_otel.audit._standing import Standings
+from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive
@@ -40,10 +42,12 @@ class ExecutionRow:
 class Evidence:
     """Where the evidence is: a journal directory or a collector ``file`` exporter archive (the source
     of the capture index, a cache in the user's private index directory, ``index_path_for``);
-    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror."""
+    ``remote``: the archive is on S3 (or any fsspec URL) and ``source`` is its local mirror; ``trust``:
+    the hex public keys whose signed checkpoints prove its records (``serve --trust``, ``_standing``)."""
 
     source: Path
     remote: RemoteArchive | None = None
+    trust: frozenset[str] = frozenset()
 
     @property
     def index_path(self) -> Path:
@@ -177,8 +181,12 @@ def read_page(
     def admits(principal: str | None, owner: str | None) -> bool:
         return may_read(reader, Audience(tenant, principal, owner), policy)
 
-    # its tombstones: erased, or missing; ``admits``: the rule on each blob's sealed audience
-    resolver = PartResolver(store, tenant, execution_id, evidence.source, admits=admits)
+    # each record's standing; proven tombstones: erased, else missing; ``admits``: the rule on each blob's
+    # sealed audience
+    standings = Standings(evidence.source, evidence.trust)
+    resolver = PartResolver(
+        store, tenant, execution_id, TombstoneIndex(evidence.source, standings), admits=admits
+    )
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
     refused = False

@@ -16,6 +16,7 @@ from typing import Final
 
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from loom_otel.audit._captures import sound_hash
 from loom_otel.audit._read import PartReading
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
@@ -111,6 +112,8 @@ class ReadRecord:
     outcome: str
     origin: str
     seq: int
+    record_hash: str = ""
+    """The record's chain hash when it recomputes from the record as read, else ``""`` (``_standing``)."""
 
 
 def read_records(directory: str | os.PathLike[str]) -> Iterator[ReadRecord]:
@@ -130,4 +133,5 @@ def read_records(directory: str | os.PathLike[str]) -> Iterator[ReadRecord]:
             outcome=str(attributes.get(attr.READ_OUTCOME, "")),
             origin=str(record.get("origin", "")),
             seq=int(record.get("seq") or 0),  # type: ignore[call-overload]
+            record_hash=sound_hash(record),
         )

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 
+from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._config import unusable_directory
 from loom_otel.core._policy import ReadingPolicy, load_policy
 from loom_otel.core._store._uri import store_from_uri
@@ -68,6 +69,15 @@ class ServeSettings:
                 "loopback: only the hosts of the public URL are answered"
             )
         return frozenset(names) or None
+    trust: tuple[str, ...] = ()
+    """Key files (PEM, ``loom-otel keygen``) whose signed checkpoints prove records (``--trust``); the
+    public half of ``LOOM_OTEL_CHECKPOINT_KEY`` is trusted too (``_standing.trusted_keys``)."""
+
+    def trusted(self) -> frozenset[str]:
+        try:
+            return trusted_keys(self.trust)
+        except (OSError, ValueError) as exc:
+            raise ReasoningConfigError(f"--trust: not an Ed25519 key file ({exc})") from None
 
     def authenticator(self) -> Authenticator:
         """Exactly one way to prove a reader: tokens, JWTs, or a declared trusted proxy (warned)."""
@@ -101,6 +111,7 @@ class ServeSettings:
         self.hosts()
         if self.session_key is not None:
             load_session_key(self.session_key)  # made once here, before the workers read it
+        self.trusted()
         problem = unusable_directory(Path(self.reads_journal))
         if problem is not None:  # every read is recorded there first: a viewer that cannot would serve nothing
             raise ReasoningConfigError(f"--reads-journal {self.reads_journal!r} cannot be written: {problem}")
@@ -123,9 +134,12 @@ class ServeSettings:
             forward_to=inner_from_environment() if self.forward else None,
             session_key=self.session_key,
             hosts=self.hosts(),
+            trust=self.trusted(),
         )
 
 
 def app_from_environment() -> Starlette:
     """The uvicorn factory of each worker (``loom_otel.viewer._settings:app_from_environment``)."""
-    return ServeSettings(**json.loads(os.environ[SETTINGS_VARIABLE])).app()
+    settings = json.loads(os.environ[SETTINGS_VARIABLE])
+    settings["trust"] = tuple(settings.get("trust") or ())
+    return ServeSettings(**settings).app()

@@ -71,3 +71,45 @@ def test_readme_points_only_at_files_in_the_repository() -> None:
     assert named, "the README names no file at all"
     for path in named:
         assert (ROOT.parent / path).exists() or (ROOT / path).exists(), path
+
+
+_DURATION = re.compile(r"^(\d+)(ns|us|µs|ms|s)$")
+_NANOS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def test_the_archive_is_flushed_as_often_as_the_file_exporter_allows(config: dict) -> None:
+    """The ``file`` exporter buffers and flushes every ``flush_interval`` (default 1 s; ``0`` means the
+    default) and never fsyncs: the window a collector crash loses is that interval, kept at a millisecond."""
+    settings = config["exporters"]["file/audit"]
+    found = _DURATION.match(str(settings.get("flush_interval", "")))
+    assert found, "flush_interval must be set (the default is 1s)"
+    nanos = int(found.group(1)) * _NANOS[found.group(2)]
+    assert 0 < nanos <= 1_000_000
+    readme = (ROOT / "README.md").read_text()
+    assert "What the acknowledgement means" in readme and "`fsync`" in readme and "not yet in the archive" in readme
+    assert 'means "in the archive"' not in readme
+
+
+PHOENIX_HTTP, PHOENIX_GRPC = 6006, 4317
+"""Arize Phoenix's documented ports: the UI and OTLP/HTTP (``/v1/traces``) on 6006, OTLP/gRPC on 4317."""
+
+
+def _defaults(script: str) -> dict[str, str]:
+    return dict(re.findall(r"\$\{(\w+):-([^}]*)\}", script))
+
+
+def _port(endpoint: str) -> int:
+    return int(endpoint.rstrip("/").rsplit(":", 1)[1].split("/")[0])
+
+
+def test_rotel_defaults_reach_phoenix_and_stay_out_of_its_way() -> None:
+    script = (ROOT / "rotel.sh").read_text()
+    defaults = _defaults(script)
+    backend, protocol = defaults["BACKEND"], defaults["BACKEND_PROTOCOL"]
+    assert '--otlp-exporter-protocol "${BACKEND_PROTOCOL:-' in script
+    assert (protocol, _port(backend)) in (("grpc", PHOENIX_GRPC), ("http", PHOENIX_HTTP))
+    listening = {_port(defaults["ROTEL_GRPC"]), _port(defaults["ROTEL_HTTP"])}
+    assert len(listening) == 2 and not listening & {PHOENIX_HTTP, PHOENIX_GRPC}  # both on one host
+    readme = (ROOT / "README.md").read_text()
+    assert f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{_port(defaults['ROTEL_GRPC'])}" in readme
+    assert f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{_port(defaults['ROTEL_GRPC'])}" in script

@@ -15,6 +15,7 @@ import pytest
 
 from loom_otel.audit import erase_execution, read_reasoning
 from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig
+from loom_otel.core._journal._checkpoint import generate_key
 from loom_otel.core._store import _file as _file_store
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
@@ -218,8 +219,10 @@ def test_a_torn_shared_tail_is_never_read_and_erased_records_are_skipped(tmp_pat
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_new_conversations_through_the_sdk_make_no_directory_leak_nothing_and_erase(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: str
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    generate_key(tmp_path / "checkpoint.pem")  # signed checkpoints: the reader trusts the deployment's key,
+    monkeypatch.setenv("LOOM_OTEL_CHECKPOINT_KEY", str(tmp_path / "checkpoint.pem"))  # so tombstones count
     root = tmp_path / "store"
     store = FileReasoningStore(root)
     sim = Simulator(strict=True, reasoning_text=f"Think it through. {CANARY}")

@@ -4,6 +4,7 @@ backend, the three source forms, and ways to damage a blob the way an attacker o
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -183,6 +184,7 @@ class Recorder:
 
 def make_recorder(store: ReasoningStore | None, tmp_path: Path, **config: Any) -> Recorder:
     journal_dir = Path(config.pop("journal", tmp_path / f"journal-{uuid.uuid4().hex[:6]}"))
+    config.setdefault("checkpoint_key", os.environ.get("LOOM_OTEL_CHECKPOINT_KEY") or None)  # signed (_isolated)
     runtime = Runtime.resolve(
         ReasoningConfig(store=store, journal=journal_dir, journal_durability="os", **config), environ={}
     )

@@ -73,6 +73,7 @@ def test_erased(source: str, recorder: Recorder, store: ReasoningStore, tmp_path
     assert result.blobs_removed == 1
     assert erase_execution(store, None, "run-e", journal=recorder.journal_dir).blobs_removed == 0  # idempotent
     recorder.forward("erasure")  # the tombstones reach the collector and the spans as every record does
+    recorder.forward("checkpoint")  # and the signed checkpoints that prove them
 
     reading = read(source, recorder, store, tmp_path, execution_id="run-e")
 

@@ -162,6 +162,35 @@ def test_records_not_delivered_yet_are_reported(journal_dir: Path, tmp_path: Pat
     assert not report.ok and origin not in " ".join(report.problems)
 
 
+def test_the_archives_missing_tail_is_not_yet_in_the_archive_never_a_cut(
+    journal_dir: Path, key: Path, tmp_path: Path, capsys
+) -> None:
+    """A collector that acknowledged records and stopped before its ``file`` exporter flushed them leaves
+    the archive short of the journal's tail: named for what it is, from either side, while a hole in the
+    middle of the archive (later records arrived) stays "lost on the way"."""
+    origin = write_chain(journal_dir, key)
+    records = list(iter_records(journal_dir))
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(MessageToDict(encode_spans(RecordSpans().build(records[:20])))) + "\n")
+    trusted = [load_public_key(key)]
+    report = verify(journal_dir, public_keys=trusted, against=short)
+    assert report.witness is not None
+    assert report.witness.not_yet_archived == ((origin, 21, 33),) and report.witness.not_yet_archived_count == 13
+    assert report.witness.only_in_source == () and report.witness.only_in_witness == ()
+    (problem,) = report.problems
+    assert problem.startswith("not yet in the archive 13 records") and "cut" not in problem
+    reverse = verify(short, public_keys=trusted, against=journal_dir)
+    assert reverse.witness is not None and reverse.witness.not_yet_archived == ((origin, 21, 33),)
+    assert reverse.witness.only_in_witness == () and not any("cut" in p for p in reverse.witness.problems())
+    code, out = cli(capsys, str(journal_dir), "--key", str(key), "--against", str(short))
+    assert code == 1 and f"{origin}: not yet in the archive (the journal holds it): seq 21..33" in out
+    holed = tmp_path / "holed.json"
+    holed.write_text(json.dumps(MessageToDict(encode_spans(RecordSpans().build(records[:4] + records[7:])))) + "\n")
+    middle = verify(journal_dir, public_keys=trusted, against=holed)
+    assert middle.witness is not None and middle.witness.only_in_source == ((origin, 5, 7),)
+    assert middle.witness.not_yet_archived == () and any("lost on the way" in p for p in middle.problems)
+
+
 def test_a_rewritten_and_re_signed_journal_contradicts_the_archive(
     journal_dir: Path, key: Path, attacker: Signer, tmp_path: Path
 ) -> None:
