@@ -765,7 +765,7 @@ def _cross_check(db: sqlite3.Connection, witness: str, seen: _Ingest, source: _I
     only: dict[int, list[tuple[str, int, int]]] = {_SOURCE: [], _WITNESS: []}
     counts = {_SOURCE: 0, _WITNESS: 0}
     sides = {("journal", "otlp"): (_SOURCE, _WITNESS), ("otlp", "journal"): (_WITNESS, _SOURCE)}
-    journal_side, archive_side = sides.get((source_kind, seen.kind), (None, None))
+    journal_side, archive_side = sides.get((source.kind, seen.kind), (None, None))
     not_yet: list[tuple[str, int, int]] = []
     not_yet_count = 0
     differing: list[tuple[str, int]] = []

@@ -184,9 +184,7 @@ def read_page(
     # each record's standing; proven tombstones: erased, else missing; ``admits``: the rule on each blob's
     # sealed audience
     standings = Standings(evidence.source, evidence.trust)
-    resolver = PartResolver(
-        store, tenant, execution_id, TombstoneIndex(evidence.source, standings), admits=admits
-    )
+    resolver = PartResolver(store, tenant, execution_id, TombstoneIndex(evidence.source, standings), admits=admits)
     steps: dict[str, list[AttemptReading]] = {}
     trace_ids: dict[tuple[str, int, str, int], str] = {}
     refused = False

@@ -69,6 +69,7 @@ class ServeSettings:
                 "loopback: only the hosts of the public URL are answered"
             )
         return frozenset(names) or None
+
     trust: tuple[str, ...] = ()
     """Key files (PEM, ``loom-otel keygen``) whose signed checkpoints prove records (``--trust``); the
     public half of ``LOOM_OTEL_CHECKPOINT_KEY`` is trusted too (``_standing.trusted_keys``)."""
