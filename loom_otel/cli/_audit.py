@@ -233,8 +233,19 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         _table(reading, text=args.text, out=out)
         if any(p.status is PartStatus.STORED for p in reading.parts):
             _not_checked(out)
+        if not trust and any(p.status is PartStatus.MISSING for p in reading.parts):
+            _nothing_proven(out)
     mismatch = any(p.status is PartStatus.DIGEST_MISMATCH for p in reading.parts)
     return EXIT_MISMATCH if mismatch else EXIT_OK
+
+
+def _nothing_proven(out: TextIO) -> None:
+    print(
+        "no key is trusted, so every record is unproven and no erasure record can turn `missing` into "
+        f"`erased` (anyone who can append a line could write one): set {env.LOOM_OTEL_CHECKPOINT_KEY} to the "
+        "key that signed the journal's checkpoints, or pass --trust KEYFILE",
+        file=out,
+    )
 
 
 def _when(ns: int) -> str:

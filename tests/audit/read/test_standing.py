@@ -223,6 +223,27 @@ def test_audit_show_prints_each_parts_standing(tmp_path: Path, monkeypatch: pyte
     assert not find_leaks([CANARY], texts=[out])
 
 
+def test_audit_show_says_why_an_erasure_reads_missing_without_a_trusted_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deployment that never set a key erases, then reads ``missing``: the table says why, and what
+    proves the erasure; with the key trusted the part reads ``erased`` and the line is gone."""
+    from loom_otel.core import FileReasoningStore
+
+    store = FileReasoningStore(tmp_path / "store", fsync=False)
+    recorder = make_recorder(store, tmp_path, journal=tmp_path / "journal")
+    recorder.call([text(CANARY)], execution_id="run-s", step_id="s")
+    erase_execution(store, None, "run-s", journal=recorder.journal_dir)
+    public = tmp_path / "checkpoint.pub"
+    public.write_text(generate_public(tmp_path / "checkpoint.key"))
+    monkeypatch.delenv("LOOM_OTEL_CHECKPOINT_KEY")
+    url = f"file://{store.root}"
+    code, out = _show(recorder.journal_dir, url, trust=[])
+    assert code == 0 and "missing" in out and "no key is trusted" in out and "--trust KEYFILE" in out
+    code, out = _show(recorder.journal_dir, url, trust=[str(public)])
+    assert code == 0 and "erased" in out and "no key is trusted" not in out
+
+
 def generate_public(private: Path) -> str:
     """The PEM public key of a private key file (what ``loom-otel keygen`` prints)."""
     from cryptography.hazmat.primitives import serialization
