@@ -22,7 +22,7 @@ from loom_otel.core._journal._records import record_from_event
 from loom_otel.core._journal._writer import Journal, local_journals, local_origins, record_body
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
-from loom_otel.exporters.chain._inner import inner_from_environment
+from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refused
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -93,8 +93,9 @@ class ChainedSpanExporter(SpanExporter):
         batch_size: int = BATCH,
         forward_dead: bool = True,
     ) -> None:
-        self._inner = inner if inner is not None else inner_from_environment()
-        self._directory = _journal_directory(journal)
+        self._inner = inner if inner is not None else inner_or_refused()
+        # Refused under zero code (``_inner``): no model call makes records; those of earlier runs wait.
+        self._directory = None if isinstance(self._inner, RefusedSpanExporter) else _journal_directory(journal)
         # A journal given as an object stays alive as long as the exporter: collected, it would keep
         # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
         self._journal = journal if isinstance(journal, Journal) else None
@@ -425,11 +426,16 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
         return journal.directory
     if journal is not None:
         return Path(journal).expanduser().absolute()
-    try:
-        from loom_otel.core._config import current_runtime
+    from loom_otel.core._config import current_runtime
+    from loom_otel.core._zero_code import refuse, under_zero_code
+    from loom_otel.core.exceptions import ReasoningConfigError
 
+    try:
         return current_runtime().journal_dir
     except Exception as exc:
+        if isinstance(exc, ReasoningConfigError) and under_zero_code():
+            refuse(exc)  # told once; the instrumentors make every model call raise it
+            return None
         _logger.warning("chained exporter: no journal configuration (%s); forwarding spans only", type(exc).__name__)
         return None
 
