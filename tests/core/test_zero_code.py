@@ -88,14 +88,24 @@ def invalid_configurations(tmp_path: Path) -> dict[str, tuple[dict[str, str], st
             "'journal/here'",
             "an absolute path",
         ),
-        "fsync": ({"LOOM_OTEL_STORE_FSYNC": "sometimes", **store}, "LOOM_OTEL_STORE_FSYNC", "'sometimes'", "true or false"),
+        "fsync": (
+            {"LOOM_OTEL_STORE_FSYNC": "sometimes", **store},
+            "LOOM_OTEL_STORE_FSYNC",
+            "'sometimes'",
+            "true or false",
+        ),
         "chain inner": (
             {"LOOM_OTEL_CHAIN_INNER": "otlp", **store},
             "LOOM_OTEL_CHAIN_INNER",
             "'otlp'",
             "otlp_proto_http",
         ),
-        "store is a file": ({"LOOM_OTEL_REASONING_STORE": str(a_file)}, "LOOM_OTEL_REASONING_STORE", str(a_file), "file:///"),
+        "store is a file": (
+            {"LOOM_OTEL_REASONING_STORE": str(a_file)},
+            "LOOM_OTEL_REASONING_STORE",
+            str(a_file),
+            "file:///",
+        ),
     }
 
 
@@ -223,7 +233,7 @@ def test_the_sdk_in_use_is_told_once_at_the_applications_import(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "LoomOtelWarning" in line]
     assert len(lines) == 2, done.stderr  # no store; checkpoints unsigned
-    assert [line for line in lines if "can return model reasoning" in line][0].startswith(f"{APP}:")
+    assert next(line for line in lines if "can return model reasoning" in line).startswith(f"{APP}:")
     for line in lines:
         assert "concurrent/futures" not in line and "sitecustomize" not in line and "threading" not in line, line
         assert line.startswith((f"{APP}:", "loom-otel:0: ")), line

@@ -106,6 +106,7 @@ class ChainedSpanExporter(SpanExporter):
         self._forward_dead = forward_dead
         self._spans = RecordSpans()
         self._warned_cut = False
+        self._inner_shut = False
         self._init_runtime_state()
         warn_if_truncating()
         renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
@@ -127,6 +128,9 @@ class ChainedSpanExporter(SpanExporter):
         self._exit_deadline: float | None = None
         self._offline: str | None = None
         """The inner exporter's endpoint once it was found unreachable at exit or shutdown."""
+        self._probe = True
+        """Ask whether the collector answers before the next send (``_answers``)."""
+        self._told = False
 
     @property
     def inner(self) -> SpanExporter:
@@ -161,7 +165,25 @@ class ChainedSpanExporter(SpanExporter):
 
     def _call_inner(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._export_lock:
-            return self._inner.export(spans)
+            if self._offline is not None or not self._answers():
+                return SpanExportResult.FAILURE
+            result = self._inner.export(spans)
+            self._probe = result is not SpanExportResult.SUCCESS
+            return result
+
+    def _answers(self) -> bool:
+        """Whether the inner exporter's collector accepts a connection (``_reach``), asked before the
+        first send and after a failed one: a collector that is not there costs one refused connection,
+        not the inner exporter's retries (OTLP: up to its 10 s timeout, a "Transient error" line each,
+        and every other send waiting behind them). What is not sent stays owed in the journal."""
+        if not self._probe:
+            return True
+        endpoint = endpoint_of(self._inner)
+        if endpoint is not None and unreachable(endpoint):
+            self._tell_unreachable(endpoint)
+            return False
+        self._probe = False
+        return True
 
     def _acknowledge(self, marks: Mapping[str, list[int]], ok: bool, cut: Mapping[str, list[int]]) -> None:
         """Note what the inner exporter took (``ok``) or not; records whose event was ``cut`` are owed
@@ -354,10 +376,7 @@ class ChainedSpanExporter(SpanExporter):
                 for outbox in self._outboxes.values():
                     outbox.save()
                     outbox.release()
-            try:
-                self._inner.shutdown()
-            except Exception as exc:
-                _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+            self._shut_inner()
 
     def prepare_exit(self, deadline: float) -> None:
         """At exit, before the span pipeline is flushed (``_exit``): stop the sweeper (a resend now
@@ -390,6 +409,26 @@ class ChainedSpanExporter(SpanExporter):
         if endpoint is None or not unreachable(endpoint):
             return
         self._offline = endpoint
+        self._tell_unreachable(endpoint)
+        self._shut_inner()  # ends an export still retrying (the OTLP exporters wait on their shutdown)
+
+    def _shut_inner(self) -> None:
+        with self._lock:
+            if self._inner_shut:
+                return
+            self._inner_shut = True
+        try:
+            self._inner.shutdown()
+        except Exception as exc:
+            _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+
+    def _tell_unreachable(self, endpoint: str) -> None:
+        """Say once, in one line, that the collector at ``endpoint`` does not answer and where what is
+        owed stays (at exit, or at the first send it refused during the run)."""
+        with self._lock:
+            if self._told:
+                return
+            self._told = True
         if self._directory is None:
             _logger.warning("loom-otel: the collector at %s is unreachable; spans of this run were not sent", endpoint)
         else:
