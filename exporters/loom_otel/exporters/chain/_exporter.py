@@ -75,7 +75,10 @@ class ChainedSpanExporter(SpanExporter):
 
     A collector that is not there at exit or shutdown (``_reach``: nothing accepts a connection at the
     inner OTLP exporter's endpoint) is not retried: the exporter says so in one line, naming the
-    endpoint and ``loom-otel forward``, sends nothing more and leaves what is owed in the journal.
+    endpoint and ``loom-otel forward``, shuts the inner exporter down (an export still retrying ends),
+    sends nothing more and leaves what is owed in the journal. While the process runs, the same
+    question is asked before the first send and after a failed one (``_answers``): an absent collector
+    fails a send at once (told in that one line), never through the inner exporter's retries.
 
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
