@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.instrumentation.auto_instrumentation._load import _load_instrumentors
+from opentelemetry.instrumentation.distro import BaseDistro
 
 from loom_otel.core import LoomOtelWarning, ReasoningConfigError, Runtime
+from loom_otel.core._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
+from loom_otel.testing.simulator import Simulator
+
+from .zero_code_app import CLAUDE
 
 APP = Path(__file__).with_name("zero_code_app.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,6 +179,48 @@ def test_a_valid_configuration_under_zero_code_still_captures(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert "returned" in done.stdout and "Traceback" not in done.stderr
     assert list((tmp_path / "store" / "journal").iterdir())  # captured: the journal beside the store
+
+
+class LoomAnthropicOnly(BaseDistro):
+    """A distro for the real auto-instrumentation loader, in process: it loads ``loom_anthropic`` only."""
+
+    def _configure(self, **kwargs: Any) -> None:
+        pass
+
+    def load_instrumentor(self, entry_point: Any, **kwargs: Any) -> None:
+        if entry_point.name == "loom_anthropic":
+            super().load_instrumentor(entry_point, **kwargs)
+
+
+def test_the_loader_gets_no_exception_and_the_model_calls_raise_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("LOOM_OTEL_REASONING_STORE", "memory:")
+    monkeypatch.setenv("LOOM_OTEL_REASONING_TRANSCRIPT", "redacted")
+    sim = Simulator(reasoning_text="CANARY-zero-code-in-process")
+    reset_runtime()
+    try:
+        _load_instrumentors(LoomAnthropicOnly())  # what opentelemetry-instrument's sitecustomize runs
+        assert AnthropicInstrumentor().is_instrumented_by_opentelemetry
+        for _ in range(2):
+            with pytest.raises(ReasoningConfigError) as info:
+                sim.anthropic_client().messages.create(**CLAUDE)
+            assert str(info.value) == (
+                "LOOM_OTEL_REASONING_TRANSCRIPT='redacted' is not valid; allowed: keep, redact "
+                "(loom-otel refuses model calls until it is fixed)"
+            )
+        with pytest.raises(ReasoningConfigError, match="'redacted'"), sim.anthropic_client().messages.stream(**CLAUDE):
+            pass
+        assert sim.requests == []  # nothing was sent
+    finally:
+        AnthropicInstrumentor().uninstrument()
+        reset_runtime()
+    told = [r.getMessage() for r in caplog.records if "LOOM_OTEL_REASONING_TRANSCRIPT" in r.getMessage()]
+    assert told == [
+        "loom-otel: LOOM_OTEL_REASONING_TRANSCRIPT='redacted' is not valid; allowed: keep, redact; "
+        "every model call raises ReasoningConfigError until it is fixed"
+    ]
+    assert sim.anthropic_client().messages.create(**CLAUDE).content  # unwrapped again
 
 
 def test_instrument_called_by_code_still_raises() -> None:
