@@ -43,7 +43,11 @@ class LiveView(Protocol):
 
 class ReasoningInstrumentor(BaseInstrumentor):
     """Instrument with ``tracer_provider=`` and ``config=`` (a ``ReasoningConfig``; without one,
-    everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``)."""
+    everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``).
+
+    An invalid configuration is a ``ReasoningConfigError`` at ``instrument()``; under
+    ``opentelemetry-instrument``, which would catch it and run the application without loom-otel, it is
+    told in one line and every model call raises it (``_zero_code``, ``_refusing``)."""
 
     provider: ClassVar[str]
     sdk: ClassVar[str]
