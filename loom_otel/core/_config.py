@@ -27,11 +27,12 @@ from loom_otel.core._journal._writer import (
 )
 from loom_otel.core._policy import policy_from_env
 from loom_otel.core._retention import parse_retention
-from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting
+from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting, warn_unknown_names
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
 from loom_otel.core._store._uri import STORE_FORMS, store_from_uri
 from loom_otel.core._warnings import forget_once, warn
+from loom_otel.core._zero_code import forget_refusal
 from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
@@ -139,7 +140,6 @@ class Runtime:
     viewer_url: str | None = None
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
-    _warned: set[str] = field(default_factory=set, repr=False)
 
     @property
     def keeps_text(self) -> bool:
@@ -164,16 +164,16 @@ class Runtime:
         return self._writer
 
     def boot_warning(self, provider: str) -> None:
-        """ADR D7: one warning per instrumented provider that can return reasoning and has no store."""
-        if not self.enabled or self.keeps_text or provider in self._warned:
+        """ADR D7: one warning per process, at the first import of an instrumented SDK that can return
+        reasoning, when no store keeps it."""
+        if not self.enabled or self.keeps_text:
             return
-        self._warned.add(provider)
         why = "no reasoning store is configured" if self.store is None else "capture is off"
         message = (
             f"{provider} can return model reasoning, but {why} ({env.LOOM_OTEL_REASONING_STORE}): "
             "reasoning is not kept for audit (only signatures, for continuation)"
         )
-        warn(message)
+        warn(message, once="no reasoning store")
 
     @classmethod
     def resolve(cls, config: ReasoningConfig | None = None, environ: Mapping[str, str] | None = None) -> Runtime:
@@ -181,6 +181,7 @@ class Runtime:
         ``ReasoningConfigError`` naming the variable, the value and what is allowed (``_settings``)."""
         config = config or ReasoningConfig()
         environ = os.environ if environ is None else environ
+        warn_unknown_names(environ)
         enabled = _pick(config.enabled, env_bool(env.LOOM_OTEL_REASONING, environ), True)
         require = _pick(config.require_continuation, env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
         store = _store(config, environ, enabled)
@@ -471,3 +472,4 @@ def reset_runtime() -> None:
     with _stores_lock:
         _stores.clear()
     forget_once()
+    forget_refusal()

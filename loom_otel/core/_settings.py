@@ -8,16 +8,28 @@ function of its kind, at ``instrument()`` or construction time, never at import.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlparse
 
+from loom_otel.core import environment_variables as env
+from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
-__all__ = ["env_bool", "env_choice", "env_path", "env_url", "invalid_setting", "url_problem"]
+__all__ = [
+    "closest_known",
+    "env_bool",
+    "env_choice",
+    "env_path",
+    "env_url",
+    "invalid_setting",
+    "url_problem",
+    "warn_unknown_names",
+]
 
 TRUE: Final = frozenset({"1", "true", "yes", "on"})
 FALSE: Final = frozenset({"0", "false", "no", "off"})
@@ -96,3 +108,40 @@ def env_url(name: str, schemes: Collection[str], environ: Mapping[str, str]) -> 
     if problem is not None:
         raise invalid_setting(name, raw, problem)
     return raw.strip()
+
+
+PREFIX: Final = "LOOM_OTEL_"
+KNOWN: Final = frozenset(name for name in vars(env) if name.startswith(PREFIX))
+"""Every ``LOOM_OTEL_*`` name loom-otel reads (``environment_variables``)."""
+_HINTS: Final = {
+    "REDACT": env.LOOM_OTEL_REASONING_TRANSCRIPT,
+    "REDACTED": env.LOOM_OTEL_REASONING_TRANSCRIPT,
+    "KEEP": env.LOOM_OTEL_REASONING_TRANSCRIPT,
+    "STORE": env.LOOM_OTEL_REASONING_STORE,
+    "JOURNAL": env.LOOM_OTEL_AUDIT_JOURNAL,
+    "KEY": env.LOOM_OTEL_CHECKPOINT_KEY,
+    "SUMMARIZED": env.LOOM_OTEL_REQUEST_READABLE,
+    "HMAC": env.LOOM_OTEL_DIGEST,
+}
+"""Words of a misremembered name that say which variable was meant better than its spelling does
+(``LOOM_OTEL_REDACT`` is spelled closest to ``LOOM_OTEL_DIGEST``)."""
+
+
+def closest_known(name: str) -> str:
+    """The known ``LOOM_OTEL_*`` name ``name`` most likely meant: one spelt nearly alike, else one a
+    word of it hints at, else the one spelt closest."""
+    known, upper = sorted(KNOWN), name.upper()
+    typo = difflib.get_close_matches(upper, known, n=1, cutoff=0.9)
+    hinted = [_HINTS[word] for word in upper.removeprefix(PREFIX).split("_") if word in _HINTS]
+    return (typo or hinted or difflib.get_close_matches(upper, known, n=1, cutoff=0.0))[0]
+
+
+def warn_unknown_names(environ: Mapping[str, str]) -> None:
+    """One warning per process for each ``LOOM_OTEL_*`` variable set that loom-otel does not know (a
+    misspelt name would otherwise be ignored in silence), naming the closest known one."""
+    for name in environ:
+        if name.startswith(PREFIX) and name not in KNOWN:
+            warn(
+                f"{name} is not a loom-otel variable and is ignored; did you mean {closest_known(name)}?",
+                once=("unknown variable", name),
+            )

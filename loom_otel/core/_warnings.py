@@ -5,6 +5,8 @@ the user's code to the line that warns goes through loom-otel, OpenTelemetry, ``
 vendor SDK, and its depth varies. ``warn`` walks the stack to the first frame outside those packages
 (the frame the user wrote: ``instrument()``, the model call, the exporter's construction), so the
 warning's file and line are the user's and the warnings filters (``module=``) match the user's module.
+Where no frame is the user's (at start-up under ``opentelemetry-instrument``, in a background thread),
+the warning is attributed to nothing: one line, ``loom-otel:0: LoomOtelWarning: ...``, module ``loom_otel``.
 """
 
 from __future__ import annotations
@@ -30,9 +32,19 @@ INTERNAL_PACKAGES: Final = (
     "httpx",
     "httpcore",
     "contextlib",
+    "importlib",
+    "threading",
+    "concurrent.futures",
+    "runpy",
+    "site",
+    "sitecustomize",
 )
-"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs, and
-``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal)."""
+"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs,
+``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal),
+and the interpreter's own glue: imports, threads and thread pools, ``python -m``, start-up (``site``,
+and ``opentelemetry-instrument``'s ``sitecustomize``)."""
+NOWHERE: Final = "loom-otel"
+"""The file name of a warning no user frame issued (``warnings`` prints no source line for it)."""
 
 
 _once: set[Hashable] = set()
@@ -40,15 +52,19 @@ _once_lock = threading.Lock()
 
 
 def warn(message: str, category: type[Warning] = LoomOtelWarning, *, once: Hashable | None = None) -> None:
-    """Issue ``message`` as ``category`` at the first frame outside ``INTERNAL_PACKAGES`` (the
-    outermost frame when every frame is internal, as at interpreter start-up). With ``once``, only
-    the first warning with that key in the process is issued, whatever the warnings filters say."""
+    """Issue ``message`` as ``category`` at the first frame outside ``INTERNAL_PACKAGES`` (at no
+    frame when every frame is internal, as at interpreter start-up). With ``once``, only the first
+    warning with that key in the process is issued, whatever the warnings filters say."""
     if once is not None:
         with _once_lock:
             if once in _once:
                 return
             _once.add(once)
-    warnings.warn(message, category, stacklevel=_user_stacklevel(sys._getframe(1)))
+    level = _user_stacklevel(sys._getframe(1))
+    if level is None:
+        warnings.warn_explicit(message, category, NOWHERE, 0, module="loom_otel")
+    else:
+        warnings.warn(message, category, stacklevel=level)
 
 
 def forget_once() -> None:
@@ -57,11 +73,14 @@ def forget_once() -> None:
         _once.clear()
 
 
-def _user_stacklevel(caller: FrameType) -> int:
+def _user_stacklevel(caller: FrameType) -> int | None:
+    """The ``stacklevel`` of the first frame outside ``INTERNAL_PACKAGES``; ``None`` when there is none."""
     # ``warnings`` counts ``caller`` (warn's caller) as level 2 and, above level 1, skips the frames
     # of the import machinery without counting them: count the same way.
     level, frame = 2, caller
-    while _is_internal(frame) and frame.f_back is not None:
+    while _is_internal(frame):
+        if frame.f_back is None:
+            return None
         frame = frame.f_back
         if not _is_import_machinery(frame):
             level += 1

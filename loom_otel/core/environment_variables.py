@@ -18,7 +18,7 @@ LOOM_OTEL_REASONING: Final = "LOOM_OTEL_REASONING"
 LOOM_OTEL_REASONING_STORE: Final = "LOOM_OTEL_REASONING_STORE"
 """Where readable reasoning is kept: ``file:///dir`` (or an absolute path), ``memory:``,
 ``s3://bucket/prefix`` or any fsspec URL; a relative path or an unknown scheme is refused. Default:
-none (reasoning is not kept; one boot warning per instrumented SDK)."""
+none (reasoning is not kept; one boot warning per process, at the first import of an instrumented SDK)."""
 
 LOOM_OTEL_REASONING_CAPTURE: Final = "LOOM_OTEL_REASONING_CAPTURE"
 """Keep readable text in the store (``true``/``false``). Default: on iff a store is set."""

@@ -47,3 +47,18 @@ def test_the_chained_exporters_bad_inner_is_an_error_not_a_warning(
         warnings.simplefilter("always")
         ChainedSpanExporter(journal=tmp_path / "journal")
     assert [str(w.message) for w in caught if "LOOM_OTEL_CHAIN_INNER" in str(w.message)] == []
+
+
+def test_a_warning_with_no_user_frame_is_attributed_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issued from a thread pool's worker (every frame loom-otel's, the pool's, the thread's): not
+    attributed to ``concurrent/futures/thread.py``, but to nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(_journal, "_warned_unsigned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(_journal._load_signer, None).result() is None
+    (warning,) = [w for w in caught if issubclass(w.category, LoomOtelWarning)]
+    assert str(warning.message).startswith("LOOM_OTEL_CHECKPOINT_KEY is not set")
+    assert (warning.filename, warning.lineno) == ("loom-otel", 0)

@@ -27,6 +27,8 @@ from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._providers import tracer_provider_given
 from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
+from loom_otel.core._zero_code import refusal, refuse, refused_call, under_zero_code
+from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]
 
@@ -42,7 +44,11 @@ class LiveView(Protocol):
 
 class ReasoningInstrumentor(BaseInstrumentor):
     """Instrument with ``tracer_provider=`` and ``config=`` (a ``ReasoningConfig``; without one,
-    everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``)."""
+    everything comes from the ``LOOM_OTEL_*`` environment, as under ``opentelemetry-instrument``).
+
+    An invalid configuration is a ``ReasoningConfigError`` at ``instrument()``; under
+    ``opentelemetry-instrument``, which would catch it and run the application without loom-otel, it is
+    told in one line and every model call raises it (``_zero_code``, ``_refusing``)."""
 
     provider: ClassVar[str]
     sdk: ClassVar[str]
@@ -65,8 +71,17 @@ class ReasoningInstrumentor(BaseInstrumentor):
         return self.instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        runtime = runtime_for(kwargs.get("config"))
-        runtime.boot_warning(self.provider)
+        zero_code = under_zero_code()
+        try:
+            runtime = runtime_for(kwargs.get("config"))
+        except ReasoningConfigError as error:
+            if not zero_code:
+                raise
+            refuse(error)
+        refused = refusal() if zero_code else None  # this configuration's error, or the exporter's
+        if refused is not None:
+            self._wrap_when_imported(lambda _entry: _refusing(refused), self.wraps)  # the model calls only
+            return
         warn_of_baggage_principal(runtime.principal_baggage if runtime.enabled else None)
         if runtime.enabled and runtime.transcript == "redact":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
@@ -91,16 +106,36 @@ class ReasoningInstrumentor(BaseInstrumentor):
         shielded(
             "installing the reasoning scrubber", install_scrubber, self, tracer_provider, kwargs.get("logger_provider")
         )
+        self._wrap_when_imported(
+            lambda entry: entry[2](handler),
+            self.wraps,
+            self.optional_wraps,
+            then=lambda: runtime.boot_warning(self.provider),
+        )
+
+    def _wrap_when_imported(
+        self,
+        wrapper: Callable[[Wrap], Any],
+        entries: Sequence[Wrap],
+        optional: Sequence[Wrap] = (),
+        *,
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Wrap ``entries`` and those of ``optional`` the installed SDK has with ``wrapper(entry)`` once
+        the application imports the SDK (now if it has), then run ``then`` (the warnings about the SDK
+        in use: a process never hears about an SDK it does not import)."""
         wrapped: list[Wrap] = []
         self._wrapped = wrapped
 
         def wrap(_sdk: object) -> None:
             if self._wrapped is not wrapped:  # uninstrumented before the application imported the SDK
                 return
-            for entry in (*self.wraps, *_present(self.optional_wraps)):
-                module, name, factory = entry
-                wrap_function_wrapper(module, name, factory(handler))
+            for entry in (*entries, *_present(optional)):
+                module, name, _ = entry
+                wrap_function_wrapper(module, name, wrapper(entry))
                 wrapped.append(entry)
+            if then is not None:
+                then()
 
         imported = sys.modules.get(self.sdk)
         if imported is not None:
@@ -118,6 +153,16 @@ class ReasoningInstrumentor(BaseInstrumentor):
             unwrap(owner, attribute)
         uninstall_scrubber(self)
         release(self)
+
+
+def _refusing(error: ReasoningConfigError) -> Callable[..., Any]:
+    """A wrapper whose every call raises ``error`` (afresh) before anything is sent: the SDK of an
+    application run under zero code with an invalid configuration (``_zero_code``)."""
+
+    def refused(wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise refused_call(error)
+
+    return refused
 
 
 def _present(wraps: Sequence[Wrap]) -> list[Wrap]:

@@ -22,7 +22,7 @@ from loom_otel.core._journal._records import record_from_event
 from loom_otel.core._journal._writer import Journal, local_journals, local_origins, record_body
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
-from loom_otel.exporters.chain._inner import inner_from_environment
+from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refused
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
 from loom_otel.exporters.chain._spans import RecordSpans
@@ -75,7 +75,10 @@ class ChainedSpanExporter(SpanExporter):
 
     A collector that is not there at exit or shutdown (``_reach``: nothing accepts a connection at the
     inner OTLP exporter's endpoint) is not retried: the exporter says so in one line, naming the
-    endpoint and ``loom-otel forward``, sends nothing more and leaves what is owed in the journal.
+    endpoint and ``loom-otel forward``, shuts the inner exporter down (an export still retrying ends),
+    sends nothing more and leaves what is owed in the journal. While the process runs, the same
+    question is asked before the first send and after a failed one (``_answers``): an absent collector
+    fails a send at once (told in that one line), never through the inner exporter's retries.
 
     Built with no arguments (the ``loom_chain`` entry point): ``inner`` from ``LOOM_OTEL_CHAIN_INNER``
     and the journal directory of the process's loom-otel configuration. Never raises: failures are
@@ -93,8 +96,9 @@ class ChainedSpanExporter(SpanExporter):
         batch_size: int = BATCH,
         forward_dead: bool = True,
     ) -> None:
-        self._inner = inner if inner is not None else inner_from_environment()
-        self._directory = _journal_directory(journal)
+        self._inner = inner if inner is not None else inner_or_refused()
+        # Refused under zero code (``_inner``): no model call makes records; those of earlier runs wait.
+        self._directory = None if isinstance(self._inner, RefusedSpanExporter) else _journal_directory(journal)
         # A journal given as an object stays alive as long as the exporter: collected, it would keep
         # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
         self._journal = journal if isinstance(journal, Journal) else None
@@ -105,6 +109,7 @@ class ChainedSpanExporter(SpanExporter):
         self._forward_dead = forward_dead
         self._spans = RecordSpans()
         self._warned_cut = False
+        self._inner_shut = False
         self._init_runtime_state()
         warn_if_truncating()
         renew_after_fork(self, ChainedSpanExporter._after_fork_in_child)
@@ -126,6 +131,9 @@ class ChainedSpanExporter(SpanExporter):
         self._exit_deadline: float | None = None
         self._offline: str | None = None
         """The inner exporter's endpoint once it was found unreachable at exit or shutdown."""
+        self._probe = True
+        """Ask whether the collector answers before the next send (``_answers``)."""
+        self._told = False
 
     @property
     def inner(self) -> SpanExporter:
@@ -160,7 +168,25 @@ class ChainedSpanExporter(SpanExporter):
 
     def _call_inner(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         with self._export_lock:
-            return self._inner.export(spans)
+            if self._offline is not None or not self._answers():
+                return SpanExportResult.FAILURE
+            result = self._inner.export(spans)
+            self._probe = result is not SpanExportResult.SUCCESS
+            return result
+
+    def _answers(self) -> bool:
+        """Whether the inner exporter's collector accepts a connection (``_reach``), asked before the
+        first send and after a failed one: a collector that is not there costs one refused connection,
+        not the inner exporter's retries (OTLP: up to its 10 s timeout, a "Transient error" line each,
+        and every other send waiting behind them). What is not sent stays owed in the journal."""
+        if not self._probe:
+            return True
+        endpoint = endpoint_of(self._inner)
+        if endpoint is not None and unreachable(endpoint):
+            self._tell_unreachable(endpoint)
+            return False
+        self._probe = False
+        return True
 
     def _acknowledge(self, marks: Mapping[str, list[int]], ok: bool, cut: Mapping[str, list[int]]) -> None:
         """Note what the inner exporter took (``ok``) or not; records whose event was ``cut`` are owed
@@ -353,10 +379,7 @@ class ChainedSpanExporter(SpanExporter):
                 for outbox in self._outboxes.values():
                     outbox.save()
                     outbox.release()
-            try:
-                self._inner.shutdown()
-            except Exception as exc:
-                _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+            self._shut_inner()
 
     def prepare_exit(self, deadline: float) -> None:
         """At exit, before the span pipeline is flushed (``_exit``): stop the sweeper (a resend now
@@ -389,6 +412,26 @@ class ChainedSpanExporter(SpanExporter):
         if endpoint is None or not unreachable(endpoint):
             return
         self._offline = endpoint
+        self._tell_unreachable(endpoint)
+        self._shut_inner()  # ends an export still retrying (the OTLP exporters wait on their shutdown)
+
+    def _shut_inner(self) -> None:
+        with self._lock:
+            if self._inner_shut:
+                return
+            self._inner_shut = True
+        try:
+            self._inner.shutdown()
+        except Exception as exc:
+            _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+
+    def _tell_unreachable(self, endpoint: str) -> None:
+        """Say once, in one line, that the collector at ``endpoint`` does not answer and where what is
+        owed stays (at exit, or at the first send it refused during the run)."""
+        with self._lock:
+            if self._told:
+                return
+            self._told = True
         if self._directory is None:
             _logger.warning("loom-otel: the collector at %s is unreachable; spans of this run were not sent", endpoint)
         else:
@@ -425,11 +468,16 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
         return journal.directory
     if journal is not None:
         return Path(journal).expanduser().absolute()
-    try:
-        from loom_otel.core._config import current_runtime
+    from loom_otel.core._config import current_runtime
+    from loom_otel.core._zero_code import refuse, under_zero_code
+    from loom_otel.core.exceptions import ReasoningConfigError
 
+    try:
         return current_runtime().journal_dir
     except Exception as exc:
+        if isinstance(exc, ReasoningConfigError) and under_zero_code():
+            refuse(exc)  # told once; the instrumentors make every model call raise it
+            return None
         _logger.warning("chained exporter: no journal configuration (%s); forwarding spans only", type(exc).__name__)
         return None
 

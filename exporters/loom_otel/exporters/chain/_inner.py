@@ -14,9 +14,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import environment_variables as env
+from loom_otel.core._zero_code import refuse, under_zero_code
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["NoneSpanExporter", "inner_choices", "inner_from_environment"]
+__all__ = ["NoneSpanExporter", "RefusedSpanExporter", "inner_choices", "inner_from_environment", "inner_or_refused"]
 
 GROUP: Final = "opentelemetry_traces_exporter"
 DEFAULT_INNER: Final = "otlp_proto_http"
@@ -38,6 +39,31 @@ class NoneSpanExporter(SpanExporter):
 
     def shutdown(self) -> None:
         return None
+
+
+class RefusedSpanExporter(SpanExporter):
+    """An invalid ``LOOM_OTEL_CHAIN_INNER`` under zero code (``inner_or_refused``): sends nothing, every
+    export fails; the journal keeps every record for ``loom-otel forward``."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        return None
+
+
+def inner_or_refused() -> SpanExporter:
+    """``inner_from_environment()``; under zero code (``opentelemetry-instrument``, which would catch the
+    error and run the application without loom-otel) an invalid name is not raised but refused
+    (``core._zero_code``): told in one line, and the loom-otel instrumentors make every model call raise
+    it. The exporter then forwards nothing (a typo never sends spans somewhere else)."""
+    try:
+        return inner_from_environment()
+    except ReasoningConfigError as error:
+        if not under_zero_code():
+            raise
+        refuse(error)
+        return RefusedSpanExporter()
 
 
 def inner_from_environment(name: str | None = None) -> SpanExporter:

@@ -1,4 +1,5 @@
-"""Whether the inner exporter's collector answers at all, asked before delivering at exit.
+"""Whether the inner exporter's collector answers at all, asked before delivering at exit and, while
+the process runs, before the first send and after a failed one.
 
 An OTLP exporter whose collector is not running retries each batch with backoff for up to
 ``OTEL_EXPORTER_OTLP_TIMEOUT`` (10 s), logging a "Transient error" line per retry; at exit the span
