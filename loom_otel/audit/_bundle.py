@@ -40,8 +40,9 @@ from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
 __all__ = [
     "BUNDLE_FORMAT",
     "BUNDLE_VERSION",
-    "BundleError",
     "EVIDENCE_TYPES",
+    "BundleError",
+    "NoRecordError",
     "UnanchoredError",
     "export_bundle",
     "write_bundle",
@@ -56,6 +57,10 @@ WITHHELD: Final = "withheld"
 
 class BundleError(ValueError):
     """The journal cannot give a bundle (no record of the execution, a chain that is not whole)."""
+
+
+class NoRecordError(BundleError):
+    """The journals hold no record of the execution (under that tenant)."""
 
 
 class UnanchoredError(BundleError):
@@ -188,7 +193,7 @@ def export_bundle(
         root = Path(directory)
         origins += [o for o in (_read_origin(root, n, execution_id, tenant) for n in list_origins(root)) if o.selected]
     if not origins:
-        raise BundleError(f"no record of execution {execution_id!r} (tenant {tenant!r}) in the journal")
+        raise NoRecordError(f"no record of execution {execution_id!r} (tenant {tenant!r}) in the journal")
     proven: list[dict[str, object]] = []
     unanchored: list[dict[str, object]] = []
     for origin in origins:

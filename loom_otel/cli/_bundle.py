@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from loom_otel.audit._bundle import BundleError, UnanchoredError, export_bundle, write_bundle
+from loom_otel.audit._bundle import BundleError, NoRecordError, UnanchoredError, export_bundle, write_bundle
 from loom_otel.audit._bundle_check import check_bundle
 from loom_otel.audit._consistency import ConsistencyError, check_consistency, consistency_document
 from loom_otel.audit._locations import journal_of
@@ -90,12 +90,12 @@ def run_export(args: argparse.Namespace, out: TextIO | None = None, err: TextIO 
             allow_unanchored=args.allow_unanchored,
             exported_by=operator(),
         )
-    except UnanchoredError as exc:
+    except (UnanchoredError, NoRecordError) as exc:
         print(f"loom-otel audit export: {clean(str(exc))}", file=err)
-        return EXIT_FAILED
+        return EXIT_FAILED if isinstance(exc, UnanchoredError) else EXIT_NOT_FOUND
     except BundleError as exc:
         print(f"loom-otel audit export: {clean(str(exc))}", file=err)
-        return EXIT_NOT_FOUND if str(exc).startswith("no record") else EXIT_USAGE
+        return EXIT_USAGE
     except (LoomOtelError, OSError) as exc:
         print(f"loom-otel audit export: {clean(str(exc))}", file=err)
         return EXIT_USAGE
@@ -196,7 +196,10 @@ def verify_bundle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     lines += [f"FAILED: {problem}" for problem in report.problems]
     if report.ok:
         limit = f"; {report.withheld} part(s) withheld by the exporter, not checked" if report.withheld else ""
-        lines.append(f"OK: every record is in its origin's log as a checkpoint signed by the key states{limit}")
+        lines.append(
+            f"OK: every record is in its origin's log as a checkpoint signed by the key states{limit}; not checked: "
+            "that no record of the execution was left out whole (its origin's log or a witness's archive can)"
+        )
     elif not report.problems:
         lines.append("FAILED: the bundle holds no record")
     out.write("".join(clean(line) + "\n" for line in lines))

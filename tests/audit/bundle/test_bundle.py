@@ -60,6 +60,9 @@ def test_export_and_verify_round_trip_on_a_real_capture(evidence: Evidence, tmp_
     code, out, err = run_cli("verify", "--bundle", str(moved / "b.json"), "--key", str(moved / "key.pub"))
     assert code == 0, out
     assert "4 record(s) in 1 origin(s), 2 text(s) checked" in out and out.splitlines()[-1].startswith("OK:")
+    code, out, _ = run_cli("verify", "--bundle", str(moved / "b.json"), "--key", str(moved / "key.pub"), "--json")
+    document = json.loads(out)
+    assert (code, document["ok"], document["records"], document["texts"], document["problems"]) == (0, True, 4, 2, [])
     assert find_leaks(CANARIES, spans=evidence.spans, texts=[out, err]) == []
 
 
@@ -69,6 +72,7 @@ def test_a_bundle_holds_nothing_of_another_execution(evidence: Evidence, tmp_pat
     assert {r["attributes"][attr.EXECUTION_ID] for r in others} == {"run-bob", "run-gone"}
     assert {r["origin"] for r in journal} == {journal[0]["origin"]}  # one origin: the executions interleave in it
     assert export(evidence, "run-alice", "acme", tmp_path / "alice.json")[0] == 0
+    assert find_leaks(CANARIES, spans=evidence.spans, directories=[evidence.journal]) == []
     text = (tmp_path / "alice.json").read_text()
     for needle in ("run-bob", "run-gone", "globex", '"bob"', "carol", BOB_TEXT, ERASED_TEXT):
         assert needle not in text
