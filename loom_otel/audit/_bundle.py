@@ -11,9 +11,10 @@ root. A record after the last checkpoint cannot be proven: ``export_bundle`` ref
 ``unanchored`` list (which ``verify --bundle`` reports as unproven, a failure).
 
 Texts come from the store, each part's status decided as ``read_reasoning`` decides it (``ok`` with its
-text, ``erased`` with the tombstone record that accounts for it, ``missing``, ``digest-mismatch``); a
-part the exporter may not read (``readable``) is ``withheld`` without its text. The CLI's export is an
-operator's with store access: every text. In ``hmac-sha256`` digest mode the bundle carries the
+text, ``erased`` with the tombstone record that accounts for it, ``missing``, ``digest-mismatch``). The
+CLI's export is an operator's with store access: every record and text of the execution. The viewer's
+Download link admits only the records its reader may read (``admit``), and records each text it hands
+over as a read (``record_reads``) before the bundle leaves. In ``hmac-sha256`` digest mode the bundle carries the
 execution's digest key (it confirms only this execution's texts, which it holds), so its digests check.
 """
 
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Final
 
 from loom_otel.audit._captures import CaptureRecord, from_attributes
-from loom_otel.audit._read import PartResolver, PartStatus
+from loom_otel.audit._read import PartReading, PartResolver, PartStatus
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import chain_hash
 from loom_otel.core._journal._merkle import MerkleTree, leaf_hash
@@ -52,7 +53,6 @@ BUNDLE_FORMAT: Final = "loom-otel/evidence-bundle"
 BUNDLE_VERSION: Final = 1
 EVIDENCE_TYPES: Final = frozenset({attr.RECORD_CAPTURE, attr.RECORD_ERASURE, attr.RECORD_READ})
 """The record types a bundle holds of its execution."""
-WITHHELD: Final = "withheld"
 
 
 class BundleError(ValueError):
@@ -76,6 +76,9 @@ class UnanchoredError(BundleError):
         )
 
 
+_Admit = Callable[[dict[str, object]], bool] | None
+
+
 @dataclass(slots=True)
 class _Origin:
     origin: str
@@ -92,7 +95,7 @@ def _belongs(record: dict[str, object], execution_id: str, tenant: str | None) -
     return attributes.get(attr.EXECUTION_ID) == execution_id and attributes.get(attr.TENANT) == tenant
 
 
-def _read_origin(directory: Path, origin: str, execution_id: str, tenant: str | None) -> _Origin:
+def _read_origin(directory: Path, origin: str, execution_id: str, tenant: str | None, admit: _Admit) -> _Origin:
     found = _Origin(origin, [], [])
     for line in read_lines(directory / origin):
         if line.torn:
@@ -113,7 +116,7 @@ def _read_origin(directory: Path, origin: str, execution_id: str, tenant: str | 
             note = attributes.get(CHECKPOINT_NOTE)
             if isinstance(note, str):
                 found.checkpoint = (seq - 1, note)
-        elif _belongs(record, execution_id, tenant):
+        elif _belongs(record, execution_id, tenant) and (admit is None or admit(record)):
             found.selected.append(record)
     return found
 
@@ -139,7 +142,7 @@ def _parts(
     store: ReasoningStore,
     execution_id: str,
     tenant: str | None,
-    readable: Callable[[CaptureRecord], bool] | None,
+    record_reads: Callable[[list[PartReading]], None] | None,
 ) -> list[dict[str, object]]:
     """One entry per part a capture kept in the store: its status, and its text or its tombstone."""
     records = list(records)
@@ -148,19 +151,17 @@ def _parts(
     )
     resolver = PartResolver(store, tenant, execution_id)
     parts: list[dict[str, object]] = []
+    read: list[PartReading] = []
     for record in records:
         capture = _capture(record)
         if capture is None:
             continue
-        allowed = readable is None or readable(capture)
         for index, ref in enumerate(capture.refs):
             if not ref:
                 continue  # nothing was kept: the record alone says what the part was
             where: dict[str, object] = {"origin": capture.origin, "seq": capture.seq, "part": index}
-            if not allowed:
-                parts.append({**where, "status": WITHHELD})
-                continue
             reading = resolver.resolve(capture, index, received=True)
+            read.append(reading)
             entry: dict[str, object] = {**where, "status": str(reading.status)}
             if reading.status is PartStatus.OK and reading.text is not None:
                 entry["text"] = reading.text.text
@@ -169,6 +170,8 @@ def _parts(
                 if covering is not None:
                     entry = {**where, "status": str(PartStatus.ERASED), "tombstone": list(covering[1:])}
             parts.append(entry)
+    if record_reads is not None:
+        record_reads(read)  # evidence of the reading before the texts leave
     return parts
 
 
@@ -179,19 +182,22 @@ def export_bundle(
     tenant: str | None = None,
     *,
     allow_unanchored: bool = False,
-    readable: Callable[[CaptureRecord], bool] | None = None,
+    admit: Callable[[dict[str, object]], bool] | None = None,
+    record_reads: Callable[[list[PartReading]], None] | None = None,
     exported_by: str = "",
 ) -> dict[str, object]:
     """The evidence bundle of (``tenant``, ``execution_id``) from ``journals`` and ``store``.
 
-    ``readable``: whether the exporter may read a capture's texts (``None``: every text; a part it may
-    not read is ``withheld``). ``BundleError`` when the journals hold no record of the execution or an
-    origin holding one is not whole; ``UnanchoredError`` for records past the last checkpoint unless
-    ``allow_unanchored``."""
+    ``admit``: which of the execution's records the exporter may have (``None``: all); ``record_reads``
+    is given the parts read from the store before the bundle is returned. ``NoRecordError`` when the
+    journals hold no record of the execution, ``BundleError`` when an origin holding one is not whole,
+    ``UnanchoredError`` for records past the last checkpoint unless ``allow_unanchored``."""
     origins: list[_Origin] = []
     for directory in journals:
         root = Path(directory)
-        origins += [o for o in (_read_origin(root, n, execution_id, tenant) for n in list_origins(root)) if o.selected]
+        origins += [
+            o for o in (_read_origin(root, n, execution_id, tenant, admit) for n in list_origins(root)) if o.selected
+        ]
     if not origins:
         raise NoRecordError(f"no record of execution {execution_id!r} (tenant {tenant!r}) in the journal")
     proven: list[dict[str, object]] = []
@@ -227,7 +233,7 @@ def export_bundle(
         "exported": {"time": time.time_ns(), "by": exported_by},
         "origins": proven,
         "unanchored": unanchored,
-        "parts": _parts(selected, store, execution_id, tenant, readable),
+        "parts": _parts(selected, store, execution_id, tenant, record_reads),
     }
     key = store.digest_key(tenant, execution_id) if isinstance(store, DigestKeyStore) else None
     if key is not None:

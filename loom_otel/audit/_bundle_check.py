@@ -10,9 +10,8 @@ The steps (docs/evidence-bundles.md, "Verification"):
 3. each record is a capture, erasure or read record of the bundle's execution and tenant;
 4. every part a capture kept in the store is accounted for exactly once: ``ok`` with a text whose size
    and digest (SHA-256, or HMAC-SHA256 under the bundle's ``digest_key``) are the record's, ``erased``
-   with a tombstone (an erasure record of the bundle written at or after the capture), or ``withheld``
-   (the exporter could not read it: reported, not checked); ``missing`` or ``digest-mismatch`` parts are
-   lost evidence;
+   with a tombstone (an erasure record of the bundle written at or after the capture); ``missing`` or
+   ``digest-mismatch`` parts are lost evidence;
 5. each read record of a part names a part of a capture the bundle holds (a capture record taken out
    of the bundle shows there).
 
@@ -31,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from loom_otel.audit._bundle import BUNDLE_FORMAT, BUNDLE_VERSION, EVIDENCE_TYPES, WITHHELD
+from loom_otel.audit._bundle import BUNDLE_FORMAT, BUNDLE_VERSION, EVIDENCE_TYPES
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import chain_hash, text_bytes
 from loom_otel.core._journal._merkle import ProofError, leaf_hash, verify_inclusion
@@ -52,7 +51,6 @@ class BundleReport:
     records: int = 0
     texts: int = 0
     erased: int = 0
-    withheld: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -212,8 +210,6 @@ class _Check:
                 self.fail(f"{where}: erased, but its tombstone is not in the bundle")
             else:
                 self.report.erased += 1
-        elif status == WITHHELD:
-            self.report.withheld += 1
         else:
             self.fail(f"{where}: {status} (lost evidence: no text and no tombstone)")
 

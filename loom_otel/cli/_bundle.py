@@ -181,7 +181,6 @@ def verify_bundle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "records": report.records,
             "texts": report.texts,
             "erased": report.erased,
-            "withheld": report.withheld,
             "problems": report.problems,
         }
         json.dump(document, out, indent=2)
@@ -191,13 +190,12 @@ def verify_bundle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     lines = [
         f"bundle {args.bundle}: execution {report.execution_id}{tenant}: {report.records} record(s) in "
         f"{report.origins} origin(s), {report.texts} text(s) checked, {report.erased} erased with their "
-        f"tombstones, {report.withheld} withheld"
+        "tombstones"
     ]
     lines += [f"FAILED: {problem}" for problem in report.problems]
     if report.ok:
-        limit = f"; {report.withheld} part(s) withheld by the exporter, not checked" if report.withheld else ""
         lines.append(
-            f"OK: every record is in its origin's log as a checkpoint signed by the key states{limit}; not checked: "
+            "OK: every record is in its origin's log as a checkpoint signed by the key states; not checked: "
             "that no record of the execution was left out whole (its origin's log or a witness's archive can)"
         )
     elif not report.problems:
