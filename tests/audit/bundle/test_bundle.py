@@ -211,3 +211,8 @@ def test_hmac_digests_verify_with_the_bundles_key(tmp_path: Path, monkeypatch: p
     bundle["parts"][0]["text"] += "."
     code, out, _ = verify_bundle(evidence, save(bundle, tmp_path / "changed.json"))
     assert code == 1 and "changed" in out
+
+
+def test_verify_needs_a_path_a_bundle_or_two_checkpoints() -> None:
+    code, _, err = run_cli("verify")
+    assert code == 2 and "give a PATH, --bundle FILE or --consistency OLD NEW" in err
