@@ -193,8 +193,7 @@ def export_bundle(
     journals hold no record of the execution, ``BundleError`` when an origin holding one is not whole,
     ``UnanchoredError`` for records past the last checkpoint unless ``allow_unanchored``."""
     origins: list[_Origin] = []
-    for directory in journals:
-        root = Path(directory)
+    for root in dict.fromkeys(Path(d).expanduser().absolute() for d in journals):  # each directory once
         origins += [
             o for o in (_read_origin(root, n, execution_id, tenant, admit) for n in list_origins(root)) if o.selected
         ]

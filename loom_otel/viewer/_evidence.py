@@ -57,10 +57,9 @@ def evidence_bundle(  # noqa: PLR0917 - the viewer's state and the request's
             reads.parts(reader, tenant, execution_id, parts)
 
     reads.close()  # a checkpoint over the reads already served: they are proven in the bundle
-    journals = list(dict.fromkeys((evidence.source, reads.directory.expanduser().absolute())))
     try:
         bundle = export_bundle(
-            journals,
+            [evidence.source, reads.directory],
             store,
             execution_id,
             tenant,

@@ -216,3 +216,10 @@ def test_hmac_digests_verify_with_the_bundles_key(tmp_path: Path, monkeypatch: p
 def test_verify_needs_a_path_a_bundle_or_two_checkpoints() -> None:
     code, _, err = run_cli("verify")
     assert code == 2 and "give a PATH, --bundle FILE or --consistency OLD NEW" in err
+
+
+def test_a_journal_named_twice_is_read_once(evidence: Evidence, tmp_path: Path) -> None:
+    code, _, err = export(evidence, "run-alice", "acme", tmp_path / "a.json", "--journal", str(evidence.journal))
+    assert code == 0, err
+    assert len(load(tmp_path / "a.json")["origins"]) == 1
+    assert verify_bundle(evidence, tmp_path / "a.json")[0] == 0
