@@ -34,7 +34,7 @@ from loom_otel.audit._bundle import BUNDLE_FORMAT, BUNDLE_VERSION, EVIDENCE_TYPE
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import chain_hash, text_bytes
 from loom_otel.core._journal._merkle import ProofError, leaf_hash, verify_inclusion
-from loom_otel.core._journal._note import NoteError, log_origin, verify_note
+from loom_otel.core._journal._note import CheckpointNote, NoteError, log_origin, verify_note
 
 __all__ = ["BundleReport", "check_bundle"]
 
@@ -96,14 +96,14 @@ class _Check:
         checkpoint: Mapping[str, Any] = found if isinstance(found, dict) else {}
         size = checkpoint.get("size")
         self.report.origins += 1
+        note: CheckpointNote | None = None
         try:
             note = verify_note(str(checkpoint.get("note")), self.key)
         except (NoteError, ValueError) as exc:
             self.fail(f"origin {origin}: its checkpoint note is not signed by the given key ({exc})")
-            return
-        if note.origin_line != log_origin(origin) or note.size != size:
+        if note is not None and (note.origin_line != log_origin(origin) or note.size != size):
             self.fail(f"origin {origin}: the signed note is of {note.origin_line} size {note.size}, not of this origin")
-            return
+            note = None
         last = 0
         for record in _list(entry.get("records")):
             seq = record.get("seq")
@@ -114,6 +114,8 @@ class _Check:
             if seq <= last:
                 self.fail(f"{where}: reordered (after seq {last})")
             last = max(last, seq)
+            if note is None:
+                continue  # nothing signed to prove it against: the origin's failure says so
             proof = record.get("proof")
             try:
                 if not isinstance(proof, list) or not all(_is_hash(h) for h in proof):

@@ -172,6 +172,9 @@ def test_a_wrong_key_is_named(evidence: Evidence, tmp_path: Path) -> None:
     other.write_text(generate_key(tmp_path / "other.pem"))
     code, out, _ = run_cli("verify", "--bundle", str(tmp_path / "alice.json"), "--key", str(other))
     assert code == 1 and "its checkpoint note is not signed by the given key" in out
+    assert [line for line in out.splitlines() if line.startswith("FAILED")] == [
+        line for line in out.splitlines() if "its checkpoint note is not signed by the given key" in line
+    ]  # the one failure, not a record "removed" for each of its parts
 
 
 def test_records_past_the_last_checkpoint_are_refused_or_listed_unproven(tmp_path: Path) -> None:
