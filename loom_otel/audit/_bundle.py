@@ -241,8 +241,15 @@ def export_bundle(
 
 
 def write_bundle(bundle: dict[str, object], path: str | os.PathLike[str]) -> None:
-    """Write ``bundle`` to ``path`` (a new file, or replacing one), whole or not at all."""
+    """Write ``bundle`` to ``path`` (a new file, or replacing one), whole or not at all, readable by its
+    owner only (mode 0600: it holds reasoning texts)."""
     target = Path(path)
     partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(json.dumps(bundle, indent=1, ensure_ascii=True) + "\n", encoding="ascii")
+    data = (json.dumps(bundle, indent=1, ensure_ascii=True) + "\n").encode("ascii")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a partial file left by an earlier run keeps no wider mode
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(partial, target)

@@ -46,6 +46,7 @@ def body(record: dict[str, Any]) -> dict[str, Any]:
 def test_export_and_verify_round_trip_on_a_real_capture(evidence: Evidence, tmp_path: Path) -> None:
     code, out, err = export(evidence, "run-alice", "acme", tmp_path / "alice.json")
     assert (code, err) == (0, "") and "parts: 2 ok" in out
+    assert (tmp_path / "alice.json").stat().st_mode & 0o777 == 0o600  # it holds the texts
     bundle = load(tmp_path / "alice.json")
     types = sorted(body(r)["type"] for r in records_of(bundle))
     assert types == ["capture", "capture", "read", "read"]  # the captures, and the viewer's reads of them
