@@ -112,8 +112,9 @@ def test_the_citizenship_benchmark_reports_every_peer(tmp_path: Path) -> None:
         (["bench_read.py", "--records", "2000", "--queries", "5", "--dir", "{tmp}/read"], "bounded query"),
         (["bench_store_scope.py", "--calls", "20", "--rounds", "1", "--dir", "{tmp}"], "us"),
         (["bench_live.py", "--rounds", "2", "--calls", "2", "--transport", "inprocess"], "worst overhead"),
+        (["bench_tree.py", "--records", "2000", "--every", "100", "--rounds", "1"], "tree per capture"),
     ],
-    ids=["continuation", "chain", "read", "store-scope", "live"],
+    ids=["continuation", "chain", "read", "store-scope", "live", "tree"],
 )
 def test_a_benchmark_runs(tmp_path: Path, args: list[str], expected: str) -> None:
     codes = (0, 1) if args[0] == "bench_live.py" else (0,)  # it exits 1 when its target is missed

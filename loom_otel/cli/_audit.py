@@ -123,10 +123,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     reads.set_defaults(func=run_reads)
 
-    from loom_otel.cli import _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
+    from loom_otel.cli import _bundle, _erase, _verify  # `audit verify` and `audit erase` are the top-level commands
 
     _verify.register(commands)
     _erase.register(commands)
+    _bundle.register(commands)
 
 
 def _count(value: str) -> int:

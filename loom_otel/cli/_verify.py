@@ -22,6 +22,7 @@ from typing import Final, TextIO
 
 from loom_otel.audit._store_check import BlobProblem, StoreCheck, check_store
 from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
+from loom_otel.cli._bundle import verify_bundle, verify_consistency
 from loom_otel.cli._store_args import open_store
 from loom_otel.cli._terminal import clean
 from loom_otel.core._journal._checkpoint import load_public_key
@@ -42,7 +43,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tail cut back to a checkpoint or a deleted origin: --against cross-checks it with the collector's "
         "archive.",
     )
-    parser.add_argument("path", metavar="PATH", help="journal directory, or OTLP JSON lines file/directory")
+    parser.add_argument("path", metavar="PATH", nargs="?", help="journal directory, or OTLP JSON lines file/directory")
+    parser.add_argument(
+        "--bundle", metavar="FILE", help="check an evidence bundle (`audit export`) offline; with --key"
+    )
+    parser.add_argument(
+        "--consistency",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="check that a log only grew between two checkpoint notes (files); with --proof and --key",
+    )
+    parser.add_argument("--proof", metavar="FILE", help="the consistency proof (`loom-otel audit consistency`)")
     parser.add_argument(
         "--against",
         default=None,
@@ -71,6 +82,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    if args.bundle is not None:
+        return verify_bundle(args, out, err)
+    if args.consistency is not None:
+        return verify_consistency(args, out, err)
+    if args.path is None:
+        print("loom-otel verify: give a PATH, --bundle FILE or --consistency OLD NEW", file=err)
+        return 2
     try:
         keys = [load_public_key(path) for path in args.key]
     except (OSError, ValueError, TypeError) as exc:

@@ -5,7 +5,8 @@ Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
 ``/signin`` / ``/signout`` (a browser's session as an HttpOnly cookie, ``_sessions``: never the token),
 ``/open?url=`` (a ``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to
-its page), and, with a ``hub``, the live view at ``/live`` (parts of calls in flight, streamed into the
+its page), ``/executions/{execution_id}/evidence`` (the evidence bundle of what the reader may read,
+``_evidence``), and, with a ``hub``, the live view at ``/live`` (parts of calls in flight, streamed into the
 execution page). Missing and forbidden answer the same 404; an unauthenticated request too. With
 ``hosts``, a request for any other host answers 421 (DNS rebinding).
 """
@@ -37,6 +38,7 @@ from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
 from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
+from loom_otel.viewer._evidence import evidence_bundle
 from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
 from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, ExecutionRow, list_readable, read_page
 from loom_otel.viewer._reads import ReadLog
@@ -256,6 +258,23 @@ class _Viewer:
         }
         return JSONResponse(document, headers=_SECURITY_HEADERS)
 
+    async def evidence_download(self, request: Request) -> Response:
+        """``/executions/{id}/evidence``: the bundle of what the reader may read (``_evidence``)."""
+        reader = await self.reader(request)
+        execution_id, tenant = request.path_params["execution_id"], request.query_params.get("tenant") or None
+        bundle = None
+        if reader is not None:
+            bundle = await asyncio.to_thread(
+                evidence_bundle, self.evidence, self.reads, self.store, self.policy, reader, execution_id, tenant
+            )
+            if bundle is None:
+                await asyncio.to_thread(self.reads.refused, reader, tenant, execution_id)
+        if bundle is None:
+            return self._not_found(request, reader, html=False)
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in execution_id)[:80]
+        disposition = {"Content-Disposition": f'attachment; filename="evidence-{name}.json"'}
+        return JSONResponse(bundle, headers={**_SECURITY_HEADERS, **disposition})
+
     # -- signing in (browsers) ---------------------------------------------------------------------
     async def signin_form(self, request: Request) -> Response:
         return HTMLResponse(
@@ -421,6 +440,8 @@ def create_app(
     )
     routes: list[Route | Mount] = [
         Route("/", view.index, methods=["GET"]),
+        # before the page's route, whose id may hold "/" (so ".../evidence" would be an id)
+        Route("/executions/{execution_id:path}/evidence", view.evidence_download, methods=["GET"]),
         Route("/executions/{execution_id:path}", view.execution, methods=["GET"]),  # an id may hold "/"
         Route("/api/executions", view.api_index, methods=["GET"]),
         Route("/api/executions/{execution_id:path}", view.api_execution, methods=["GET"]),

@@ -128,6 +128,13 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
         nav.append(f'<a rel="next" href="{_e(href)}">next parts</a>')
     if nav:
         out.append(f"<p>{' · '.join(nav)}</p>")
+    evidence = (
+        execution_path(reading.execution_id) + "/evidence" + (f"?{urlencode({'tenant': tenant})}" if tenant else "")
+    )
+    out.append(
+        f'<p><a class="evidence" href="{_e(evidence)}" download>Download evidence</a> '
+        "(what you may read, with its proofs: <code>loom-otel verify --bundle FILE --key PUB</code>)</p>"
+    )
     scripts: list[str] = []
     if live:
         out.append(

@@ -87,6 +87,19 @@ def test_a_forged_journal_line_naming_alices_blob_gives_mallory_nothing(captured
     assert not find_leaks([CANARY], directories=[tmp_path / "reads"])
 
 
+def test_a_forged_journal_line_gives_mallory_no_evidence_bundle(captured: Captured, tmp_path: Path):
+    """The execution page's Download evidence runs the same rule: the forged record names alice's blob,
+    whose sealed audience refuses mallory, so mallory gets the page's 404 and no text."""
+    forger = Journal(captured.journal, checkpoint_key=None)
+    forger.append("capture", _alice(captured))
+    forger.close()
+    with _serve(captured, captured.journal, tmp_path / "reads") as server:
+        path = "/executions/run-alice/evidence?tenant=acme"
+        assert _status(server, "mallory", path) == 404
+        answer = httpx2.get(f"{server.url}{path}", headers=bearer("alice"), timeout=30)
+        assert answer.status_code == 200 and CANARY in answer.text
+
+
 def test_a_forged_otlp_span_in_the_collector_archive_gives_mallory_nothing(captured: Captured, tmp_path: Path):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

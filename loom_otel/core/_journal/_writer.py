@@ -28,6 +28,10 @@ alive it holds an exclusive ``flock`` on its origin directory, which is how read
 from a dead one. Thread-safe; asyncio code may call ``append`` directly (it never awaits). Fork-safe:
 a child process starts its own origin, with new locks and threads (``_fork``).
 
+Beside the chain, the writer keeps its origin's Merkle tree as a compact range (``_merkle``: leaf =
+the record's hash); each checkpoint carries its root and a signed ``tlog-checkpoint`` note (``_note``).
+An origin is never resumed (a new process, or a forked child, starts its own), so neither is its tree.
+
 Checkpoints (``_checkpoint``) are appended every ``checkpoint_every`` records, every
 ``checkpoint_interval`` seconds while records keep coming, and at ``close()`` (and so at exit).
 """
@@ -56,6 +60,8 @@ from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
 from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._io_error import failure_detail
 from loom_otel.core._journal._checkpoint import Signer, checkpoint_attributes
+from loom_otel.core._journal._merkle import CompactRange, leaf_hash
+from loom_otel.core._journal._note import tree_attributes
 from loom_otel.core._journal._records import RECORD_VERSION
 from loom_otel.core._warnings import warn
 
@@ -211,6 +217,8 @@ class Journal:
         self._pid = os.getpid()
         self._seq = 0
         self._head = GENESIS
+        self._tree = CompactRange()
+        """The origin's Merkle tree (``_merkle``), O(log n) hashes: its root goes on each checkpoint."""
         self._segment = 0
         self._in_segment = 0
         self._segment_size = 0
@@ -280,6 +288,7 @@ class Journal:
         if self.durability == "always":
             _sync(self._fd)
         self._seq, self._head = entry.seq, entry.hash
+        self._tree.append(leaf_hash(bytes.fromhex(digest)))
         self._in_segment += 1
         self._segment_size += len(line)
         return entry
@@ -304,7 +313,9 @@ class Journal:
         if not self._signer_loaded:
             self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         now = time.time_ns()
-        attributes = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
+        attributes: dict[str, str | int] = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
+        signing = None if self._signer is None else self._signer.key
+        attributes.update(tree_attributes(self.origin, self._tree.size, self._tree.root(), signing))
         entry = self._append_locked(attr.RECORD_CHECKPOINT, canonical_json(attributes), now)
         self._checkpoint_seq, self._checkpoint_at = self._seq, time.monotonic()
         return entry
