@@ -48,7 +48,7 @@ def test_put_does_not_overwrite() -> None:
     assert store._fs.cat_file(store._path(envelope.ref)) == b"already there"
 
 
-def test_transient_errors_are_retried() -> None:
+def test_transient_errors_are_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     store = new_store()
     envelope = Envelope.seal("flaky", execution_id="run-1")
     store.put(envelope)
@@ -61,7 +61,8 @@ def test_transient_errors_are_retried() -> None:
         data: bytes = real(path, *args, **kwargs)
         return data
 
-    store._fs.cat_file = flaky
+    # the memory file system is one cached instance: patched for this test only
+    monkeypatch.setattr(store._fs, "cat_file", flaky)
     assert store.get(envelope.ref, tenant=None, execution_id="run-1") == b"flaky"
     assert failures == []
 
@@ -70,7 +71,7 @@ def test_transient_errors_are_retried() -> None:
     def forbidden(path: str, *args: Any, **kwargs: Any) -> bytes:
         raise denied[0]
 
-    store._fs.cat_file = forbidden
+    monkeypatch.setattr(store._fs, "cat_file", forbidden)
     with pytest.raises(PermissionError):  # an answer, not retried
         store.get(envelope.ref, tenant=None, execution_id="run-1")
 
