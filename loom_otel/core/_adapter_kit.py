@@ -28,6 +28,7 @@ from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
+from loom_otel.core._calls._raw_streams import END_OF_STREAM, Decode, tap_raw_body
 from loom_otel.core._calls._skeleton import (
     Wrapper,
     active,
@@ -77,7 +78,9 @@ __all__ = [
     "BoundedMemo",
     "Capture",
     "Continuation",
+    "Decode",
     "DATA_ROLES",
+    "END_OF_STREAM",
     "DigestMemo",
     "ExecutionScope",
     "GuardPath",
@@ -136,6 +139,7 @@ __all__ = [
     "server_attributes",
     "start",
     "sync_method",
+    "tap_raw_body",
     "text_bytes",
     "text_of",
     "text_part",
