@@ -33,7 +33,9 @@ reads no further: the call ends there, as a parsed stream's does."""
 
 Decode = Callable[[str | None, str], Any]
 """A vendor's reading of one server-sent event (its ``event`` field, its data): the chunk the SDK's stream
-would yield for it, ``END_OF_STREAM``, or ``None`` for an event that carries none (a ping, an error)."""
+would yield for it, ``END_OF_STREAM``, the exception the SDK's stream raises for it (an error event: the
+call fails with it, the application reading bytes gets them as they are), or ``None`` for an event that
+carries nothing (a ping)."""
 
 _BOUNDARY: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE: Final = re.compile(r"\r\n|\n|\r")
@@ -113,6 +115,9 @@ class _Events:
                 data.append(value)
         chunk = self._decode(name, "\n".join(data)) if data else None
         body = self._body
+        if isinstance(chunk, BaseException):
+            body._on_stream_error(chunk)
+            return raw
         if chunk is None or chunk is END_OF_STREAM:
             if chunk is END_OF_STREAM:
                 body._on_stream_end()

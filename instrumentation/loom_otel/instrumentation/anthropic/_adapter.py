@@ -138,15 +138,21 @@ def _tap(call: ModelCall, outgoing: Outgoing | None, raw: Any, *, asynchronous: 
 
 
 def _decode(raw: Any) -> Decode:
-    """The events the SDK's stream yields, read as it reads them (``anthropic._streaming.Stream``): a
-    ping, an error and an event without a name or data yield nothing."""
+    """The events the SDK's stream yields, read as it reads them (``anthropic._streaming.Stream``): an
+    ``error`` event is the error it raises; a ping and an event without a name or data yield nothing."""
     chunk_type = typing.get_args(raw._stream_cls)[0]
-    process = raw._client._process_response_data
+    client = raw._client
     response = raw.http_response
 
     def decode(event: str | None, data: str) -> Any:
-        if event in (None, "ping", "error") or not data:
+        if event == "error":
+            try:
+                body: object = json.loads(data)
+            except ValueError:
+                body = data
+            return client._make_status_error(f"{body}" if data else "Error", body=body, response=response)
+        if event in (None, "ping") or not data:
             return None
-        return process(data=json.loads(data), cast_to=chunk_type, response=response)
+        return client._process_response_data(data=json.loads(data), cast_to=chunk_type, response=response)
 
     return decode

@@ -139,7 +139,7 @@ def _tap(call: ModelCall, outgoing: Outgoing | None, raw: Any, *, asynchronous: 
 
 def _decode(raw: Any) -> Decode:
     """The chunks the SDK's stream yields, read as it reads them (``openai._streaming.Stream``): ``[DONE]``
-    ends it; Assistants ``thread.`` events and errors yield none here."""
+    ends it, an error is the ``APIError`` it raises; Assistants ``thread.`` events yield none here."""
     chunk_type = typing.get_args(raw._stream_cls)[0]
     process = raw._client._process_response_data
     response = raw.http_response
@@ -151,7 +151,12 @@ def _decode(raw: Any) -> Decode:
             return None
         value = json.loads(data)
         if isinstance(value, Mapping) and value.get("error"):
-            return None
+            from openai import APIError
+
+            error = value["error"]
+            message = error.get("message") if isinstance(error, Mapping) else None
+            text = message if isinstance(message, str) and message else "An error occurred during streaming"
+            return APIError(message=text, request=response.request, body=error)
         return process(data=value, cast_to=chunk_type, response=response)
 
     return decode
