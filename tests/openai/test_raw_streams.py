@@ -115,9 +115,11 @@ def test_streamed_raw_response_redacted(api, how, field, store, journal_dir):
         seen = _streamed(sim, api, how)
     assert "CANARY" not in _seen(seen)
     if how in ("parse", "aparse"):  # the same chunks, their reasoning blank
-        assert len(seen) >= len(bare) - 1 and [c.type if api == "responses" else c.id for c in seen][:3] == [
-            c.type if api == "responses" else c.id for c in bare
-        ][:3]
+        assert (
+            len(seen) >= len(bare) - 1
+            and [c.type if api == "responses" else c.id for c in seen][:3]
+            == [c.type if api == "responses" else c.id for c in bare][:3]
+        )
     (event,) = reasoning_events(telemetry.spans)
     assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)
     assert find_leaks(["CANARY"], spans=telemetry.spans, directories=[journal_dir]) == []
