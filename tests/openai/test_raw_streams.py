@@ -5,14 +5,18 @@ redact mode no readable reasoning reaches the application, however it reads the 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import json
 from typing import Any
 
+import httpx2
+import openai
 import pytest
 from opentelemetry.trace import StatusCode
 
-from loom_otel.core import ReasoningConfig
+from loom_otel.core import MemoryReasoningStore, ReasoningConfig
+from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
@@ -224,3 +228,91 @@ def test_streaming_response_of_a_whole_response(api, is_async, store, journal_di
     (event,) = reasoning_events(telemetry.spans)
     assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)
     assert find_leaks(["CANARY"], spans=telemetry.spans, directories=[journal_dir]) == []
+
+
+class _BrokenStore(MemoryReasoningStore):
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk full")
+
+
+@pytest.mark.parametrize("how", ["iter_lines", "parse", "aiter_lines", "aparse"])
+def test_streamed_raw_response_capture_fails_closed(how, journal_dir):
+    """A store that cannot keep the reasoning: the application reading the body gets the capture error
+    (from the SDK's parsed stream, as the cause of the error it raises for a failed read)."""
+    config = ReasoningConfig(store=_BrokenStore(), journal=journal_dir)
+    with instrumented(OpenAiInstrumentor(), config=config) as telemetry, pytest.raises(Exception) as info:
+        _streamed(_sim(CANARY), "chat", how)
+    error = info.value
+    assert isinstance(error, ReasoningCaptureError) or isinstance(error.__cause__, ReasoningCaptureError)
+    (span,) = telemetry.spans
+    assert span.attributes["error.type"] == "ReasoningCaptureError"
+    assert "CANARY" not in str(error)
+
+
+class _Gzipped(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """A body sent gzip-encoded, in pieces, as a server streams it."""
+
+    def __init__(self, body: bytes) -> None:
+        data = gzip.compress(body)
+        self._pieces = [data[i : i + 64] for i in range(0, len(data), 64)]
+
+    def __iter__(self) -> Any:
+        yield from self._pieces
+
+    async def __aiter__(self) -> Any:
+        for piece in self._pieces:
+            yield piece
+
+
+def _gzipped_client(sim: Simulator, *, is_async: bool) -> Any:
+    """A client whose server sends the simulator's answers gzip-encoded."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        answer = sim.handle(
+            request.method, request.url.path, dict(request.url.params), request.headers, request.content
+        )
+        headers = {"content-type": answer.content_type, "content-encoding": "gzip"}
+        return httpx2.Response(answer.status, headers=headers, stream=_Gzipped(b"".join(answer.chunks)))
+
+    transport = httpx2.MockTransport(handler)
+    if is_async:
+        return openai.AsyncOpenAI(
+            api_key="x", base_url="http://sim/v1", http_client=httpx2.AsyncClient(transport=transport)
+        )
+    return openai.OpenAI(api_key="x", base_url="http://sim/v1", http_client=httpx2.Client(transport=transport))
+
+
+@pytest.mark.parametrize("transcript", ["keep", "redact"])
+@pytest.mark.parametrize("how", ["iter_bytes", "parse", "aiter_bytes", "aparse"])
+def test_gzip_encoded_raw_stream(how, transcript, store, journal_dir):
+    """A content-encoded body: read decoded for capture; handed on as it came in keep mode, decoded and
+    redacted in redact mode."""
+    sim = _sim(CANARY)
+    config = ReasoningConfig(store=store, journal=journal_dir, transcript=transcript)
+
+    def call() -> Any:
+        if how.startswith("a"):
+
+            async def go() -> Any:
+                client = _gzipped_client(sim, is_async=True)
+                async with client.chat.completions.with_streaming_response.create(
+                    stream=True, **_kwargs("chat")
+                ) as raw:
+                    return await _aread(raw, how)
+
+            return asyncio.run(go())
+        client = _gzipped_client(sim, is_async=False)
+        with client.chat.completions.with_streaming_response.create(stream=True, **_kwargs("chat")) as raw:
+            return _read(raw, how)
+
+    bare = _seen(call())
+    assert "CANARY" in bare
+    with instrumented(OpenAiInstrumentor(), config=config) as telemetry:
+        seen = _seen(call())
+    if transcript == "keep":
+        assert seen == bare
+    else:
+        assert "CANARY" not in seen
+        assert seen.count("chat.completion.chunk") == bare.count("chat.completion.chunk")
+    (event,) = reasoning_events(telemetry.spans)
+    assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)

@@ -82,11 +82,11 @@ class _Events:
 
     def bytes_in(self, raw: bytes) -> bytes:
         """Read ``raw`` (as received); the bytes to hand on."""
-        out = self._events(self._decoder.decode(raw) if self._decoder is not None else raw, final=False)
+        out = self._events(_joined(self._decoder.decode(raw)) if self._decoder is not None else raw, final=False)
         return out if self._rewrite else raw
 
     def end(self) -> bytes:
-        data = self._decoder.flush() if self._decoder is not None else b""
+        data = _joined(self._decoder.flush()) if self._decoder is not None else b""
         return self._events(data, final=True)
 
     def _events(self, data: bytes, *, final: bool) -> bytes:
@@ -131,6 +131,11 @@ class _Events:
             return b""
         head = f"event: {name}\n" if name is not None else ""
         return f"{head}data: {_serialized(chunk)}\n\n".encode()
+
+
+def _joined(decoded: Any) -> bytes:
+    """A decoder's output: bytes (httpx), or an iterable of bytes (httpx2)."""
+    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 def _serialized(chunk: Any) -> str:
