@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar, Protocol
 
+from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import register_post_import_hook, wrap_function_wrapper
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._callbacks import shielded
+from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
@@ -26,6 +27,7 @@ from loom_otel.core._lifecycle import hold, release
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.core._providers import tracer_provider_given
 from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
+from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]
 
@@ -63,8 +65,17 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.instruments
 
+    def _check_dependency_conflicts(self) -> DependencyConflict | None:
+        """None: an installed SDK outside ``instruments`` is never skipped in silence (``instrument()``
+        would only log it); ``_instrument`` decides what it gets (``_unsupported``)."""
+        return None
+
     def _instrument(self, **kwargs: Any) -> None:
         runtime = runtime_for(kwargs.get("config"))
+        unsupported = _unsupported(self.instruments)
+        if unsupported is not None:
+            self._refuse(runtime, unsupported)
+            return
         runtime.boot_warning(self.provider)
         if runtime.enabled and runtime.transcript == "redact":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
@@ -89,15 +100,30 @@ class ReasoningInstrumentor(BaseInstrumentor):
         shielded(
             "installing the reasoning scrubber", install_scrubber, self, tracer_provider, kwargs.get("logger_provider")
         )
+        self._wrap_sdk(lambda: [*self.wraps, *_present(self.optional_wraps)], lambda factory: factory(handler))
+
+    def _refuse(self, runtime: Runtime, unsupported: str) -> None:
+        """The installed SDK is outside the supported range: with a store configured, every model call
+        fails closed (``ReasoningConfigError`` naming the version); without one, a warning says so."""
+        message = f"loom-otel {self.provider}: {unsupported}"
+        if not (runtime.enabled and runtime.fail_closed):
+            logger.warning("%s: not instrumented", message)
+            return
+        refusal = f"{message}: model calls fail while a reasoning store is configured"
+        logger.error("%s", refusal)
+        self._wrap_sdk(lambda: _present(self.wraps), lambda _: _refusing(refusal))
+
+    def _wrap_sdk(self, entries: Callable[[], list[Wrap]], wrapper: Callable[[Any], Any]) -> None:
+        """Wrap ``entries`` with ``wrapper(factory)`` now if the SDK is imported, else when it is."""
         wrapped: list[Wrap] = []
         self._wrapped = wrapped
 
         def wrap(_sdk: object) -> None:
             if self._wrapped is not wrapped:  # uninstrumented before the application imported the SDK
                 return
-            for entry in (*self.wraps, *_present(self.optional_wraps)):
+            for entry in entries():
                 module, name, factory = entry
-                wrap_function_wrapper(module, name, factory(handler))
+                wrap_function_wrapper(module, name, wrapper(factory))
                 wrapped.append(entry)
 
         imported = sys.modules.get(self.sdk)
@@ -116,6 +142,21 @@ class ReasoningInstrumentor(BaseInstrumentor):
             unwrap(owner, attribute)
         uninstall_scrubber(self)
         release(self)
+
+
+def _unsupported(instruments: Collection[str]) -> str | None:
+    """What is wrong with the installed SDK's version (``None``: within ``instruments``, or not installed)."""
+    conflict = get_dependency_conflicts(list(instruments))
+    if conflict is None or conflict.found is None:
+        return None
+    return f"{conflict.found} is installed, outside the supported {conflict.required}"
+
+
+def _refusing(message: str) -> Callable[..., Any]:
+    def refuse(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise ReasoningConfigError(message)
+
+    return refuse
 
 
 def _present(wraps: Sequence[Wrap]) -> list[Wrap]:
