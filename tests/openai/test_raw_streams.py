@@ -316,3 +316,31 @@ def test_gzip_encoded_raw_stream(how, transcript, store, journal_dir):
         assert seen.count("chat.completion.chunk") == bare.count("chat.completion.chunk")
     (event,) = reasoning_events(telemetry.spans)
     assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)
+
+
+@pytest.mark.parametrize("transcript", ["keep", "redact"])
+def test_raw_stream_whose_body_was_read_already(transcript, store, journal_dir):
+    """A transport that hands over the body read (``httpx2.Response(content=...)``, as mocks do): the
+    body is read whole at the call, captured, and in redact mode replaced."""
+    sim = _sim(CANARY)
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        answer = sim.handle(
+            request.method, request.url.path, dict(request.url.params), request.headers, request.content
+        )
+        return httpx2.Response(answer.status, headers={"content-type": answer.content_type}, content=answer.body)
+
+    def call() -> str:
+        client = openai.OpenAI(
+            api_key="x", base_url="http://sim/v1", http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
+        )
+        with client.chat.completions.with_streaming_response.create(stream=True, **_kwargs("chat")) as raw:
+            return "\n".join(raw.iter_lines())
+
+    bare = call()
+    config = ReasoningConfig(store=store, journal=journal_dir, transcript=transcript)
+    with instrumented(OpenAiInstrumentor(), config=config) as telemetry:
+        seen = call()
+    assert (seen == bare) if transcript == "keep" else ("CANARY" not in seen and "[DONE]" in seen)
+    (event,) = reasoning_events(telemetry.spans)
+    assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)

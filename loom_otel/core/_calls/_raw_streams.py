@@ -51,7 +51,16 @@ def tap_raw_body(
     rewrite: bool,
     asynchronous: bool,
 ) -> None:
-    """Put capture on ``http_response``'s unread body (its ``stream``)."""
+    """Put capture on the unread body of ``http_response`` (its ``stream``); a body read already (a
+    mock transport's) is read whole now, and in redact mode replaced."""
+    content = getattr(http_response, "_content", None)
+    if isinstance(content, bytes):
+        whole = _SyncRawBody([content], call, outgoing, accumulator, decode=decode, decoder=None, rewrite=rewrite)
+        read = b"".join(whole)
+        if rewrite:
+            http_response._content = read
+            http_response.__dict__.pop("_text", None)
+        return
     decoder = _content_decoder(http_response, http_response.headers.get("content-encoding", ""))
     if rewrite and decoder is not None:  # the body handed on is the decoded one
         http_response._decoder = _content_decoder(http_response, "identity")
