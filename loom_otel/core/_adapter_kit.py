@@ -28,6 +28,7 @@ from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo, current_call
 from loom_otel.core._calls._peers import without_peers
+from loom_otel.core._calls._raw_streams import END_OF_STREAM, Decode, tap_raw_body
 from loom_otel.core._calls._skeleton import (
     Wrapper,
     active,
@@ -42,7 +43,7 @@ from loom_otel.core._calls._skeleton import (
     sync_method,
 )
 from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
-from loom_otel.core._calls._withheld import withhold_from_response
+from loom_otel.core._calls._withheld import withhold_from_response, withhold_from_text
 from loom_otel.core._canonical import canonical_json, text_bytes, text_of
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution
@@ -77,7 +78,9 @@ __all__ = [
     "BoundedMemo",
     "Capture",
     "Continuation",
+    "Decode",
     "DATA_ROLES",
+    "END_OF_STREAM",
     "DigestMemo",
     "ExecutionScope",
     "GuardPath",
@@ -136,11 +139,13 @@ __all__ = [
     "server_attributes",
     "start",
     "sync_method",
+    "tap_raw_body",
     "text_bytes",
     "text_of",
     "text_part",
     "tool_call_part",
     "tool_response_part",
     "withhold_from_response",
+    "withhold_from_text",
     "without_peers",
 ]

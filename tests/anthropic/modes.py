@@ -4,9 +4,11 @@ returns the final message the application ends up with."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+import anthropic
 from anthropic.lib.streaming._messages import accumulate_event
 
 from loom_otel.testing.simulator import Simulator
@@ -16,9 +18,9 @@ Mode = Callable[[Simulator, dict[str, Any]], Any]
 
 def _accumulate(events: list[Any]) -> Any:
     snapshot = None
-    bufs: dict[int, bytes] = {}
-    for event in events:
-        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+    bufs: dict[str, Any] = {"json_bufs": {}} if "json_bufs" in inspect.signature(accumulate_event).parameters else {}
+    for event in events:  # (anthropic < 1 keeps no JSON buffers)
+        snapshot = accumulate_event(event=event, current_snapshot=snapshot, **bufs)
     return snapshot
 
 
@@ -98,6 +100,9 @@ MODES: dict[str, Mode] = {
     "beta.stream": beta_stream_helper,
     "with_raw_response": raw_create,
 }
+if not hasattr(anthropic.resources.messages.Messages, "parse"):  # structured output: anthropic >= 0.77
+    for _name in ("parse", "async_parse"):
+        del MODES[_name]
 STREAMING = ("stream", "async_stream", "messages.stream", "async_messages.stream", "beta.stream")
 
 

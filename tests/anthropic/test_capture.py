@@ -24,6 +24,7 @@ from loom_otel.core._journal._writer import Journal
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
+from loom_otel.testing.simulator._clients import anthropic_http
 from tests.anthropic.modes import MODES, STREAMING, request
 
 CANARY = "CANARY-7f3a9c-thinking-text"
@@ -305,15 +306,15 @@ def test_spans_are_json_serialisable_and_events_flat(sim, config):
 def test_a_vendor_error_quoting_the_request_leaves_no_text_on_the_span(mode, config):
     """The SDK's exception message may quote the request (here: the canary); the span records the
     error type only, never the message (no exception event, no status description)."""
-    import httpx2
+    http = anthropic_http()  # httpx2, or httpx for anthropic < 1
 
     body = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad block: {CANARY}"}}
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(400, json=body))
+    transport = http.MockTransport(lambda request: http.Response(400, json=body))
     client = anthropic.Anthropic(
         api_key="k",
         base_url="https://api.anthropic.test",
         max_retries=0,
-        http_client=httpx2.Client(transport=transport),
+        http_client=http.Client(transport=transport),
     )
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
         with pytest.raises(anthropic.BadRequestError) as info:

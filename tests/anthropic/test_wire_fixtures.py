@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import pytest
 
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
+from loom_otel.testing.simulator._clients import anthropic_http
 
 REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-4-6",
@@ -25,13 +25,15 @@ REQUEST: dict[str, Any] = {
 
 
 def _clients(body: bytes, content_type: str) -> tuple[anthropic.Anthropic, anthropic.AsyncAnthropic]:
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, headers={"content-type": content_type}, content=body)
+    http = anthropic_http()  # httpx2, or httpx for anthropic < 1
+
+    def handler(request: Any) -> Any:
+        return http.Response(200, headers={"content-type": content_type}, content=body)
 
     options: dict[str, Any] = {"api_key": "x", "base_url": "https://api.anthropic.test", "max_retries": 0}
     return (
-        anthropic.Anthropic(http_client=httpx2.Client(transport=httpx2.MockTransport(handler)), **options),
-        anthropic.AsyncAnthropic(http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)), **options),
+        anthropic.Anthropic(http_client=http.Client(transport=http.MockTransport(handler)), **options),
+        anthropic.AsyncAnthropic(http_client=http.AsyncClient(transport=http.MockTransport(handler)), **options),
     )
 
 

@@ -12,12 +12,13 @@ import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar, Protocol
 
+from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import register_post_import_hook, wrap_function_wrapper
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._callbacks import shielded
+from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._identity import warn_of_baggage_principal
@@ -70,6 +71,11 @@ class ReasoningInstrumentor(BaseInstrumentor):
     def instrumentation_dependencies(self) -> Collection[str]:
         return self.instruments
 
+    def _check_dependency_conflicts(self) -> DependencyConflict | None:
+        """None: an installed SDK outside ``instruments`` is never skipped in silence (``instrument()``
+        would only log it); ``_instrument`` decides what it gets (``_unsupported``)."""
+        return None
+
     def _instrument(self, **kwargs: Any) -> None:
         zero_code = under_zero_code()
         try:
@@ -80,7 +86,11 @@ class ReasoningInstrumentor(BaseInstrumentor):
             refuse(error)
         refused = refusal() if zero_code else None  # this configuration's error, or the exporter's
         if refused is not None:
-            self._wrap_when_imported(lambda _entry: _refusing(refused), self.wraps)  # the model calls only
+            self._wrap_when_imported(lambda _entry: _refusing(refused), (), self.wraps)  # model calls the SDK has
+            return
+        unsupported = _unsupported(self.instruments)
+        if unsupported is not None:
+            self._refuse(runtime, unsupported)
             return
         warn_of_baggage_principal(runtime.principal_baggage if runtime.enabled else None)
         if runtime.enabled and runtime.transcript == "redact":
@@ -112,6 +122,17 @@ class ReasoningInstrumentor(BaseInstrumentor):
             self.optional_wraps,
             then=lambda: runtime.boot_warning(self.provider),
         )
+
+    def _refuse(self, runtime: Runtime, unsupported: str) -> None:
+        """The installed SDK is outside the supported range: with a store configured, every model call
+        fails closed (``ReasoningConfigError`` naming the version); without one, a warning says so."""
+        message = f"loom-otel {self.provider}: {unsupported}"
+        if not (runtime.enabled and runtime.fail_closed):
+            logger.warning("%s: not instrumented", message)
+            return
+        error = ReasoningConfigError(f"{message}: model calls fail while a reasoning store is configured")
+        logger.error("%s", error)
+        self._wrap_when_imported(lambda _entry: _refusing(error), (), self.wraps)  # those the SDK has
 
     def _wrap_when_imported(
         self,
@@ -157,12 +178,21 @@ class ReasoningInstrumentor(BaseInstrumentor):
 
 def _refusing(error: ReasoningConfigError) -> Callable[..., Any]:
     """A wrapper whose every call raises ``error`` (afresh) before anything is sent: the SDK of an
-    application run under zero code with an invalid configuration (``_zero_code``)."""
+    application run under zero code with an invalid configuration (``_zero_code``), or an SDK outside the
+    supported range while a store is configured (``_refuse``)."""
 
     def refused(wrapped: Callable[..., Any], instance: object, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         raise refused_call(error)
 
     return refused
+
+
+def _unsupported(instruments: Collection[str]) -> str | None:
+    """What is wrong with the installed SDK's version (``None``: within ``instruments``, or not installed)."""
+    conflict = get_dependency_conflicts(list(instruments))
+    if conflict is None or conflict.found is None:
+        return None
+    return f"{conflict.found} is installed, outside the supported {conflict.required}"
 
 
 def _present(wraps: Sequence[Wrap]) -> list[Wrap]:

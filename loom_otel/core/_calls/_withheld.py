@@ -3,8 +3,8 @@ any mode: these take the texts loom-otel put back into a request out of an SDK e
 body (google-genai's ``details``), ``args``, and the request and response it holds, whose bodies may
 quote the request) and out of the HTTP request a returned object holds (``with_raw_response``'s
 ``http_request``, a stream's ``response.request``); in redact mode, the response's reasoning out of a
-raw HTTP response body. Every text is replaced where it stands, raw and JSON-escaped, by ``REMOVED``;
-nothing here raises (an object it cannot change is left as it is).
+raw HTTP response body (or the text of one an SDK hands over). Every text is replaced where it stands,
+raw and JSON-escaped, by ``REMOVED``; nothing here raises (an object it cannot change is left as it is).
 
 What loom-otel cannot reach: the SDK's own debug log lines (a warning says so once, at ``instrument()``).
 """
@@ -26,6 +26,7 @@ __all__ = [
     "withhold_from_exception",
     "withhold_from_request",
     "withhold_from_response",
+    "withhold_from_text",
 ]
 
 REMOVED: Final = "[reasoning removed by loom-otel]"
@@ -119,6 +120,13 @@ def withhold_from_response(response: Any, texts: Iterable[str]) -> None:
             _clean_message(response, needles)
         except Exception as error:
             logger.warning("loom-otel: could not withhold reasoning from a raw response (%s)", type(error).__name__)
+
+
+def withhold_from_text(body: str, texts: Iterable[str]) -> str:
+    """``body`` (a raw response body an SDK hands over as text: google-genai's ``sdk_http_response.body``)
+    without ``texts`` (redact mode)."""
+    cleaned: str = _clean(body, _needles(texts))
+    return cleaned
 
 
 def warn_if_sdk_debug_logs(setting: str) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -19,21 +21,21 @@ OPENAI_BASE_URL: Final = "https://api.openai.sim/v1"
 class ClientFactories:
     """Mixin: ``Simulator`` methods building SDK clients; keyword arguments override the defaults."""
 
-    def transport(self) -> httpx2.MockTransport:
+    def transport(self, http: ModuleType | None = None) -> httpx2.MockTransport:
         raise NotImplementedError
 
     def anthropic_client(self, **kwargs: Any) -> anthropic.Anthropic:
         import anthropic
-        import httpx2
 
-        kwargs.setdefault("http_client", httpx2.Client(transport=self.transport()))
+        http = anthropic_http()
+        kwargs.setdefault("http_client", http.Client(transport=self.transport(http)))
         return anthropic.Anthropic(**_anthropic_defaults(kwargs))
 
     def async_anthropic_client(self, **kwargs: Any) -> anthropic.AsyncAnthropic:
         import anthropic
-        import httpx2
 
-        kwargs.setdefault("http_client", httpx2.AsyncClient(transport=self.transport()))
+        http = anthropic_http()
+        kwargs.setdefault("http_client", http.AsyncClient(transport=self.transport(http)))
         return anthropic.AsyncAnthropic(**_anthropic_defaults(kwargs))
 
     def genai_client(self, **kwargs: Any) -> genai.Client:
@@ -69,6 +71,13 @@ class ClientFactories:
 
         kwargs.setdefault("http_client", httpx2.AsyncClient(transport=self.transport()))
         return openai.AsyncOpenAI(**_openai_defaults(kwargs))
+
+
+def anthropic_http() -> ModuleType:
+    """The HTTP library the installed anthropic SDK sends with: httpx2 (anthropic >= 1), httpx before."""
+    import anthropic
+
+    return importlib.import_module(anthropic.DefaultHttpxClient.__mro__[1].__module__.partition(".")[0])
 
 
 def _anthropic_defaults(kwargs: dict[str, Any]) -> dict[str, Any]:

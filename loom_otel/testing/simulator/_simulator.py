@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from . import _anthropic, _gemini, _openai_chat, _openai_responses
@@ -120,11 +121,13 @@ class Simulator(ClientFactories):
         with self._lock:
             self._break_after = events
 
-    def transport(self) -> httpx2.MockTransport:
-        """An ``httpx2.MockTransport`` for ``httpx2.Client`` and ``httpx2.AsyncClient`` alike."""
+    def transport(self, http: ModuleType | None = None) -> httpx2.MockTransport:
+        """An ``httpx2.MockTransport`` for ``httpx2.Client`` and ``httpx2.AsyncClient`` alike (or, given
+        ``http`` = the httpx module, httpx's, for an SDK release that sends with httpx)."""
         from ._transport import mock_transport  # imports httpx2: only where a transport is wanted
 
-        return mock_transport(self.handle)
+        transport: httpx2.MockTransport = mock_transport(self.handle, http)
+        return transport
 
     def handle(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str], content: bytes

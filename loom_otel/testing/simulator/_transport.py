@@ -1,8 +1,12 @@
-"""The in-process transport: ``httpx2.MockTransport`` in front of ``Simulator.handle`` (given, not imported)."""
+"""The in-process transport: ``httpx2.MockTransport`` in front of ``Simulator.handle`` (given, not imported);
+or the same built of httpx, for an SDK release that sends with httpx (anthropic < 1)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from types import ModuleType
+from typing import Any
 
 import httpx2
 
@@ -12,27 +16,47 @@ Handle = Callable[[str, str, Mapping[str, str], Mapping[str, str], bytes], Reply
 """Answers one HTTP request: method, path, query, headers, body (``Simulator.handle``)."""
 
 
-class _ReplyStream(httpx2.SyncByteStream, httpx2.AsyncByteStream):
-    """Yields a streamed reply chunk by chunk; an aborted reply ends with ``httpx2.ReadError``."""
+class _Replay:
+    """Yields a streamed reply chunk by chunk; an aborted reply ends with the library's ``ReadError``."""
 
-    def __init__(self, reply: Reply, request: httpx2.Request) -> None:
+    def __init__(self, reply: Reply, request: Any) -> None:
         self._reply = reply
         self._request = request
+
+    _read_error: Callable[..., Exception] = httpx2.ReadError
 
     def __iter__(self) -> Iterator[bytes]:
         yield from self._reply.chunks
         if self._reply.abort:
-            raise httpx2.ReadError("simulated connection drop mid-stream", request=self._request)
+            raise self._read_error("simulated connection drop mid-stream", request=self._request)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self._reply.chunks:
             yield chunk
         if self._reply.abort:
-            raise httpx2.ReadError("simulated connection drop mid-stream", request=self._request)
+            raise self._read_error("simulated connection drop mid-stream", request=self._request)
 
 
-def mock_transport(handle: Handle) -> httpx2.MockTransport:
-    def handler(request: httpx2.Request) -> httpx2.Response:
+class _ReplyStream(_Replay, httpx2.SyncByteStream, httpx2.AsyncByteStream):
+    """The reply's body as httpx2 reads a stream."""
+
+
+@functools.cache
+def _reply_stream_of(http: ModuleType) -> type[_Replay]:
+    """The reply stream of ``http`` (httpx2, or httpx: the same byte-stream classes and errors)."""
+    if http is httpx2:
+        return _ReplyStream
+    bases = (_Replay, http.SyncByteStream, http.AsyncByteStream)
+    stream: type[_Replay] = type("_ReplyStream", bases, {"_read_error": http.ReadError})
+    return stream
+
+
+def mock_transport(handle: Handle, library: ModuleType | None = None) -> Any:
+    """A ``MockTransport`` of ``library`` (httpx2 by default, or httpx) answering through ``handle``."""
+    http = library or httpx2
+    reply_stream = _reply_stream_of(http)
+
+    def handler(request: Any) -> Any:
         reply = handle(
             request.method,
             request.url.path,
@@ -42,7 +66,7 @@ def mock_transport(handle: Handle) -> httpx2.MockTransport:
         )
         headers = {**reply.headers, "content-type": reply.content_type}
         if reply.stream:
-            return httpx2.Response(reply.status, headers=headers, stream=_ReplyStream(reply, request))
-        return httpx2.Response(reply.status, headers=headers, content=reply.body)
+            return http.Response(reply.status, headers=headers, stream=reply_stream(reply, request))
+        return http.Response(reply.status, headers=headers, content=reply.body)
 
-    return httpx2.MockTransport(handler)
+    return http.MockTransport(handler)

@@ -36,17 +36,27 @@ _BETA: Final = "anthropic.resources.beta.messages.messages"
 _VERTEX_BETA: Final = "anthropic.lib.vertex._beta_messages"
 _BEDROCK_BETA: Final = "anthropic.lib.bedrock._beta_messages"
 
+_SENDING: Final = (
+    ("Messages", "create", messages_create),
+    ("Messages", "stream", messages_stream),
+    ("AsyncMessages", "create", async_messages_create),
+    ("AsyncMessages", "stream", async_messages_stream),
+)
+# Structured output (``parse``): where the installed SDK has it (not in anthropic 0.47).
+_PARSE: Final = (("Messages", "parse", messages_create), ("AsyncMessages", "parse", async_messages_create))
+
 _WRAPS: Final[tuple[Wrap, ...]] = tuple(
-    (module, f"{cls}.{method}", factory)
-    for module in (_FIRST_PARTY, _BETA, _VERTEX_BETA, _BEDROCK_BETA)
-    for cls, method, factory in (
-        ("Messages", "create", messages_create),
-        ("Messages", "parse", messages_create),
-        ("Messages", "stream", messages_stream),
-        ("AsyncMessages", "create", async_messages_create),
-        ("AsyncMessages", "parse", async_messages_create),
-        ("AsyncMessages", "stream", async_messages_stream),
-    )
+    (module, f"{cls}.{method}", factory) for module in (_FIRST_PARTY, _BETA) for cls, method, factory in _SENDING
+)
+# What the installed SDK has of ``parse`` and of the Vertex and Bedrock beta copies (anthropic 0.47's
+# have no ``stream``).
+_PRESENT: Final[tuple[Wrap, ...]] = (
+    *((module, f"{cls}.{method}", factory) for module in (_FIRST_PARTY, _BETA) for cls, method, factory in _PARSE),
+    *(
+        (module, f"{cls}.{method}", factory)
+        for module in (_VERTEX_BETA, _BEDROCK_BETA)
+        for cls, method, factory in (*_SENDING, *_PARSE)
+    ),
 )
 
 
@@ -58,7 +68,7 @@ _BATCHES: Final[tuple[Wrap, ...]] = tuple(
 )
 
 # The SDK's own span of an API call (anthropic >= 2.14): none inside a loom-otel model call.
-_OPTIONAL: Final[tuple[Wrap, ...]] = (("anthropic._base_client", "start_api_call_span", sdk_call_span),)
+_OPTIONAL: Final[tuple[Wrap, ...]] = (*_PRESENT, ("anthropic._base_client", "start_api_call_span", sdk_call_span))
 
 
 class AnthropicInstrumentor(ReasoningInstrumentor):

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
+import json
+import typing
 from collections.abc import Mapping
 from typing import Any
 
-import wrapt
-
 from loom_otel.core._adapter_kit import (
     AsyncStreamProxy,
+    Decode,
     ModelCall,
     Reasoning,
     RequestInfo,
     Runtime,
     SyncStreamProxy,
     finish,
+    tap_raw_body,
     withhold_from_response,
 )
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
@@ -33,10 +37,16 @@ __all__ = ["AnthropicAdapter"]
 
 
 @functools.cache
-def _raw_response_type() -> type[Any]:
-    from anthropic._response import BaseAPIResponse  # the SDK is imported by then; resolved once
+def _raw_response_types() -> tuple[type[Any], ...]:
+    """``with_raw_response`` / ``with_streaming_response`` results (the SDK is imported by then; resolved
+    once): ``APIResponse``, and before anthropic 1.0 the ``with_raw_response`` ``LegacyAPIResponse``."""
+    from anthropic._response import BaseAPIResponse
 
-    return BaseAPIResponse
+    try:
+        legacy: type[Any] = importlib.import_module("anthropic._legacy_response").LegacyAPIResponse
+    except ImportError:
+        return (BaseAPIResponse,)
+    return (BaseAPIResponse, legacy)
 
 
 class AnthropicAdapter:
@@ -74,9 +84,10 @@ class AnthropicAdapter:
         return request_info(instance, kwargs, stream=stream, readable=readable)
 
     def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if isinstance(result, _raw_response_type()):
+        if isinstance(result, _raw_response_types()):
             if call.request.stream:
-                return _RawResponseProxy(result, call, outgoing)
+                _tap(call, outgoing, result, asynchronous=False)
+                return result
             _finish_raw(call, outgoing, result, result.parse())
             return result
         if call.request.stream:
@@ -85,10 +96,12 @@ class AnthropicAdapter:
         return result
 
     async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if isinstance(result, _raw_response_type()):
+        if isinstance(result, _raw_response_types()):
             if call.request.stream:
-                return _AsyncRawResponseProxy(result, call, outgoing)
-            _finish_raw(call, outgoing, result, await result.parse())
+                _tap(call, outgoing, result, asynchronous=True)
+                return result
+            parsed = result.parse()  # a coroutine, but the legacy response's (anthropic < 1) is sync
+            _finish_raw(call, outgoing, result, await parsed if inspect.isawaitable(parsed) else parsed)
             return result
         if call.request.stream:
             return AsyncStreamProxy(result, call, outgoing, MessageStreamAccumulator(call.request))
@@ -116,32 +129,30 @@ def _continues_thread(kwargs: Mapping[str, Any]) -> bool:
     return isinstance(thread, Mapping) and thread.get("type") == "continue"
 
 
-class _RawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    """A raw streaming response (``with_raw_response``): the stream the application parses out of it
-    is captured."""
-
-    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
-        super().__init__(response)
-        self._self_call = call
-        self._self_outgoing = outgoing
-
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
-        parsed = self.__wrapped__.parse(*args, **kwargs)
-        if isinstance(parsed, SyncStreamProxy) or not hasattr(parsed, "__next__"):
-            return parsed
-        call = self._self_call
-        return SyncStreamProxy(parsed, call, self._self_outgoing, MessageStreamAccumulator(call.request))
+def _tap(call: ModelCall, outgoing: Outgoing | None, raw: Any, *, asynchronous: bool) -> None:
+    """A raw streaming response: capture reads its body, which the application reads in any way."""
+    blanks = outgoing is not None and outgoing.blanks
+    accumulator = MessageStreamAccumulator(call.request)
+    decode = _decode(raw)
+    tap_raw_body(raw.http_response, call, outgoing, accumulator, decode, rewrite=blanks, asynchronous=asynchronous)
 
 
-class _AsyncRawResponseProxy(wrapt.BaseObjectProxy[Any]):
-    def __init__(self, response: Any, call: ModelCall, outgoing: Outgoing | None) -> None:
-        super().__init__(response)
-        self._self_call = call
-        self._self_outgoing = outgoing
+def _decode(raw: Any) -> Decode:
+    """The events the SDK's stream yields, read as it reads them (``anthropic._streaming.Stream``): an
+    ``error`` event is the error it raises; a ping and an event without a name or data yield nothing."""
+    chunk_type = typing.get_args(raw._stream_cls)[0]
+    client = raw._client
+    response = raw.http_response
 
-    async def parse(self, *args: Any, **kwargs: Any) -> Any:
-        parsed = await self.__wrapped__.parse(*args, **kwargs)
-        if isinstance(parsed, AsyncStreamProxy) or not hasattr(parsed, "__anext__"):
-            return parsed
-        call = self._self_call
-        return AsyncStreamProxy(parsed, call, self._self_outgoing, MessageStreamAccumulator(call.request))
+    def decode(event: str | None, data: str) -> Any:
+        if event == "error":
+            try:
+                body: object = json.loads(data)
+            except ValueError:
+                body = data
+            return client._make_status_error(f"{body}" if data else "Error", body=body, response=response)
+        if event in (None, "ping") or not data:
+            return None
+        return client._process_response_data(data=json.loads(data), cast_to=chunk_type, response=response)
+
+    return decode

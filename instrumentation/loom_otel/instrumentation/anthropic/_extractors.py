@@ -257,7 +257,7 @@ def _usage_attributes(usages: Sequence[Any], into: dict[str, AttributeValue]) ->
     if output is not None:
         into[attr.GEN_AI_USAGE_OUTPUT_TOKENS] = output
     for usage in reversed(usages):
-        thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+        thinking = field(field(usage, "output_tokens_details"), "thinking_tokens")  # a dict before anthropic 1
         if isinstance(thinking, int):
             into[attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thinking
             break

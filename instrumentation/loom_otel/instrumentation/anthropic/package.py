@@ -1,1 +1,1 @@
-_instruments = ("anthropic >= 1.6",)
+_instruments = ("anthropic >= 0.47",)

@@ -7,6 +7,7 @@ continuation session, which plans each request when the per-request wrappers rep
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from loom_otel.core._adapter_kit import (
     Runtime,
     StreamAccumulator,
     finish,
+    withhold_from_text,
 )
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
@@ -95,14 +97,20 @@ class CallHops:
 
     def response(self, response: Any) -> None:
         """The complete response of one HTTP request of a non-streamed call."""
-        self.turn.feed(response)
+        self.turn.feed(_read_body(response))
 
     def read(self, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
         """The public call returned ``response``: the reasoning and facts of every request it made."""
         turn = self.turn
         if not turn.hops:  # the SDK did not go through the per-request method: the response is all there is
-            turn.feed(response)
+            turn.feed(_read_body(response))
         return turn.result()
+
+    def withholds(self) -> bool:
+        """Whether the application gets no readable thought text (redact mode), or none of the thoughts
+        only loom-otel asked for."""
+        session = self.session
+        return session is not None and (session.adapter.redact or self.readable)
 
     def dropped(self, call: ModelCall, response: Any) -> None:
         """Gemini reports no drops of its own."""
@@ -126,6 +134,25 @@ def hops_of(call: ModelCall | None) -> CallHops | None:
     """The public call's state, for a per-request wrapper running inside it."""
     outgoing = call.outgoing if call is not None else None
     return outgoing if isinstance(outgoing, CallHops) else None
+
+
+def _raw_body(response: Any) -> str | None:
+    """The raw HTTP body of a response the SDK returned unread (``should_return_http_response``: only
+    ``sdk_http_response`` is set, its ``body`` the JSON the server sent)."""
+    if getattr(response, "candidates", None) is not None:
+        return None
+    body = getattr(getattr(response, "sdk_http_response", None), "body", None)
+    return body if isinstance(body, str) and body else None
+
+
+def _read_body(response: Any) -> Any:
+    """The response, or the one its raw body holds, read as the SDK reads a body (its JSON field names)."""
+    body = _raw_body(response)
+    if body is None:
+        return response
+    from google.genai import types
+
+    return types.GenerateContentResponse._from_response(response=json.loads(body), kwargs={})
 
 
 class GeminiAdapter:
@@ -152,6 +179,9 @@ class GeminiAdapter:
         assert outgoing is not None  # ``prepare`` always makes one
         reasonings, info = outgoing.read(result)
         finish(call, outgoing, result, reasonings, info)
+        body = _raw_body(result)
+        if body is not None and outgoing.withholds():
+            result.sdk_http_response.body = withhold_from_text(body, [r.text for r in reasonings if r.text])
         return result
 
     async def async_result(self, call: ModelCall, outgoing: CallHops | None, result: Any) -> Any:
