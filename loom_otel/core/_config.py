@@ -416,18 +416,20 @@ def _shared_store(url: str, fsync: bool, named_by: str | None) -> ReasoningStore
 
 
 _default: Runtime | None = None
+_default_config: ReasoningConfig | None = None
+"""What ``configure()`` was given: the fields an instrumentor's own ``config`` leaves unset."""
 _default_lock = threading.Lock()
 renew_module_after_fork(__name__)
 
 
 def configure(config: ReasoningConfig | None = None, **fields: Any) -> Runtime:
     """Resolve a configuration and make it the process default for instrumentors given no ``config``."""
-    global _default
+    global _default, _default_config
     if fields:
         config = ReasoningConfig(**fields) if config is None else _replace(config, fields)
     runtime = Runtime.resolve(config)
     with _default_lock:
-        _default = runtime
+        _default, _default_config = runtime, config
     return runtime
 
 
@@ -446,9 +448,23 @@ def current_runtime() -> Runtime:
 
 
 def runtime_for(config: ReasoningConfig | None) -> Runtime:
-    """What an instrumentor uses at ``instrument()``: its own ``config`` if given, else the process
+    """What an instrumentor uses at ``instrument()``: its own ``config`` if given, each field it leaves
+    unset taken from ``configure()``, then the environment (ADR D7: field by field); else the process
     default (``current_runtime``)."""
-    return Runtime.resolve(config) if config is not None else current_runtime()
+    if config is None:
+        return current_runtime()
+    with _default_lock:
+        base = _default_config
+    return Runtime.resolve(config if base is None else _over(base, config))
+
+
+def _over(base: ReasoningConfig, own: ReasoningConfig) -> ReasoningConfig:
+    """``base`` with every field ``own`` sets (not ``None``; ``delta_guards``: not empty) replaced."""
+    import dataclasses
+
+    given = {f.name: getattr(own, f.name) for f in dataclasses.fields(own)}
+    unset = {k for k, v in given.items() if v is None or (k == "delta_guards" and not v)}
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if k not in unset})
 
 
 def open_stores() -> list[ReasoningStore]:
@@ -459,9 +475,9 @@ def open_stores() -> list[ReasoningStore]:
 
 def reset_runtime() -> None:
     """Forget the process default, the shared stores and which one-time warnings were given (tests)."""
-    global _default
+    global _default, _default_config
     with _default_lock:
-        _default = None
+        _default = _default_config = None
     with _stores_lock:
         _stores.clear()
     forget_once()
