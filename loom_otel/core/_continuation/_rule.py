@@ -27,7 +27,7 @@ from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import text_bytes, text_digest
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
-from loom_otel.core._continuation._rehydrate import resolve_text
+from loom_otel.core._continuation._rehydrate import Texts, resolve_text
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
@@ -258,9 +258,10 @@ def _joinable(record: BlockRecord | None) -> ExecutionScope | None:
 class Continuation:
     """The rule, bound to one process's records and store."""
 
-    def __init__(self, bindings: Bindings, store: ReasoningStore | None) -> None:
+    def __init__(self, bindings: Bindings, store: Texts | ReasoningStore | None) -> None:
         self.bindings = bindings
-        self.store = store
+        self.texts = store if isinstance(store, Texts) else Texts(store)
+        """Where texts come back from: each scope's store, or the application's resolver (``Runtime.texts``)."""
         self._digests: BoundedMemo[str, str] = BoundedMemo(4096)
         """SHA-256 of texts a loop resends again and again."""
 
@@ -406,7 +407,7 @@ class Continuation:
             return True
         if scope is None or not readable(record, scope):
             return False
-        text = resolve_text(self.store, scope, record.ref, record.text_digest)
+        text = resolve_text(self.texts, scope, record.ref, record.text_digest)
         if text is None:
             return False
         plan.texts[at] = text
@@ -417,7 +418,7 @@ class Continuation:
         under the execution's key, asked of the store only when the plain digest differs)."""
         if self._digests.get(text, text_digest) == digest:
             return True
-        store = self.store
+        store = self.texts.store_of(scope) if scope is not None else None
         if scope is None or not isinstance(store, DigestKeyStore):
             return False
         key = store.digest_key(scope.tenant, scope.execution_id)
@@ -451,7 +452,7 @@ class Continuation:
                     plan.reads = True
                     text = ""
                 else:
-                    text = resolve_text(self.store, scope, found.ref, found.text_digest)
+                    text = resolve_text(self.texts, scope, found.ref, found.text_digest)
                     if text is None:
                         return None
             blocks.append((block.position, block, text))
