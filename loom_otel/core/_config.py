@@ -16,6 +16,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._context import ExecutionScope
+from loom_otel.core._continuation._discards import DiscardCheck
 from loom_otel.core._continuation._rehydrate import Texts
 from loom_otel.core._fork import renew_module_after_fork
 from loom_otel.core._hooks import CapturePredicate, TextResolver
@@ -190,6 +191,12 @@ class Runtime:
         """Where requests get texts back from (``_continuation._rehydrate``): each scope's store, through
         ``resolve`` when one is given."""
         return Texts(self.store, self.store_for, self.resolver)
+
+    @property
+    def discards(self) -> DiscardCheck:
+        """A new discard check for one continuation rule (``_continuation._discards``)."""
+        lost = "no reasoning store is configured" if self.store is None else "not a tool round, none is put back"
+        return DiscardCheck(lost=lost, require=self.require_continuation)
 
     def boot_warning(self, provider: str) -> None:
         """ADR D7: one warning per instrumented provider that can return reasoning and has no store."""

@@ -199,7 +199,7 @@ class OpenAiContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         self.bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
-        self.rule = Continuation(self.bindings, runtime.texts)
+        self.rule = Continuation(self.bindings, runtime.texts, runtime.discards)
         self.source = runtime.texts
         self.redact = runtime.transcript == "redact"
         self.keyed = runtime.digest != "sha256"
