@@ -15,19 +15,33 @@ no continuation pass runs.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import Final, Protocol
 
 from loom_otel.core import environment_variables as env
 from loom_otel.core._warnings import call_site, warn
 from loom_otel.core.exceptions import ReasoningContinuationError
 
-if TYPE_CHECKING:
-    from loom_otel.core._continuation._rule import Plan
-
-__all__ = ["DiscardCheck"]
+__all__ = ["Counted", "DiscardCheck"]
 
 _KEPT: Final = 65536
 """Responses (and conversations) remembered; the oldest is forgotten first."""
+
+
+class Counted(Protocol):
+    """What the check reads of a request's plan (``_rule.Plan``, named here so neither imports the other)."""
+
+    @property
+    def sent_back(self) -> int: ...
+
+    @property
+    def stripped(self) -> Sequence[tuple[int, str]]: ...
+
+    @property
+    def drops(self) -> Mapping[tuple[int, int], str]: ...
+
+    @property
+    def restored(self) -> Mapping[int, Sequence[object]]: ...
 
 
 class DiscardCheck:
@@ -67,7 +81,7 @@ class DiscardCheck:
         """The execution of the response that followed ``history`` with reasoning, if this process saw one."""
         return self._produced.get(history)
 
-    def check(self, plan: Plan) -> None:
+    def check(self, plan: Counted) -> None:
         """After the plan of a request is made (before anything is sent)."""
         if not plan.stripped and not plan.drops:
             return
