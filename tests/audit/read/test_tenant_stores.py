@@ -63,7 +63,7 @@ def test_show_and_verify_find_a_tenant_s_blobs_in_its_own_store(captured):
     assert find_leaks([CANARY], texts=[err]) == []
 
 
-def test_erase_and_retain_remove_a_tenant_s_blobs_from_its_own_store(captured):
+def test_erase_removes_a_tenant_s_blobs_from_its_own_store(captured):
     eu = FileReasoningStore(Path(captured["eu"]))
     common = ("--store", captured["store"], "--journal", captured["journal"])
     code, out, err = cli("erase", "--execution", "run-eu", "--tenant", "eu", *common)
@@ -81,7 +81,7 @@ def test_retain_erases_in_the_tenant_s_own_store(captured):
 
     eu = FileReasoningStore(Path(captured["eu"]))
     time.sleep(1.5)  # the eu tenant keeps reasoning for 1s
-    code, out, err = cli(
+    code, _out, err = cli(
         "retain", "--policy", captured["policy"], "--store", captured["store"], "--journal", captured["journal"]
     )
     assert code == 0, err
