@@ -354,14 +354,13 @@ class Continuation:
         discards = self.discards
         for i, message in enumerate(messages):
             items = message.items
-            bare = (message.round_key is not None or discards is not None) and not any(
-                isinstance(x, Block) for x in items
-            )
+            watched = discards is not None and discards.watches(message.head)
+            bare = (message.round_key is not None or watched) and not any(isinstance(x, Block) for x in items)
             if bare and message.round_key is not None:
                 items = self._restore(plan, i, message, scope, probe=probe) or items
             h.update(message.head)
             held.update(message.head)
-            if bare and discards is not None and discards.watches(message.head):
+            if bare and watched and discards is not None:
                 produced = discards.stripped(held.digest())
                 if produced is not None:
                     plan.stripped.append((i, produced))
