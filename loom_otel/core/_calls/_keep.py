@@ -27,7 +27,9 @@ def keeping_store(
     if not runtime.enabled:
         return None
     try:
-        store = runtime.store_for(scope if scope is not None else identity.scope)
+        if scope is None and runtime.tenant_stores:  # a joined lineage's tenant may have its own store
+            scope = identity.scope
+        store = runtime.store_for(scope)
     except Exception as exc:
         raise ReasoningCaptureError(
             f"the reasoning store of tenant {identity.tenant!r} could not be opened ({type(exc).__name__}): its "
