@@ -60,9 +60,6 @@ def with_tenant_stores(store: ReasoningStore, policy: str | None = None) -> Reas
     """``store`` with the tenants' own stores the policy file names (``policy``, else ``LOOM_OTEL_POLICY``;
     ``[tenants.<name>] store``): each tenant's blobs are read, erased and checked there only."""
     from loom_otel.core._policy import load_policy, policy_from_env
-    from loom_otel.core._store._tenants import TenantStores
+    from loom_otel.core._store import _tenants
 
-    urls = (load_policy(policy) if policy else policy_from_env()).stores()
-    if not urls:
-        return store
-    return TenantStores(store, {name: store_from_uri(url, fsync=False) for name, url in urls.items()})
+    return _tenants.with_tenant_stores(store, load_policy(policy) if policy else policy_from_env())

@@ -7,10 +7,25 @@ Capture does not go through it: each call's store is decided once (``Runtime.sto
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from loom_otel.core._store._protocol import DigestKeyStore, Envelope, ReasoningStore
 
-__all__ = ["TenantStores"]
+if TYPE_CHECKING:
+    from loom_otel.core._policy import ReadingPolicy
+
+__all__ = ["TenantStores", "with_tenant_stores"]
+
+
+def with_tenant_stores(store: ReasoningStore, policy: ReadingPolicy) -> ReasoningStore:
+    """``store`` with the tenants' own stores ``policy`` names (``[tenants.<name>] store``), or ``store``
+    itself when it names none."""
+    from loom_otel.core._store._uri import store_from_uri
+
+    urls = policy.stores()
+    if not urls:
+        return store
+    return TenantStores(store, {name: store_from_uri(url, fsync=False) for name, url in urls.items()})
 
 
 class TenantStores:

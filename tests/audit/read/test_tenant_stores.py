@@ -34,7 +34,7 @@ def captured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     config = ReasoningConfig(store=f"file://{tmp_path / 'store'}", journal=tmp_path / "journal")
     sim = Simulator(reasoning_text=f"Think first. {CANARY}")
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:
-        with execution("run-eu", tenant="eu"):
+        with execution("run-eu", tenant="eu", principal="ana"):
             sim.anthropic_client().messages.create(**request())
         with execution("run-us", tenant="us"):
             sim.anthropic_client().messages.create(**request())
@@ -86,3 +86,26 @@ def test_retain_erases_in_the_tenant_s_own_store(captured):
     )
     assert code == 0, err
     assert not eu.exists(captured["ref"])
+
+
+def test_serve_shows_a_tenant_s_text_from_its_own_store(captured, tmp_path):
+    import httpx2
+
+    from loom_otel.viewer._settings import ServeSettings
+    from tests.live.conftest import Server
+
+    token = "ana-token-0123456789abcdef0123"
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[tokens]\nana = "{token}"\n')
+    settings = ServeSettings(
+        source=captured["journal"],
+        store=captured["store"],
+        reads_journal=str(tmp_path / "reads"),
+        policy=captured["policy"],
+        tokens=str(tokens),
+    )
+    with Server(settings.app()) as running:
+        page = httpx2.get(
+            f"{running.url}/executions/run-eu?tenant=eu", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+    assert page.status_code == 200 and CANARY in page.text
