@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, ReasoningCaptureError, ReasoningConfig, execution
+from loom_otel.core import (
+    FileReasoningStore,
+    LoomOtelWarning,
+    MemoryReasoningStore,
+    ReasoningCaptureError,
+    ReasoningConfig,
+    execution,
+)
 from loom_otel.core._hooks import CaptureCall
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
@@ -111,3 +118,18 @@ def test_a_tenant_s_texts_go_only_to_its_own_store(mode, sim, store, journal_dir
     assert store.get(ref, tenant="eu", execution_id="in-eu") is None
     assert _kept(store, in_us, "us")
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[journal_dir], texts=[str(info.value)]) == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "stream", "async_messages.stream"])
+def test_an_execution_s_own_store_keeps_its_text_where_none_is_configured(mode, sim, journal_dir, tmp_path, caplog):
+    own = tmp_path / "own-store"
+    with (
+        pytest.warns(LoomOtelWarning, match="no reasoning store is configured"),
+        instrumented(AnthropicInstrumentor(), config=ReasoningConfig(journal=journal_dir)) as telemetry,
+    ):
+        with execution("mine", store=f"file://{own}"):
+            MODES[mode](sim, request())
+        MODES[mode](sim, request())  # outside it: nothing kept
+    mine, other = reasoning_events(telemetry.spans)
+    assert _kept(FileReasoningStore(own), mine, None) and other["loom.reasoning.part.omitted"] == (True,)
+    assert find_leaks([CANARY], spans=telemetry.spans, directories=[journal_dir], texts=[caplog.text]) == []
