@@ -38,6 +38,8 @@ CONTRACT = {
         "Reasoning",
         "ReasoningPart",
         "Untrusted",
+        "CaptureCall",
+        "TextLookup",
         "LoomOtelError",
         "ReasoningCaptureError",
         "ReasoningConfigError",

@@ -25,7 +25,7 @@ from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, li
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._standing import Standings, trusted_keys
-from loom_otel.cli._store_args import open_store, parse_since, store_url
+from loom_otel.cli._store_args import open_store, parse_since, store_url, with_tenant_stores
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
@@ -210,6 +210,7 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     try:
         store = open_store(args.store) if args.text or store_url(args.store) else None
         source = journal_of(args.journal, store)
+        store = with_tenant_stores(store) if store is not None else None  # a tenant's blobs: its own store
         if not source.exists():
             print(f"loom-otel audit show: no journal at {str(source)!r}", file=err)
             return EXIT_USAGE
@@ -280,6 +281,7 @@ def run_list(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     try:
         store = open_store(args.store) if store_url(args.store) else None
         source = journal_of(args.journal, store)
+        store = with_tenant_stores(store) if store is not None else None
         if not source.exists():
             print(f"loom-otel audit list: no journal at {str(source)!r}", file=err)
             return EXIT_USAGE

@@ -24,7 +24,7 @@ from loom_otel.audit._erase import ErasureResult, erase_execution
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._retention import Expired, erase_expired, expired_executions, parse_retention
 from loom_otel.audit._tombstones import operator
-from loom_otel.cli._store_args import open_store, parse_since
+from loom_otel.cli._store_args import open_store, parse_since, with_tenant_stores
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import LoomOtelError
@@ -143,10 +143,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err if err is not None else sys.stderr
     try:
         store = open_store(args.store)
+        journal = journal_of(args.journal, store)
+        store = with_tenant_stores(store)  # a tenant's blobs are erased in its own store
     except LoomOtelError as exc:
         print(f"loom-otel erase: {exc}", file=err)
         return EXIT_USAGE
-    journal = journal_of(args.journal, store)
     if not journal.is_dir():  # a tombstone anywhere else would be no proof: reads of the records say missing
         print(
             f"loom-otel erase: no journal at {str(journal)!r}: pass --journal DIR, the journal the captures "

@@ -18,7 +18,7 @@ from typing import Final, TextIO
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._retention import apply_retention, parse_retention
 from loom_otel.cli._erase import Progress
-from loom_otel.cli._store_args import open_store
+from loom_otel.cli._store_args import open_store, with_tenant_stores
 from loom_otel.core import environment_variables as env
 from loom_otel.core._policy import load_policy
 from loom_otel.core._retention import Retention
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     try:
         retention, tenants = retention_settings(args.retention, args.policy)
         store = open_store(args.store)
+        journal = journal_of(args.journal, store)
+        store = with_tenant_stores(store, args.policy)  # a tenant's blobs are erased in its own store
     except LoomOtelError as exc:
         print(f"loom-otel retain: {exc}", file=err)
         return EXIT_USAGE
@@ -74,7 +76,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             file=err,
         )
         return EXIT_USAGE
-    journal = journal_of(args.journal, store)
     if not journal.is_dir():
         print(f"loom-otel retain: no journal at {str(journal)!r}: nothing was captured there", file=err)
         return EXIT_USAGE

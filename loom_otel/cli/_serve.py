@@ -238,7 +238,7 @@ def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -
     """The thread applying the retention while the viewer runs (``None``: no retention is set)."""
     from loom_otel.audit._retention import apply_retention
     from loom_otel.cli._retain import retention_settings
-    from loom_otel.cli._store_args import open_store
+    from loom_otel.cli._store_args import open_store, with_tenant_stores
 
     default, tenants = retention_settings(args.retention, args.policy)
     if default is None and not tenants:
@@ -247,7 +247,7 @@ def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -
         raise ReasoningConfigError("a retention is applied to a journal directory: serve --journal DIR")
     if args.retain_every <= 0:
         raise ReasoningConfigError(f"--retain-every={args.retain_every} is not a positive number of seconds")
-    opened = open_store(store)
+    opened = with_tenant_stores(open_store(store), args.policy)
 
     def retain() -> None:
         while True:

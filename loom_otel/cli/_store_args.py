@@ -14,7 +14,7 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core._store._uri import store_from_uri
 
-__all__ = ["open_store", "parse_since", "store_url"]
+__all__ = ["open_store", "parse_since", "store_url", "with_tenant_stores"]
 
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
 _SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -54,3 +54,12 @@ def open_store(url: str | None) -> ReasoningStore:
     if url is None:
         raise ReasoningConfigError(f"no reasoning store: pass --store URL or set {env.LOOM_OTEL_REASONING_STORE}")
     return store_from_uri(url, fsync=False)
+
+
+def with_tenant_stores(store: ReasoningStore, policy: str | None = None) -> ReasoningStore:
+    """``store`` with the tenants' own stores the policy file names (``policy``, else ``LOOM_OTEL_POLICY``;
+    ``[tenants.<name>] store``): each tenant's blobs are read, erased and checked there only."""
+    from loom_otel.core._policy import load_policy, policy_from_env
+    from loom_otel.core._store import _tenants
+
+    return _tenants.with_tenant_stores(store, load_policy(policy) if policy else policy_from_env())

@@ -23,7 +23,7 @@ from typing import Final, TextIO
 from loom_otel.audit._store_check import BlobProblem, StoreCheck, check_store
 from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, verify
 from loom_otel.cli._bundle import verify_bundle, verify_consistency
-from loom_otel.cli._store_args import open_store
+from loom_otel.cli._store_args import open_store, with_tenant_stores
 from loom_otel.cli._terminal import clean
 from loom_otel.core._journal._checkpoint import load_public_key
 from loom_otel.core.exceptions import LoomOtelError
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     blobs: StoreCheck | None = None
     if args.store is not None:
         try:
-            blobs = check_store(args.path, open_store(args.store))
+            blobs = check_store(args.path, with_tenant_stores(open_store(args.store)))
         except (LoomOtelError, OSError) as exc:
             print(f"loom-otel verify: cannot check the store {clean(args.store)!r}: {clean(str(exc))}", file=err)
             return 2

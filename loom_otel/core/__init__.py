@@ -12,6 +12,7 @@ from loom_otel.core._config import ReasoningConfig, Runtime, configure
 from loom_otel.core._context import ExecutionScope, execution, step
 from loom_otel.core._durability import force_flush
 from loom_otel.core._guard._untrusted import Untrusted
+from loom_otel.core._hooks import CaptureCall, TextLookup
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._store._file import FileReasoningStore
 from loom_otel.core._store._protocol import (
@@ -29,6 +30,7 @@ from loom_otel.core.exceptions import (
 )
 
 __all__ = [
+    "CaptureCall",
     "Envelope",
     "ExecutionScope",
     "FileReasoningStore",
@@ -44,6 +46,7 @@ __all__ = [
     "ReasoningPart",
     "ReasoningStore",
     "Runtime",
+    "TextLookup",
     "Untrusted",
     "configure",
     "execution",

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 from cryptography.exceptions import UnsupportedAlgorithm
 
 from loom_otel.core import environment_variables as env
+from loom_otel.core._context import ExecutionScope
+from loom_otel.core._continuation._discards import DiscardCheck
+from loom_otel.core._continuation._rehydrate import Texts
 from loom_otel.core._fork import renew_module_after_fork
+from loom_otel.core._hooks import CapturePredicate, TextResolver
 from loom_otel.core._journal._checkpoint import Signer
 from loom_otel.core._journal._writer import (
     BestEffortJournal,
@@ -92,11 +96,14 @@ class ReasoningConfig:
     ``store`` is a ``ReasoningStore`` or a URL (``file:///dir``, ``memory:``, ``s3://bucket/prefix``).
     ``on_reasoning`` is the live sink (``live=True``); ``delta_guards`` run on each live delta.
     ``live_text`` (with ``live``) also sends the answer's streamed text deltas, as ``TextDelta``.
+    ``capture`` is a bool or a predicate asked once per model call (``core._hooks.CaptureCall``);
+    ``resolve`` gives back the texts requests put back (``core._hooks.TextLookup``; unset: the store's).
     """
 
     enabled: bool | None = None
     store: ReasoningStore | str | None = None
-    capture: bool | None = None
+    capture: bool | CapturePredicate | None = None
+    resolve: TextResolver | None = None
     transcript: Transcript | None = None
     live: bool | None = None
     live_text: bool | None = None
@@ -138,6 +145,14 @@ class Runtime:
     principal_baggage: str | None = None
     """The baggage key naming a call's principal; ``None`` (the default): baggage names none."""
     viewer_url: str | None = None
+    capture_when: CapturePredicate | None = None
+    """``ReasoningConfig(capture=predicate)``: asked once per model call (``_calls._keep``)."""
+    capture_set: bool = False
+    """Whether ``capture`` was given (argument or environment), not the default."""
+    resolver: TextResolver | None = None
+    tenant_stores: Mapping[str, str] = field(default_factory=dict)
+    """The policy file's ``[tenants.<name>] store`` URLs: a tenant's texts go only there."""
+    store_fsync: bool = True
     _journal: Journal | None = field(default=None, repr=False)
     _writer: Journal | BestEffortJournal | None = field(default=None, repr=False)
 
@@ -163,6 +178,31 @@ class Runtime:
             self._writer = self._journal if self.fail_closed else best_effort(self._journal)
         return self._writer
 
+    def store_for(self, scope: ExecutionScope | None) -> ReasoningStore | None:
+        """Where a call of ``scope`` keeps and reads its texts: ``execution(store=...)``, else its tenant's
+        store (the policy file), else the configured one. A URL is opened once per process; one that
+        cannot be is a ``ReasoningConfigError`` (for that call only)."""
+        if scope is None or not self.enabled:
+            return self.store
+        own = scope.store if scope.store is not None else self.tenant_stores.get(scope.tenant or "")
+        if own is None:
+            return self.store
+        if isinstance(own, str):
+            return _shared_store(own, self.store_fsync, "execution(store=...)" if scope.store else "policy store")
+        return own
+
+    @property
+    def texts(self) -> Texts:
+        """Where requests get texts back from (``_continuation._rehydrate``): each scope's store, through
+        ``resolve`` when one is given."""
+        return Texts(self.store, self.store_for, self.resolver)
+
+    @property
+    def discards(self) -> DiscardCheck:
+        """A new discard check for one continuation rule (``_continuation._discards``)."""
+        lost = "no reasoning store is configured" if self.store is None else "not a tool round, none is put back"
+        return DiscardCheck(lost=lost, require=self.require_continuation)
+
     def boot_warning(self, provider: str) -> None:
         """ADR D7: one warning per process, at the first import of an instrumented SDK that can return
         reasoning, when no store keeps it."""
@@ -185,7 +225,11 @@ class Runtime:
         enabled = _pick(config.enabled, env_bool(env.LOOM_OTEL_REASONING, environ), True)
         require = _pick(config.require_continuation, env_bool(env.LOOM_OTEL_REQUIRE_CONTINUATION, environ), False)
         store = _store(config, environ, enabled)
-        capture = _pick(config.capture, env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ), store is not None)
+        when = config.capture if callable(config.capture) else None
+        setting = True if when is not None else config.capture
+        capture = _pick(setting, env_bool(env.LOOM_OTEL_REASONING_CAPTURE, environ))
+        capture_set = capture is not None
+        capture = store is not None if capture is None else capture
         keeps = store is not None and bool(capture)
         transcript = _transcript(config, environ, enabled=enabled, keeps=keeps)
         live = _pick(config.live, env_bool(env.LOOM_OTEL_REASONING_LIVE, environ), False)
@@ -223,10 +267,14 @@ class Runtime:
             request_readable=readable,
             principal_baggage=_principal_baggage(config, environ),  # and LOOM_OTEL_POLICY, checked below
             viewer_url=_viewer_url(config, environ),
+            capture_when=when,
+            capture_set=capture_set,
+            resolver=config.resolve,
+            store_fsync=_pick(config.store_fsync, env_bool(env.LOOM_OTEL_STORE_FSYNC, environ), True),
             _journal=journal,
         )
-        if enabled:
-            policy_from_env(environ)  # a policy file that cannot be read is reported now, naming the variable
+        if enabled:  # a policy file that cannot be read is reported now, naming the variable
+            runtime.tenant_stores = policy_from_env(environ).stores()
         if enabled and require and not runtime.keeps_text:
             raise ReasoningConfigError(
                 f"{env.LOOM_OTEL_REQUIRE_CONTINUATION} is set, but no reasoning store with capture is "
@@ -423,18 +471,20 @@ def _shared_store(url: str, fsync: bool, named_by: str | None) -> ReasoningStore
 
 
 _default: Runtime | None = None
+_default_config: ReasoningConfig | None = None
+"""What ``configure()`` was given: the fields an instrumentor's own ``config`` leaves unset."""
 _default_lock = threading.Lock()
 renew_module_after_fork(__name__)
 
 
 def configure(config: ReasoningConfig | None = None, **fields: Any) -> Runtime:
     """Resolve a configuration and make it the process default for instrumentors given no ``config``."""
-    global _default
+    global _default, _default_config
     if fields:
         config = ReasoningConfig(**fields) if config is None else _replace(config, fields)
     runtime = Runtime.resolve(config)
     with _default_lock:
-        _default = runtime
+        _default, _default_config = runtime, config
     return runtime
 
 
@@ -453,9 +503,23 @@ def current_runtime() -> Runtime:
 
 
 def runtime_for(config: ReasoningConfig | None) -> Runtime:
-    """What an instrumentor uses at ``instrument()``: its own ``config`` if given, else the process
+    """What an instrumentor uses at ``instrument()``: its own ``config`` if given, each field it leaves
+    unset taken from ``configure()``, then the environment (ADR D7: field by field); else the process
     default (``current_runtime``)."""
-    return Runtime.resolve(config) if config is not None else current_runtime()
+    if config is None:
+        return current_runtime()
+    with _default_lock:
+        base = _default_config
+    return Runtime.resolve(config if base is None else _over(base, config))
+
+
+def _over(base: ReasoningConfig, own: ReasoningConfig) -> ReasoningConfig:
+    """``base`` with every field ``own`` sets (not ``None``; ``delta_guards``: not empty) replaced."""
+    import dataclasses
+
+    given = {f.name: getattr(own, f.name) for f in dataclasses.fields(own)}
+    unset = {k for k, v in given.items() if v is None or (k == "delta_guards" and not v)}
+    return dataclasses.replace(base, **{k: v for k, v in given.items() if k not in unset})
 
 
 def open_stores() -> list[ReasoningStore]:
@@ -466,9 +530,9 @@ def open_stores() -> list[ReasoningStore]:
 
 def reset_runtime() -> None:
     """Forget the process default, the shared stores and which one-time warnings were given (tests)."""
-    global _default
+    global _default, _default_config
     with _default_lock:
-        _default = None
+        _default = _default_config = None
     with _stores_lock:
         _stores.clear()
     forget_once()

@@ -7,9 +7,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from loom_otel.core._fork import renew_module_after_fork
+
+if TYPE_CHECKING:
+    from loom_otel.core._store._protocol import ReasoningStore
 
 __all__ = ["ExecutionScope", "current_execution", "current_step", "execution", "next_attempt", "step"]
 
@@ -22,6 +25,11 @@ class ExecutionScope:
     tenant: str | None = None
     principal: str | None = None
     owner: str | None = None
+    capture: bool | None = None
+    """``execution(capture=...)``: this execution's own capture setting (``None``: the configuration's)."""
+    store: ReasoningStore | str | None = None
+    """``execution(store=...)``: this execution's own store (an instance or a URL; ``None``: its tenant's,
+    else the configuration's)."""
 
 
 _EXECUTION: ContextVar[ExecutionScope | None] = ContextVar("loom_otel_execution", default=None)
@@ -30,15 +38,23 @@ _STEP: ContextVar[str | None] = ContextVar("loom_otel_step", default=None)
 
 @contextlib.contextmanager
 def execution(
-    execution_id: str, *, tenant: str | None = None, principal: str | None = None, owner: str | None = None
+    execution_id: str,
+    *,
+    tenant: str | None = None,
+    principal: str | None = None,
+    owner: str | None = None,
+    capture: bool | None = None,
+    store: ReasoningStore | str | None = None,
 ) -> Iterator[ExecutionScope]:
     """Model calls inside this block are captured for ``execution_id`` (sealed to it and ``tenant``).
 
-    Without one, the execution id is the current trace id (32 hex characters).
+    Without one, the execution id is the current trace id (32 hex characters). ``capture=False`` keeps no
+    text of this execution's calls; ``store`` (a ``ReasoningStore`` or a URL) keeps it there and reads it
+    back from there: both override the configuration for this execution only (ADR D7).
     """
     if not execution_id:
         raise ValueError("execution_id must be a non-empty string")
-    scope = ExecutionScope(execution_id, tenant, principal, owner)
+    scope = ExecutionScope(execution_id, tenant, principal, owner, capture, store)
     token = _EXECUTION.set(scope)
     try:
         yield scope

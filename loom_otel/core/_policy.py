@@ -14,6 +14,7 @@ The policy file (``LOOM_OTEL_POLICY``, ``--policy``) is TOML::
     [tenants.acme]
     auditors = ["olga"]
     retention = "30d"      # read by ``loom-otel retain``; "none" keeps forever
+    store = "s3://eu-bucket/reasoning"   # this tenant's texts are kept (and read) only there
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class TenantPolicy:
     auditors: frozenset[str] = frozenset()
     retention: str | None = None
     """As written (``30d``, ``12h``, ``none``); ``core._retention.parse_retention`` reads it."""
+    store: str | None = None
+    """The tenant's own store URL (data residency): its texts go there, never to the configured one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,10 @@ class ReadingPolicy:
         return {
             name: parse_retention(text, named_by=f"policy tenants.{name}.retention") for name, text in named.items()
         }
+
+    def stores(self) -> dict[str, str]:
+        """Each tenant's own store URL, where the file gives one."""
+        return {name: t.store for name, t in self.tenants.items() if t.store is not None}
 
     def audited_tenants(self, principal: str) -> frozenset[str] | None:
         """The tenants ``principal`` audits; ``None``: every tenant (a global auditor)."""
@@ -123,13 +130,17 @@ def load_policy(path: str | os.PathLike[str]) -> ReadingPolicy:
     for name, table in tenants_table.items():
         if not isinstance(table, dict):
             raise ReasoningConfigError(f"policy {str(where)!r}: [tenants.{name}] must be a table")
-        _check_keys(table, frozenset({"auditors", "retention"}), f"[tenants.{name}]", where)
+        _check_keys(table, frozenset({"auditors", "retention", "store"}), f"[tenants.{name}]", where)
         retention = table.get("retention")
         if retention is not None:
             if not isinstance(retention, str):
                 raise ReasoningConfigError(f"policy {str(where)!r}: [tenants.{name}] retention must be a string")
             parse_retention(retention, named_by=f"policy {str(where)!r} [tenants.{name}] retention")
-        tenants[name] = TenantPolicy(_names(table.get("auditors", []), f"[tenants.{name}] auditors", where), retention)
+        store = table.get("store")
+        if store is not None and (not isinstance(store, str) or not store.strip()):
+            raise ReasoningConfigError(f"policy {str(where)!r}: [tenants.{name}] store must be a store URL")
+        auditors = _names(table.get("auditors", []), f"[tenants.{name}] auditors", where)
+        tenants[name] = TenantPolicy(auditors, retention, store)
     return ReadingPolicy(_names(global_table.get("auditors", []), "[global] auditors", where), tenants)
 
 

@@ -20,7 +20,7 @@ from typing import Final
 
 from loom_otel.core.exceptions import LoomOtelWarning
 
-__all__ = ["INTERNAL_PACKAGES", "forget_once", "warn"]
+__all__ = ["INTERNAL_PACKAGES", "call_site", "forget_once", "warn"]
 
 INTERNAL_PACKAGES: Final = (
     "loom_otel",
@@ -65,6 +65,14 @@ def warn(message: str, category: type[Warning] = LoomOtelWarning, *, once: Hasha
         warnings.warn_explicit(message, category, NOWHERE, 0, module="loom_otel")
     else:
         warnings.warn(message, category, stacklevel=level)
+
+
+def call_site() -> str:
+    """``file:line`` of the first frame outside ``INTERNAL_PACKAGES`` (the user's, or a framework's, call)."""
+    frame = sys._getframe(1)
+    while _is_internal(frame) and frame.f_back is not None:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def forget_once() -> None:

@@ -79,7 +79,9 @@ checkpoints, with one warning."""
 
 LOOM_OTEL_REQUIRE_CONTINUATION: Final = "LOOM_OTEL_REQUIRE_CONTINUATION"
 """``true``: a configuration that cannot carry reasoning forward raises ``ReasoningConfigError``
-instead of warning. Default: off."""
+instead of warning, and a request whose reasoning would be dropped (by the rule, or sent back without
+it) raises ``ReasoningContinuationError`` before anything is sent. Otherwise a framework that strips
+reasoning every turn gets one warning saying what loom-otel restored or dropped. Default: off."""
 
 LOOM_OTEL_CHAIN_INNER: Final = "LOOM_OTEL_CHAIN_INNER"
 """Exporter the chained exporter forwards to: ``otlp_proto_http``, ``otlp_proto_grpc``, ``console``,

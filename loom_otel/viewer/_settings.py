@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._config import unusable_directory
 from loom_otel.core._policy import ReadingPolicy, load_policy
+from loom_otel.core._store._tenants import with_tenant_stores
 from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.live._auth import Authenticator, header_authenticator, jwt_authenticator, tokens_file_authenticator
@@ -126,7 +127,7 @@ class ServeSettings:
 
         return create_app(
             self.source,
-            store_from_uri(self.store),
+            with_tenant_stores(store_from_uri(self.store), self.reading_policy()),  # a tenant's blobs: its own store
             authenticator=self.authenticator(),
             reads_journal=self.reads_journal,
             policy=self.reading_policy(),

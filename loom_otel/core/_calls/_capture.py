@@ -14,14 +14,15 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._calls._as_built import add_event
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
+from loom_otel.core._calls._keep import keeping_store
 from loom_otel.core._canonical import text_bytes
 from loom_otel.core._config import Runtime
-from loom_otel.core._context import current_execution, current_step, next_attempt
+from loom_otel.core._context import ExecutionScope, current_execution, current_step, next_attempt
 from loom_otel.core._io_error import failure_detail, store_location
 from loom_otel.core._journal._attempts import highest_in
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store._protocol import DigestKeyStore, Envelope
+from loom_otel.core._store._protocol import DigestKeyStore, Envelope, ReasoningStore
 from loom_otel.core._viewer_link import reasoning_url
 from loom_otel.core.exceptions import ReasoningCaptureError
 
@@ -48,25 +49,28 @@ class Capture:
     attributes: dict[str, AttributeValue]
 
 
-def _digest_key(runtime: Runtime, identity: CallIdentity) -> bytes | None:
+def _digest_key(runtime: Runtime, store: ReasoningStore, identity: CallIdentity) -> bytes | None:
     """``hmac-sha256`` mode: the execution's digest key, kept in (and erased with) its store scope."""
     if runtime.digest != "hmac-sha256":
         return None
-    if not isinstance(runtime.store, DigestKeyStore):
-        raise TypeError(f"{type(runtime.store).__name__} cannot keep digest keys (LOOM_OTEL_DIGEST=hmac-sha256)")
-    return runtime.store.digest_key(identity.tenant, identity.execution_id, create=True)
+    if not isinstance(store, DigestKeyStore):
+        raise TypeError(f"{type(store).__name__} cannot keep digest keys (LOOM_OTEL_DIGEST=hmac-sha256)")
+    return store.digest_key(identity.tenant, identity.execution_id, create=True)
 
 
-def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> ReasoningPart:
+def _part(
+    runtime: Runtime, store: ReasoningStore | None, identity: CallIdentity, reasoning: Reasoning
+) -> ReasoningPart:
+    """``store``: where this call's texts go (``_keep.keeping_store``); ``None``: kept nowhere (omitted)."""
     text = reasoning.text
     if reasoning.kind is ReasoningKind.REDACTED or not text:
         return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature)
-    if not runtime.keeps_text or runtime.store is None:
+    if store is None:
         return ReasoningPart(
             reasoning.kind, reasoning.provider, reasoning.signature, size=len(text_bytes(text)), omitted=True
         )
     try:
-        key = _digest_key(runtime, identity)
+        key = _digest_key(runtime, store, identity)
         envelope = Envelope.seal(
             text,
             execution_id=identity.execution_id,
@@ -76,11 +80,11 @@ def _part(runtime: Runtime, identity: CallIdentity, reasoning: Reasoning) -> Rea
             principal=identity.principal,
             owner=identity.owner,
         )
-        ref = runtime.store.put(envelope)
+        ref = store.put(envelope)
     except Exception as exc:
         raise ReasoningCaptureError(
-            f"reasoning store {type(runtime.store).__name__} failed to keep a {reasoning.kind} block "
-            f"({failure_detail(exc, store_location(runtime.store))}): its text is not kept as evidence, so "
+            f"reasoning store {type(store).__name__} failed to keep a {reasoning.kind} block "
+            f"({failure_detail(exc, store_location(store))}): its text is not kept as evidence, so "
             "the model call fails closed (the response is not handed to the application, no record claims it)"
         ) from exc
     return ReasoningPart(reasoning.kind, reasoning.provider, reasoning.signature, ref, envelope.digest, envelope.size)
@@ -110,6 +114,7 @@ def capture(
     identity: CallIdentity | None = None,
     request_attributes: Mapping[str, AttributeValue] | None = None,
     layout: Sequence[str] = (),
+    scope: ExecutionScope | None = None,
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
@@ -117,15 +122,20 @@ def capture(
     call) it is decided from ``span`` and the current scopes. ``request_attributes``: the request's
     thinking settings (``loom.request.thinking.*``), recorded as they are. ``layout``: the response's entries in vendor
     order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
-    store or the journal cannot keep what is configured; then no event claims the parts.
+    store or the journal cannot keep what is configured, or the capture predicate raises; then no event
+    claims the parts. ``scope``: the call's explicit ``execution()`` (its own capture and store), if any.
     """
     if not reasonings or not runtime.enabled:
         return None
     context = span.get_span_context()
     if identity is None:
         principal = baggage_principal(runtime.principal_baggage)
-        identity = decide(context, current_execution(), None, current_step(), principal)
-    parts = tuple([_part(runtime, identity, r) for r in reasonings])
+        scope = current_execution()
+        identity = decide(context, scope, None, current_step(), principal)
+    store = None
+    if any(r.text and r.kind is not ReasoningKind.REDACTED for r in reasonings):
+        store = keeping_store(runtime, identity, scope, provider, request_model)
+    parts = tuple([_part(runtime, store, identity, r) for r in reasonings])
     recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
     attempt = next_attempt(
         identity.tenant, identity.execution_id, identity.step_id, named=identity.named_step, recorded=recorded

@@ -317,6 +317,7 @@ class ModelCall:
                 identity=self.identity,
                 request_attributes=self.request.thinking,
                 layout=response.layout,
+                scope=self._explicit,
             )
             if response.output_messages is not None and self._genai:
                 shielded("recording message content", self._record_content, reasonings, response, result)

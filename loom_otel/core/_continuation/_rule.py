@@ -27,7 +27,8 @@ from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import text_bytes, text_digest
 from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
-from loom_otel.core._continuation._rehydrate import resolve_text
+from loom_otel.core._continuation._discards import DiscardCheck
+from loom_otel.core._continuation._rehydrate import Texts, resolve_text
 from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
@@ -155,6 +156,10 @@ class Plan:
     history: hashlib._Hash | None = None
     """The running digest of the messages as the application sends them (no header, no drops): what
     ``BlockRecord.history`` continues."""
+    sent_back: int = 0
+    """Reasoning blocks this process recorded that the application sent back (``_discards``)."""
+    stripped: list[tuple[int, str]] = field(default_factory=list)
+    """Responses that began with reasoning, sent back without any (message index, execution)."""
 
     def put_back(self) -> list[str]:
         """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
@@ -258,9 +263,14 @@ def _joinable(record: BlockRecord | None) -> ExecutionScope | None:
 class Continuation:
     """The rule, bound to one process's records and store."""
 
-    def __init__(self, bindings: Bindings, store: ReasoningStore | None) -> None:
+    def __init__(
+        self, bindings: Bindings, store: Texts | ReasoningStore | None, discards: DiscardCheck | None = None
+    ) -> None:
         self.bindings = bindings
-        self.store = store
+        self.discards = discards
+        """Counts what each request carries back (``Runtime.discards``); ``None``: nothing is counted."""
+        self.texts = store if isinstance(store, Texts) else Texts(store)
+        """Where texts come back from: each scope's store, or the application's resolver (``Runtime.texts``)."""
         self._digests: BoundedMemo[str, str] = BoundedMemo(4096)
         """SHA-256 of texts a loop resends again and again."""
 
@@ -272,6 +282,20 @@ class Continuation:
         *,
         vendor_drops: bool = False,
         protected: frozenset[tuple[int, int]] = frozenset(),
+    ) -> Plan:
+        """``_decide``, then the discard check (``_discards``: may raise ``ReasoningContinuationError``)."""
+        plan = self._decide(header, messages, scope, vendor_drops, protected)
+        if self.discards is not None:
+            self.discards.check(plan)
+        return plan
+
+    def _decide(
+        self,
+        header: Header,
+        messages: Sequence[MessageView],
+        scope: ExecutionScope | None,
+        vendor_drops: bool,
+        protected: frozenset[tuple[int, int]],
     ) -> Plan:
         """Decide drops, texts and restorations for a request; raises ``ReasoningContinuationError``
         when the store fails while a text is being fetched.
@@ -327,12 +351,19 @@ class Continuation:
         shadow: hashlib._Hash | None = None  # the chain as the application sent it, once it differs
         held = plan.history = hashlib.sha256(_HISTORY)  # the conversation as held: no header, no drops
         lookup = self.bindings.block
+        discards = self.discards
         for i, message in enumerate(messages):
             items = message.items
-            if message.round_key is not None and not any(isinstance(x, Block) for x in items):
+            watched = discards is not None and discards.watches(message.head)
+            bare = (message.round_key is not None or watched) and not any(isinstance(x, Block) for x in items)
+            if bare and message.round_key is not None:
                 items = self._restore(plan, i, message, scope, probe=probe) or items
             h.update(message.head)
             held.update(message.head)
+            if bare and watched and discards is not None:
+                produced = discards.stripped(held.digest())
+                if produced is not None:
+                    plan.stripped.append((i, produced))
             if shadow is not None:
                 shadow.update(message.head)
             for j, item in enumerate(items):
@@ -343,6 +374,8 @@ class Continuation:
                         shadow.update(item + _SEP)
                     continue
                 record = lookup(item.key)
+                if record is not None and item.held and i not in plan.restored:
+                    plan.sent_back += 1
                 # the application holds the block in the conversation it was handed in (its messages;
                 # a changed system prompt, tool list or model unbinds it, and no more)
                 if (
@@ -406,7 +439,7 @@ class Continuation:
             return True
         if scope is None or not readable(record, scope):
             return False
-        text = resolve_text(self.store, scope, record.ref, record.text_digest)
+        text = resolve_text(self.texts, scope, record.ref, record.text_digest)
         if text is None:
             return False
         plan.texts[at] = text
@@ -417,7 +450,7 @@ class Continuation:
         under the execution's key, asked of the store only when the plain digest differs)."""
         if self._digests.get(text, text_digest) == digest:
             return True
-        store = self.store
+        store = self.texts.store_of(scope) if scope is not None else None
         if scope is None or not isinstance(store, DigestKeyStore):
             return False
         key = store.digest_key(scope.tenant, scope.execution_id)
@@ -451,7 +484,7 @@ class Continuation:
                     plan.reads = True
                     text = ""
                 else:
-                    text = resolve_text(self.store, scope, found.ref, found.text_digest)
+                    text = resolve_text(self.texts, scope, found.ref, found.text_digest)
                     if text is None:
                         return None
             blocks.append((block.position, block, text))
@@ -497,6 +530,8 @@ class Continuation:
                 continue
             binding = h.copy().digest()
             history = held.digest() if held is not None else b""
+            if position == 0 and self.discards is not None:
+                self.discards.produced(head, history, owner.execution_id)
             if held is not None:
                 held.update(item.canon + _SEP)
             records.append(

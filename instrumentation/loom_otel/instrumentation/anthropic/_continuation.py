@@ -307,7 +307,7 @@ class AnthropicContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
-        self.rule = Continuation(bindings, runtime.store)
+        self.rule = Continuation(bindings, runtime.texts, runtime.discards)
         self.redact = runtime.transcript == "redact"
         self._keyed = runtime.digest != "sha256"
 

@@ -199,8 +199,8 @@ class OpenAiContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         self.bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
-        self.rule = Continuation(self.bindings, runtime.store)
-        self.store = runtime.store
+        self.rule = Continuation(self.bindings, runtime.texts, runtime.discards)
+        self.source = runtime.texts
         self.redact = runtime.transcript == "redact"
         self.keyed = runtime.digest != "sha256"
 
@@ -258,7 +258,7 @@ class OpenAiContinuation:
             field, record = found
             text = None
             if readable(record, scope):
-                text = resolve_text(self.store, scope, record.ref, record.text_digest or "")
+                text = resolve_text(self.source, scope, record.ref, record.text_digest or "")
             if text is None:
                 lost.append(i)
                 continue
