@@ -255,6 +255,7 @@ class _Viewer:
             "limit": page.limit,
             "total_parts": page.total_parts,
             "next_offset": page.next_offset,
+            "truncated": page.truncated,
         }
         return JSONResponse(document, headers=_SECURITY_HEADERS)
 

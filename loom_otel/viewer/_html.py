@@ -126,6 +126,8 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
     if page.next_offset is not None:
         href = _execution_href(reading.execution_id, tenant, **query, offset=str(page.next_offset))
         nav.append(f'<a rel="next" href="{_e(href)}">next parts</a>')
+    if page.truncated:
+        nav.append("this page holds 1 MiB of reasoning text, the most one page shows")
     if nav:
         out.append(f"<p>{' · '.join(nav)}</p>")
     evidence = (

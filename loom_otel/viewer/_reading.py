@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from loom_otel.audit._bounded import MAX_BYTES
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
@@ -101,13 +102,16 @@ def list_readable(
 @dataclass(frozen=True, slots=True)
 class ExecutionPage:
     """A window of the parts a reader may read of one execution, in log order, grouped as ``audit
-    show`` groups them; ``trace_ids`` per (step, attempt, origin, seq) for the link to the trace."""
+    show`` groups them; ``trace_ids`` per (step, attempt, origin, seq) for the link to the trace.
+    ``truncated``: the window was cut short of the parts asked for by the byte cap (``MAX_BYTES`` of
+    readable text per page, as the bounded read); ``limit`` is then the parts it holds."""
 
     reading: ReasoningReading
     offset: int
     limit: int
     total_parts: int
     trace_ids: dict[tuple[str, int, str, int], str]
+    truncated: bool = False
 
     @property
     def next_offset(self) -> int | None:
@@ -177,6 +181,10 @@ def read_page(
     if found is None:
         return None
     records, last_of_step, position, total = found
+    end = _within_bytes(records, position, offset, min(offset + limit, total))
+    truncated = end < min(offset + limit, total)
+    if truncated:
+        limit = end - offset
 
     def admits(principal: str | None, owner: str | None) -> bool:
         return may_read(reader, Audience(tenant, principal, owner), policy)
@@ -190,15 +198,15 @@ def read_page(
     refused = False
     for record in records:
         count = len(record.kinds)
-        start, end = max(offset - position, 0), min(offset + limit - position, count)
+        first, stop = max(offset - position, 0), min(offset + limit - position, count)
         position += count
-        if start >= end:
+        if first >= stop:
             continue
         if not resolver.admitted(record):
             refused = True
             continue
         received = last_of_step[record.step_id] == (record.origin, record.seq)
-        steps.setdefault(record.step_id, []).append(attempt_reading(resolver, record, received, range(start, end)))
+        steps.setdefault(record.step_id, []).append(attempt_reading(resolver, record, received, range(first, stop)))
         if record.trace_id:
             trace_ids[(record.step_id, record.attempt, record.origin, record.seq)] = record.trace_id
     if refused and not steps:
@@ -206,4 +214,21 @@ def read_page(
     reading = ReasoningReading(
         execution_id, tenant, tuple(StepReading(sid, tuple(attempts)) for sid, attempts in steps.items())
     )
-    return ExecutionPage(reading, offset, limit, total, trace_ids)
+    return ExecutionPage(reading, offset, limit, total, trace_ids, truncated)
+
+
+def _within_bytes(records: list[CaptureRecord], position: int, offset: int, end: int) -> int:
+    """Where the window ``offset`` .. ``end`` stops so that its readable text stays within ``MAX_BYTES``
+    (recorded sizes, before any store read); the first part of a page is always in it, so every part can be
+    read, one page at a time."""
+    used = 0
+    for record in records:
+        for i, size in enumerate(record.sizes):
+            at = position + i
+            if at < offset or at >= end:
+                continue
+            used += size if record.refs[i] else 0
+            if used > MAX_BYTES and at > offset:
+                return at
+        position += len(record.sizes)
+    return end

@@ -214,7 +214,13 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
     )
     with Server(app) as running:
         first = _get(running, "/api/executions/run-many?tenant=acme&limit=50", headers=bearer("alice")).json()
-        assert first["page"] == {"offset": 0, "limit": 50, "total_parts": 1000, "next_offset": 50}
+        assert first["page"] == {
+            "offset": 0,
+            "limit": 50,
+            "total_parts": 1000,
+            "next_offset": 50,
+            "truncated": False,
+        }
         assert sum(len(a["parts"]) for s in first["steps"] for a in s["attempts"]) == 50
         assert CountingStore.gets == 50 and lines == [50]  # journal lines too: the page's only
         last = _get(running, "/api/executions/run-many?tenant=acme&offset=990", headers=bearer("alice")).json()
@@ -222,6 +228,38 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
         assert CountingStore.gets == 60
         html = _get(running, "/executions/run-many?tenant=acme", headers=bearer("alice")).text
         assert 'rel="next"' in html and CountingStore.gets == 160
+
+
+def test_a_page_holds_at_most_a_mebibyte_of_text(tmp_path):
+    """Like the bounded read, a page (the JSON and the HTML) caps readable bytes as well as parts: past
+    1 MiB the first parts and ``truncated``; the next page goes on where it stopped, one part at least."""
+    from loom_otel.audit._bounded import MAX_BYTES
+    from loom_otel.core import ReasoningConfig
+    from tests.viewer.conftest import capture_run
+
+    big = "CANARY-viewer-big-7a2c " + "x" * (300 * 1024)  # 4 of them pass 1 MiB
+    config = ReasoningConfig(store=f"file://{tmp_path / 'store'}", journal=tmp_path / "journal")
+    capture_run(config, big, "run-big", principal="alice", steps=6)
+    (tmp_path / "tokens.toml").write_text(f'[tokens]\nalice = "{TOKENS["alice"]}"\n')
+    app = create_app(
+        tmp_path / "journal",
+        FileReasoningStore(tmp_path / "store"),
+        authenticator=tokens_file_authenticator(tmp_path / "tokens.toml"),
+        reads_journal=tmp_path / "reads",
+    )
+    with Server(app) as running:
+        first = _get(running, "/api/executions/run-big?tenant=acme", headers=bearer("alice")).json()
+        texts = [p["text"] for s in first["steps"] for a in s["attempts"] for p in a["parts"]]
+        assert first["page"]["truncated"] is True and first["page"]["next_offset"] == len(texts) == 3
+        assert sum(len(t.encode()) for t in texts) <= MAX_BYTES
+        rest = _get(running, "/api/executions/run-big?tenant=acme&offset=3", headers=bearer("alice")).json()
+        assert rest["page"]["offset"] == 3 and rest["page"]["next_offset"] is None
+        assert (
+            rest["page"]["truncated"] is False
+            and sum(len(a["parts"]) for s in rest["steps"] for a in s["attempts"]) == 3
+        )
+        html = _get(running, "/executions/run-big?tenant=acme", headers=bearer("alice")).text
+        assert "1 MiB" in html and 'rel="next"' in html and "offset=3" in html
 
 
 def test_audit_reads_lists_who_read_what(captured):
