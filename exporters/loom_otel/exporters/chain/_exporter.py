@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -23,9 +24,10 @@ from loom_otel.core._journal._writer import Journal, local_journals, local_origi
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
+from loom_otel.exporters.chain._logs import build_log_records, logs_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
-from loom_otel.exporters.chain._spans import RecordSpans
+from loom_otel.exporters.chain._spans import RecordSpans, joins_a_trace
 
 __all__ = ["ChainedSpanExporter"]
 
@@ -54,7 +56,10 @@ class ChainedSpanExporter(SpanExporter):
     span events) the inner exporter acknowledged and keeps a durable per-origin outbox cursor
     (``_outbox``). A background sweeper re-reads the unacknowledged part of the chain and sends each
     record that is owed as a ``loom.audit.record`` span carrying the same event (same attributes,
-    same chain fields, same timestamp): at once for records of failed exports and for records no span
+    same chain fields, same timestamp) in its call's trace, or, for a record with no sampled call to
+    join (checkpoints, tombstones), as an OTLP log record carrying that event (``_logs``: the log
+    exporter registered under the inner exporter's name, or ``logs``), so that no trace list shows it
+    as a trace of its own: at once for records of failed exports and for records no span
     carries (checkpoints), after ``resend_after`` seconds for the others (their span was evicted, or
     is still open: then the resend is an identical duplicate). Failed sends are retried with
     exponential backoff (``MIN_BACKOFF`` .. ``max_backoff``), without a deadline. Chains of dead
@@ -92,8 +97,10 @@ class ChainedSpanExporter(SpanExporter):
         max_backoff: float = MAX_BACKOFF,
         batch_size: int = BATCH,
         forward_dead: bool = True,
+        logs: LogRecordExporter | None = None,
     ) -> None:
         self._inner = inner if inner is not None else inner_from_environment()
+        self._logs = logs if logs is not None or inner is not None else logs_from_environment()
         self._directory = _journal_directory(journal)
         # A journal given as an object stays alive as long as the exporter: collected, it would keep
         # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
@@ -126,6 +133,8 @@ class ChainedSpanExporter(SpanExporter):
         self._exit_deadline: float | None = None
         self._offline: str | None = None
         """The inner exporter's endpoint once it was found unreachable at exit or shutdown."""
+        self._logs_refused = False
+        """Set once the downstream refused log records that it then took as spans."""
 
     @property
     def inner(self) -> SpanExporter:
@@ -271,20 +280,69 @@ class ChainedSpanExporter(SpanExporter):
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            spans = self._spans.build(batch)
-            try:
-                result = self._call_inner(spans)
-            except Exception as exc:
-                _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
-                result = SpanExportResult.FAILURE
-            seqs = [s for s in (r.get("seq") for r in batch) if isinstance(s, int)]
+            delivered, ok = self._send(batch)
             with self._lock:
-                if result is SpanExportResult.SUCCESS:
-                    outbox.delivered(seqs)
-                else:
-                    return False
+                outbox.delivered(delivered)
+            if not ok:
+                return False
             if len(batch) < self._batch:
                 return True
+
+    def _send(self, batch: Sequence[Mapping[str, object]]) -> tuple[list[int], bool]:
+        """Send records from the journal: as ``loom.audit.record`` spans in their call's trace when it
+        was sampled, the others (checkpoints, tombstones, records of unsampled calls) as log records
+        (``_logs``; as root spans when there is no log exporter, or the downstream refused logs and
+        took them as spans). The seqs the downstream took, and whether it took them all."""
+        in_trace: list[Mapping[str, object]] = []
+        no_trace: list[Mapping[str, object]] = []
+        for record in batch:
+            use_logs = self._logs is not None and not self._logs_refused and not joins_a_trace(record)
+            (no_trace if use_logs else in_trace).append(record)
+        delivered: list[int] = []
+        ok = True
+        if no_trace:
+            if self._send_logs(no_trace):
+                delivered += _seqs(no_trace)
+            elif self._send_spans(no_trace):
+                delivered += _seqs(no_trace)
+                self._refuse_logs()
+            else:
+                ok = False
+        if in_trace:
+            if self._send_spans(in_trace):
+                delivered += _seqs(in_trace)
+            else:
+                ok = False
+        return delivered, ok
+
+    def _send_spans(self, records: Sequence[Mapping[str, object]]) -> bool:
+        try:
+            return self._call_inner(self._spans.build(records)) is SpanExportResult.SUCCESS
+        except Exception as exc:
+            _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
+            return False
+
+    def _send_logs(self, records: Sequence[Mapping[str, object]]) -> bool:
+        logs = self._logs
+        if logs is None:
+            return False
+        try:
+            built = build_log_records(records, self._spans.resource)
+            with self._export_lock:
+                return logs.export(built) is LogRecordExportResult.SUCCESS
+        except Exception as exc:
+            _logger.warning("chained exporter: sending log records failed (%s)", type(exc).__name__)
+            return False
+
+    def _refuse_logs(self) -> None:
+        """The downstream took as spans the records it had just refused as log records: it does not
+        take logs (Arize Phoenix without a collector in front). Say so once; send spans from now on."""
+        self._logs_refused = True
+        _logger.warning(
+            "loom-otel: the collector at %s refuses OTLP log records; checkpoints and tombstones are sent as "
+            "root spans, listed as traces (put an OpenTelemetry Collector in front to keep them out of trace lists)",
+            endpoint_of(self._inner) or type(self._inner).__name__,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -353,10 +411,12 @@ class ChainedSpanExporter(SpanExporter):
                 for outbox in self._outboxes.values():
                     outbox.save()
                     outbox.release()
-            try:
-                self._inner.shutdown()
-            except Exception as exc:
-                _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+            for exporter in (self._inner, self._logs):
+                try:
+                    if exporter is not None:
+                        exporter.shutdown()
+                except Exception as exc:
+                    _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
 
     def prepare_exit(self, deadline: float) -> None:
         """At exit, before the span pipeline is flushed (``_exit``): stop the sweeper (a resend now
@@ -432,6 +492,10 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
     except Exception as exc:
         _logger.warning("chained exporter: no journal configuration (%s); forwarding spans only", type(exc).__name__)
         return None
+
+
+def _seqs(records: Sequence[Mapping[str, object]]) -> list[int]:
+    return [s for s in (r.get("seq") for r in records) if isinstance(s, int) and not isinstance(s, bool)]
 
 
 def _chain_marks(spans: Sequence[ReadableSpan]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["NoneSpanExporter", "inner_choices", "inner_from_environment"]
+__all__ = ["NoneSpanExporter", "inner_choices", "inner_from_environment", "inner_name"]
 
 GROUP: Final = "opentelemetry_traces_exporter"
 DEFAULT_INNER: Final = "otlp_proto_http"
@@ -40,6 +40,11 @@ class NoneSpanExporter(SpanExporter):
         return None
 
 
+def inner_name(name: str | None = None) -> str:
+    """The inner exporter's name: ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP."""
+    return (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
+
+
 def inner_from_environment(name: str | None = None) -> SpanExporter:
     """Build the inner exporter named by ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP: the
     span exporter registered under that name (built with no arguments, as ``OTEL_TRACES_EXPORTER``
@@ -48,7 +53,7 @@ def inner_from_environment(name: str | None = None) -> SpanExporter:
     A name nothing registers (or ``loom_chain`` itself) is a ``ReasoningConfigError`` naming the
     variable, the value and the choices: a typo never sends the spans somewhere else.
     """
-    choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
+    choice = inner_name(name)
     if choice.lower() == _NONE:
         return NoneSpanExporter()
     found = [] if choice == _SELF else list(entry_points(group=GROUP, name=choice))
