@@ -24,8 +24,6 @@ from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from tests.support.phoenix import PhoenixServer, get_json, wait_until
 
-from .test_phoenix import rotel  # noqa: F401  (the fixture: rotel in front of the session's Phoenix)
-
 pytestmark = pytest.mark.slow
 PROJECT = "loom-trace-list"
 CANARY = "CANARY-trace-list-6c2e"
