@@ -303,7 +303,7 @@ def test_reasoning_part_links_to_the_viewer_when_it_is_set(store, journal_dir):
     sim = Simulator(reasoning_text=CANARY)
     environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
     with instrumented(AnthropicInstrumentor(), config=config, environ=environ) as telemetry:
-        answers, signatures = _anthropic_turns(sim.anthropic_client(), False)
+        _, signatures = _anthropic_turns(sim.anthropic_client(), False)
     first = _spans(telemetry, f"chat {CLAUDE}")[0]
     url = first.attributes["loom.reasoning.url"]
     assert url.startswith("https://viewer.example/loom/executions/")
