@@ -57,7 +57,7 @@ class ChainedSpanExporter(SpanExporter):
     (``_outbox``). A background sweeper re-reads the unacknowledged part of the chain and sends each
     record that is owed as a ``loom.audit.record`` span carrying the same event (same attributes,
     same chain fields, same timestamp) in its call's trace, or, for a record with no sampled call to
-    join (checkpoints, tombstones), as an OTLP log record carrying that event (``_logs``: the log
+    join (checkpoints, tombstones, records of unsampled calls), as an OTLP log record carrying that event (``_logs``: the log
     exporter registered under the inner exporter's name, or ``logs``), so that no trace list shows it
     as a trace of its own: at once for records of failed exports and for records no span
     carries (checkpoints), after ``resend_after`` seconds for the others (their span was evicted, or
