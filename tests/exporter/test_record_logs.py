@@ -150,3 +150,21 @@ def test_an_archive_of_spans_and_log_records_verifies_against_the_journal(
     assert origin.duplicates_identical == 0
     report = verify(journal.directory, against=archive)
     assert report.ok, report
+
+
+def test_tombstones_and_captures_are_read_from_log_records_in_the_archive(
+    journal: Journal, do_capture, tmp_path: Path
+) -> None:
+    """A tombstone (an erasure record) and a capture of an unsampled call travel as log records; the
+    archive's readers (``iter_tombstones``, ``iter_captures``) find them there."""
+    from loom_otel.audit._captures import iter_captures
+    from loom_otel.audit._tombstones import iter_tombstones, tombstone_attributes
+
+    journal.append("erasure", tombstone_attributes(None, "exec-gone", scope="execution", by="test", reason="request"))
+    inner, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    run(journal, do_capture, inner, logs)
+    assert "erasure" in {r["type"] for r in logged(logs)}
+    archive = archive_of(tmp_path / "spans.jsonl", inner, logs)
+    (tombstone,) = iter_tombstones(archive)
+    assert tombstone.execution_id == "exec-gone"
+    assert len(list(iter_captures(archive))) == 13  # 12 on their calls' spans, the unsampled one as a log record
