@@ -168,3 +168,19 @@ def test_tombstones_and_captures_are_read_from_log_records_in_the_archive(
     (tombstone,) = iter_tombstones(archive)
     assert tombstone.execution_id == "exec-gone"
     assert len(list(iter_captures(archive))) == 13  # 12 on their calls' spans, the unsampled one as a log record
+
+
+def test_logs_go_only_to_the_collector_the_spans_go_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built from the environment: traces sent to a collector of their own while logs are left at the
+    default endpoint (nothing may listen there) keep the old shape, root spans, instead of owing records
+    to an endpoint nobody configured."""
+    monkeypatch.setenv("LOOM_OTEL_CHAIN_INNER", "otlp_proto_http")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4999")
+    same = ChainedSpanExporter(journal=tmp_path / "a")
+    assert same._logs is not None  # the same collector: logs beside the spans
+    same.shutdown()
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector.example:4318/v1/traces")
+    apart = ChainedSpanExporter(journal=tmp_path / "b")
+    assert apart._logs is None
+    apart.shutdown()

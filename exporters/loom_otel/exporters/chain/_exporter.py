@@ -24,7 +24,7 @@ from loom_otel.core._journal._writer import Journal, local_journals, local_origi
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import inner_from_environment
-from loom_otel.exporters.chain._logs import build_log_records, logs_from_environment
+from loom_otel.exporters.chain._logs import beside, build_log_records, logs_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
 from loom_otel.exporters.chain._spans import RecordSpans, joins_a_trace
@@ -57,9 +57,9 @@ class ChainedSpanExporter(SpanExporter):
     (``_outbox``). A background sweeper re-reads the unacknowledged part of the chain and sends each
     record that is owed as a ``loom.audit.record`` span carrying the same event (same attributes,
     same chain fields, same timestamp) in its call's trace, or, for a record with no sampled call to
-    join (checkpoints, tombstones, records of unsampled calls), as an OTLP log record carrying that event (``_logs``: the log
-    exporter registered under the inner exporter's name, or ``logs``), so that no trace list shows it
-    as a trace of its own: at once for records of failed exports and for records no span
+    join (checkpoints, tombstones, records of unsampled calls), as an OTLP log record carrying that
+    event (``_logs``: the log exporter registered under the inner exporter's name, or ``logs``), so
+    that no trace list shows it as a trace of its own: at once for records of failed exports and for records no span
     carries (checkpoints), after ``resend_after`` seconds for the others (their span was evicted, or
     is still open: then the resend is an identical duplicate). Failed sends are retried with
     exponential backoff (``MIN_BACKOFF`` .. ``max_backoff``), without a deadline. Chains of dead
@@ -100,7 +100,7 @@ class ChainedSpanExporter(SpanExporter):
         logs: LogRecordExporter | None = None,
     ) -> None:
         self._inner = inner if inner is not None else inner_from_environment()
-        self._logs = logs if logs is not None or inner is not None else logs_from_environment()
+        self._logs = logs if logs is not None or inner is not None else beside(self._inner, logs_from_environment())
         self._directory = _journal_directory(journal)
         # A journal given as an object stays alive as long as the exporter: collected, it would keep
         # its chain's lock (an open descriptor) while no longer counting as this process's own chain.

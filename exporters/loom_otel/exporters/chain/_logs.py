@@ -12,8 +12,9 @@ provider, no attribute limits (a cut attribute would break the record's hash).
 
 The log exporter is the one registered in the ``opentelemetry_logs_exporter`` entry-point group
 under the inner span exporter's name (``otlp_proto_http``, ``otlp_proto_grpc``: the same
-``OTEL_EXPORTER_OTLP_*`` settings, the same collector); an inner exporter with no log counterpart (a
-vendor's, ``zipkin_json``) keeps sending these records as root spans.
+``OTEL_EXPORTER_OTLP_*`` settings; used when it sends to the inner exporter's collector); an inner
+exporter with no log counterpart (a vendor's, ``zipkin_json``) keeps sending these records as root
+spans.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Final
+from urllib.parse import urlsplit
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -32,10 +34,11 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from loom_otel.core._journal._records import event_for_record
 from loom_otel.exporters.chain._inner import inner_name
 
-__all__ = ["LOGS_GROUP", "build_log_records", "logs_exporter_named", "logs_from_environment"]
+__all__ = ["LOGS_GROUP", "beside", "build_log_records", "logs_exporter_named", "logs_from_environment"]
 
 LOGS_GROUP: Final = "opentelemetry_logs_exporter"
 _SCOPE: Final = InstrumentationScope("loom_otel.exporters.chain")
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 def logs_exporter_named(name: str) -> LogRecordExporter | None:
@@ -65,3 +68,24 @@ def logs_from_environment(name: str | None = None) -> LogRecordExporter | None:
     """The log exporter beside the inner span exporter named by ``name`` (else ``LOOM_OTEL_CHAIN_INNER``,
     else OTLP/HTTP): the one registered under the same name, ``None`` when there is none."""
     return logs_exporter_named(inner_name(name))
+
+
+def beside(inner: object, logs: LogRecordExporter | None) -> LogRecordExporter | None:
+    """``logs`` when it sends to the same collector (host and port) as ``inner``, else ``None``: settings
+    that send traces somewhere and leave logs at the default endpoint must not send records where
+    nothing listens."""
+    if logs is None or _place(inner) != _place(logs):
+        return None
+    return logs
+
+
+def _place(exporter: object) -> tuple[str | None, int | None] | None:
+    """Host and port of an OTLP exporter's endpoint (its ``_endpoint``), ``None`` when it names none."""
+    endpoint = getattr(exporter, "_endpoint", None)
+    if not isinstance(endpoint, str) or not endpoint:
+        return None
+    try:
+        parts = urlsplit(endpoint if "://" in endpoint else f"//{endpoint}")
+        return parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return (endpoint, None)
