@@ -88,3 +88,31 @@ def test_phoenix_lists_only_call_traces_after_checkpoints_and_an_erasure(
     assert traces == calls  # exactly the traces that hold a model call
     assert {s["name"] for s in spans} == {"chat m", "sentinel"}  # no loom.audit.record span, root or not
     assert CANARY not in json.dumps(spans)
+
+
+def test_phoenix_with_no_collector_in_front_gets_them_as_spans_after_one_warning(
+    tmp_path: Path, phoenix: PhoenixServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Phoenix takes no OTLP logs (405): sent to it directly, checkpoints and tombstones are not lost,
+    they arrive as root ``loom.audit.record`` spans, and one warning says why and what to do."""
+    project = "loom-no-collector"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.base)
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    monkeypatch.delenv("LOOM_OTEL_CHAIN_INNER", raising=False)
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None)
+    journal.append("erasure", {"loom.execution.id": "run-gone", "loom.erasure.scope": "execution"})
+    journal.checkpoint()
+    journal.close()
+    exporter = ChainedSpanExporter(journal=tmp_path / "journal")  # OTLP/HTTP, logs beside: from the environment
+    with caplog.at_level("WARNING"):
+        assert exporter.forward(timeout_millis=60_000)
+    exporter.shutdown()
+    warned = [r.getMessage() for r in caplog.records if "refuses OTLP log records" in r.getMessage()]
+    assert len(warned) == 1 and phoenix.base in warned[0]
+
+    def records() -> set[str] | None:
+        spans = get_json(f"{phoenix.base}/v1/projects/{project}/spans?limit=100")["data"]
+        found = {s["attributes"].get("loom.audit.type") for s in spans if s["name"] == "loom.audit.record"}
+        return found if {"erasure", "checkpoint"} <= found else None
+
+    wait_until(records, 120, "the records as spans in Phoenix")
