@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+from loom_otel.audit._otlp_json import raw_events
 from loom_otel.core import _attributes as attr
 from loom_otel.core._canonical import canonical_json, chain_hash
 from loom_otel.core._journal._reader import iter_records
@@ -202,7 +203,8 @@ def _event_record(attributes: Mapping[str, Any], time: int) -> CaptureRecord | N
 
 
 def parse_collector_line(line: bytes) -> list[CaptureRecord]:
-    """The capture events of one OTLP JSON line (``{"resourceSpans": [...]}``) of a collector file."""
+    """The capture events of one OTLP JSON line (``{"resourceSpans": [...]}`` or ``{"resourceLogs": [...]}``)
+    of a collector file."""
     if attr.EVENT_CAPTURED.encode() not in line:
         return []
     try:
@@ -212,20 +214,21 @@ def parse_collector_line(line: bytes) -> list[CaptureRecord]:
     found: list[CaptureRecord] = []
     if not isinstance(document, dict):
         return found
-    for resource_spans in document.get("resourceSpans") or ():
-        for scope_spans in resource_spans.get("scopeSpans") or ():
-            for span in scope_spans.get("spans") or ():
-                for event in span.get("events") or ():
-                    if event.get("name") != attr.EVENT_CAPTURED:
-                        continue
-                    try:
-                        attributes = {a["key"]: any_value(a.get("value") or {}) for a in event.get("attributes", ())}
-                        time = int(event.get("timeUnixNano") or 0)
-                    except (KeyError, TypeError, ValueError, AttributeError):
-                        continue
-                    record = _event_record(attributes, time)
-                    if record is not None:
-                        found.append(record)
+    try:
+        events = list(raw_events(document))
+    except (ValueError, TypeError, AttributeError):
+        return found
+    for event in events:
+        if not isinstance(event, dict) or event.get("name") != attr.EVENT_CAPTURED:
+            continue
+        try:
+            attributes = {a["key"]: any_value(a.get("value") or {}) for a in event.get("attributes") or ()}
+            time = int(event.get("timeUnixNano") or 0)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        record = _event_record(attributes, time)
+        if record is not None:
+            found.append(record)
     return found
 
 

@@ -1,4 +1,5 @@
-"""Journal records out of OTLP JSON (the collector ``file`` exporter's output, one request per line).
+"""Journal records out of OTLP JSON (the collector ``file`` exporter's output, one request per line:
+spans, whose events carry records, and log records, each carrying one).
 
 OTLP JSON encodes 64-bit integers as strings (``{"intValue": "12"}``), arrays as
 ``{"arrayValue": {"values": [...]}}`` and may use either lowerCamelCase or the proto field names;
@@ -13,7 +14,7 @@ from typing import Any
 
 from loom_otel.core._journal._records import record_from_event
 
-__all__ = ["records_in_request"]
+__all__ = ["raw_events", "records_in_request"]
 
 
 def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -96,8 +97,18 @@ def _list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
 
 
 def records_in_request(request: Mapping[str, Any]) -> Iterator[dict[str, object] | None]:
-    """Each journal record carried by the span events of one ``ExportTraceServiceRequest``; ``None``
-    for an event that claims a chain position but cannot be read (counted as malformed)."""
+    """Each journal record carried by one ``ExportTraceServiceRequest`` (span events) or
+    ``ExportLogsServiceRequest`` (log records); ``None`` for an event that claims a chain position but
+    cannot be read (counted as malformed)."""
+    for event in raw_events(request):
+        if _is_chain_event(event):
+            yield _event_record(event)
+
+
+def raw_events(request: Mapping[str, Any]) -> Iterator[Any]:
+    """The events of one OTLP JSON request as they are written: each span's events, and each log
+    record as the event it carries (``name`` its ``eventName``, else its string body; its attributes;
+    ``timeUnixNano``). ``ValueError`` when the request's structure is mistyped."""
     for resource_spans in _list(request, "resourceSpans", "resource_spans"):
         if not isinstance(resource_spans, dict):
             raise ValueError("mistyped resourceSpans")
@@ -107,9 +118,30 @@ def records_in_request(request: Mapping[str, Any]) -> Iterator[dict[str, object]
             for span in _list(scope_spans, "spans", "spans"):
                 if not isinstance(span, dict):
                     raise ValueError("mistyped span")
-                for event in _list(span, "events", "events"):
-                    if _is_chain_event(event):
-                        yield _event_record(event)
+                yield from _list(span, "events", "events")
+    for resource_logs in _list(request, "resourceLogs", "resource_logs"):
+        if not isinstance(resource_logs, dict):
+            raise ValueError("mistyped resourceLogs")
+        for scope_logs in _list(resource_logs, "scopeLogs", "scope_logs"):
+            if not isinstance(scope_logs, dict):
+                raise ValueError("mistyped scopeLogs")
+            for log in _list(scope_logs, "logRecords", "log_records"):
+                yield _log_event(log)
+
+
+def _log_event(log: Any) -> Any:
+    """A log record as the span event it carries (a mistyped one as it is: read as malformed)."""
+    if not isinstance(log, dict):
+        return log
+    name = _get(log, "eventName", "event_name")
+    if not name:
+        body = _get(log, "body", "body")
+        name = _get(body, "stringValue", "string_value") if isinstance(body, dict) else None
+    return {
+        "name": name,
+        "attributes": _get(log, "attributes", "attributes"),
+        "timeUnixNano": _get(log, "timeUnixNano", "time_unix_nano"),
+    }
 
 
 def _is_chain_event(event: Any) -> bool:

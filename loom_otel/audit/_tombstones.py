@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value, event_hash, sound_hash
+from loom_otel.audit._otlp_json import raw_events
 from loom_otel.audit._standing import Standing, Standings, trusted_keys
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
@@ -133,18 +134,19 @@ def _collector_tombstones(path: Path) -> Iterator[Tombstone]:
                 continue
             if not isinstance(document, dict):
                 continue
-            for resource_spans in document.get("resourceSpans") or ():
-                for scope_spans in resource_spans.get("scopeSpans") or ():
-                    for span in scope_spans.get("spans") or ():
-                        for event in span.get("events") or ():
-                            try:
-                                attributes = {a["key"]: any_value(a.get("value") or {}) for a in event["attributes"]}
-                                time = int(event.get("timeUnixNano") or 0)
-                            except (KeyError, TypeError, ValueError, AttributeError):
-                                continue
-                            found = _event_tombstone(str(event.get("name")), attributes, time)
-                            if found is not None:
-                                yield found
+            try:
+                events = list(raw_events(document))
+            except (ValueError, TypeError, AttributeError):
+                continue
+            for event in events:
+                try:
+                    attributes = {a["key"]: any_value(a.get("value") or {}) for a in event["attributes"]}
+                    time = int(event.get("timeUnixNano") or 0)
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    continue
+                found = _event_tombstone(str(event.get("name")), attributes, time)
+                if found is not None:
+                    yield found
 
 
 def _span_tombstones(spans: Iterable[SpanLike]) -> Iterator[Tombstone]:

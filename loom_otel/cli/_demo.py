@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import os
 import secrets
 import shlex
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -33,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo", help="run instrumented agent loops against the built-in simulator, then the audit report"
     )
     parser.add_argument("--dir", type=Path, help="where the store, journal and archive go (default: a new temp dir)")
+    parser.add_argument(
+        "--phoenix",
+        metavar="URL",
+        help="also send the spans to Arize Phoenix at URL (e.g. http://127.0.0.1:6006), message content on: "
+        "each call's Reasoning block there links to the viewer",
+    )
     parser.set_defaults(func=run)
 
 
@@ -86,14 +95,14 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     places = _places(args.dir)
     executions = _executions(places)
-    seen, provider = _pipeline(places)
+    seen, provider = _pipeline(places, args.phoenix)
     made = _drive(places, executions, seen, provider)
     _read_back(places, made)
     ok = _verify(places)
     captured = _events(seen.get_finished_spans(), "loom.reasoning.captured")
     _try_next(places, executions, captured)
     print(f"done in {time.perf_counter() - started:.1f} s")
-    _viewer_hint(places, captured)
+    _viewer_hint(places, captured, args.phoenix)
     _erase_hint(places, executions)
     return 0 if ok else 1
 
@@ -124,9 +133,11 @@ def _executions(places: _Places) -> _Executions:
     return executions
 
 
-def _pipeline(places: _Places) -> tuple[InMemorySpanExporter, TracerProvider]:
+def _pipeline(places: _Places, phoenix: str | None = None) -> tuple[InMemorySpanExporter, TracerProvider]:
     """A tracer provider as an application builds one: the spans kept in memory for the report, and the
-    chained exporter (journal, then a collector's file exporter) behind a batch processor."""
+    chained exporter (journal, then a collector's file exporter) behind a batch processor; with
+    ``phoenix``, the spans also go to Phoenix over OTLP/HTTP, message content on (``SPAN_ONLY``, unless
+    the environment chose a mode), so that each answer's reasoning part is a link to the viewer."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -139,6 +150,14 @@ def _pipeline(places: _Places) -> tuple[InMemorySpanExporter, TracerProvider]:
     provider.add_span_processor(SimpleSpanProcessor(seen))
     chained = ChainedSpanExporter(OtlpJsonFileExporter(places.archive), journal=places.journal)
     provider.add_span_processor(BatchSpanProcessor(chained))
+    if phoenix:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        from loom_otel.core._calls._content import ENV as CONTENT
+
+        os.environ.setdefault(CONTENT, "SPAN_ONLY")
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.rstrip('/')}/v1/traces")))
+        print(f"  phoenix  {phoenix}   (the spans, message content on)")
     return seen, provider
 
 
@@ -263,17 +282,37 @@ def _signed(places: _Places, *args: str) -> str:
     return f"{env.LOOM_OTEL_CHECKPOINT_KEY}={shlex.quote(str(places.key))} {command_line(*args)}"
 
 
-def _viewer_hint(places: _Places, captured: list[dict[str, Any]]) -> None:
+def _phoenix_project(phoenix: str) -> str | None:
+    """The opaque id of Phoenix's ``default`` project (what its trace pages are addressed by), if it answers."""
+    try:
+        with urllib.request.urlopen(f"{phoenix.rstrip('/')}/v1/projects", timeout=10) as answer:
+            projects = json.loads(answer.read()).get("data") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    return next((str(p["id"]) for p in projects if isinstance(p, dict) and p.get("name") == "default"), None)
+
+
+def _viewer_hint(places: _Places, captured: list[dict[str, Any]], phoenix: str | None = None) -> None:
     """The one command that serves what the demo captured, and the page to open with a token made now
-    (the tokens file keeps only its SHA-256)."""
+    (the tokens file keeps only its SHA-256); with ``phoenix``, ``--trace-url`` back to its trace pages
+    and where the link to the viewer is in Phoenix."""
     token = secrets.token_urlsafe(24)
     tokens = places.root / "viewer-tokens.toml"
     tokens.write_text(f'[tokens]\nalice = "sha256:{hashlib.sha256(token.encode()).hexdigest()}"\n', encoding="utf-8")
     url = next((str(e["loom.reasoning.url"]) for e in captured if "loom.reasoning.url" in e), None)
-    serve = ("serve", "--journal", str(places.journal), "--store", f"file://{places.store}", "--tokens", str(tokens))
+    serve: tuple[str, ...] = ("serve", "--journal", str(places.journal), "--store", f"file://{places.store}")
+    serve = (*serve, "--tokens", str(tokens))
+    if phoenix:
+        project = _phoenix_project(phoenix) or "<the default project's id: GET /v1/projects>"
+        serve = (*serve, "--trace-url", f"{phoenix.rstrip('/')}/projects/{project}/traces/{{trace_id}}")
     print("\nOpen the reasoning behind a trace in a browser (every span carries loom.reasoning.url):")
     print(f"  {_signed(places, *serve, '--port', str(VIEWER_PORT))}")
     print(f"  then open {url} and sign in as alice with the token {token}")
+    if phoenix:
+        print(
+            f"  or in Phoenix ({phoenix}), open a chat span: its Output's assistant message, switched from Text to "
+            "Markdown, links its Reasoning block to that page"
+        )
 
 
 def _erase_hint(places: _Places, executions: _Executions) -> None:

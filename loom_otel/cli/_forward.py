@@ -60,6 +60,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err if err is not None else sys.stderr
     from loom_otel.exporters.chain._exporter import ChainedSpanExporter
     from loom_otel.exporters.chain._inner import inner_from_environment
+    from loom_otel.exporters.chain._logs import beside, logs_from_environment
 
     try:  # a configuration error first: it holds whatever the journal
         inner = inner_from_environment(args.inner)
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if not directory.exists():
             out.write(f"nothing to forward: no journal at {directory} (the default; pass JOURNAL to name one)\n")
             return 0
-    exporter = ChainedSpanExporter(inner, journal=directory)
+    exporter = ChainedSpanExporter(inner, journal=directory, logs=beside(inner, logs_from_environment(args.inner)))
     try:
         delivered = exporter.forward(timeout_millis=int(args.timeout * 1000))
     finally:

@@ -291,3 +291,27 @@ def test_openai_chat_reasoning_sent_back_is_a_reference(config, shape):
         assert part["ref"] == ref and part["content"].startswith("[loom-otel reasoning text ref=")
         assert {"type": "text", "content": answer["text"]} in assistant["parts"]
     assert find_leaks([CANARY], spans=telemetry.spans) == []
+
+
+def test_reasoning_part_links_to_the_viewer_when_it_is_set(store, journal_dir):
+    """With ``LOOM_OTEL_VIEWER_URL``, the answer's reasoning part is a markdown link to the call's page
+    (``[<marker>](<loom.reasoning.url>)``, which Phoenix's message view renders as a link) and holds the
+    URL; the reference, digest and size stay; still no text, no signature."""
+    from loom_otel.core import ReasoningConfig
+
+    config = ReasoningConfig(store=store, journal=journal_dir, viewer_url="https://viewer.example/loom/")
+    sim = Simulator(reasoning_text=CANARY)
+    environ = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+    with instrumented(AnthropicInstrumentor(), config=config, environ=environ) as telemetry:
+        _, signatures = _anthropic_turns(sim.anthropic_client(), False)
+    first = _spans(telemetry, f"chat {CLAUDE}")[0]
+    url = first.attributes["loom.reasoning.url"]
+    assert url.startswith("https://viewer.example/loom/executions/")
+    (output,) = json.loads(first.attributes["gen_ai.output.messages"])
+    reasoning = output["parts"][0]
+    assert reasoning["url"] == url
+    assert (
+        reasoning["content"]
+        == f"[loom-otel reasoning text ref={reasoning['ref']} digest={reasoning['digest']} size={reasoning['size']}]({url})"
+    )
+    assert find_leaks([CANARY, *signatures], spans=telemetry.spans) == []

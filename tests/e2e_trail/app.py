@@ -1,4 +1,5 @@
-"""An exporting application: captures through BatchSpanProcessor(ChainedSpanExporter(OTLP gRPC)).
+"""An exporting application: captures through BatchSpanProcessor(ChainedSpanExporter(OTLP gRPC)), records
+with no sampled call to join (checkpoints) as OTLP gRPC log records.
 
 Run in-process by the tests, or as a subprocess (``python -m``-free: ``python app.py JOURNAL ENDPOINT N``)
 for the kill -9 test, printing ``seq`` after each capture.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -25,7 +27,10 @@ def build(journal_dir: Path, endpoint: str, *, queue: int = 64, timeout: float =
     journal = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_every=1000)
     runtime = Runtime.resolve(ReasoningConfig(store=MemoryReasoningStore(), journal=journal))
     exporter = ChainedSpanExporter(
-        OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=timeout), journal=journal, **chain
+        OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=timeout),
+        journal=journal,
+        logs=OTLPLogExporter(endpoint=endpoint, insecure=True, timeout=timeout),
+        **chain,
     )
     provider = TracerProvider()
     provider.add_span_processor(

@@ -1,5 +1,6 @@
-"""A real OTLP/gRPC receiver (grpcio + opentelemetry-proto) on 127.0.0.1 that appends every request
-to a file as OTLP JSON lines, the way the collector ``file`` exporter does."""
+"""A real OTLP/gRPC receiver (grpcio + opentelemetry-proto) on 127.0.0.1 that appends every request,
+traces and logs, to one file as OTLP JSON lines, the way the collector ``file`` exporter does
+(collector-config/otelcol-audit.yaml: ``traces/audit`` and ``logs/audit`` into ``file/audit``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import grpc
 from google.protobuf.json_format import MessageToJson
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from tests.support.ports import free_port
@@ -31,6 +33,20 @@ class _Servicer(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
+class _LogsServicer(logs_service_pb2_grpc.LogsServiceServicer):
+    def __init__(self, receiver: Receiver) -> None:
+        self.receiver = receiver
+
+    def Export(self, request, context):
+        line = MessageToJson(request, indent=None).replace("\n", "")
+        with self.receiver.lock:
+            with self.receiver.path.open("a") as fh:
+                fh.write(line + "\n")
+            self.receiver.requests += 1
+            self.receiver.logs += sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
 class Receiver:
     def __init__(self, path: Path, port: int | None = None) -> None:
         self.path = path
@@ -38,6 +54,7 @@ class Receiver:
         self.lock = threading.Lock()
         self.requests = 0
         self.spans = 0
+        self.logs = 0
         self._server: grpc.Server | None = None
 
     @property
@@ -47,6 +64,7 @@ class Receiver:
     def start(self) -> Receiver:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_Servicer(self), server)
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsServicer(self), server)
         bound = server.add_insecure_port(self.endpoint)
         assert bound == self.port
         server.start()

@@ -5,9 +5,6 @@ API, and the reasoning text (a canary) is nowhere in Phoenix."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,64 +19,10 @@ from loom_otel.core._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from tests.support.phoenix import PhoenixServer, get_json, wait_until
 
-from .receiver import free_port
-
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "loom-e2e"
 CANARY = "CANARY-phoenix-reasoning-5d1e"
-
-
-def rotel_executable() -> str | None:
-    try:
-        import rotel
-    except ImportError:
-        return shutil.which("rotel-agent")
-    path = Path(rotel.__file__).parent / "rotel-agent"
-    return str(path) if path.is_file() else shutil.which("rotel-agent")
-
-
-@pytest.fixture
-def rotel(tmp_path: Path, phoenix: PhoenixServer) -> Iterator[str]:
-    exe = rotel_executable()
-    if exe is None:
-        pytest.skip("rotel is not installed (pip install rotel)")
-    grpc_port, http_port = free_port(), free_port()
-    log = (tmp_path / "rotel.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            exe,
-            "start",
-            "--otlp-grpc-endpoint",
-            f"127.0.0.1:{grpc_port}",
-            "--otlp-http-endpoint",
-            f"127.0.0.1:{http_port}",
-            "--exporter",
-            "otlp",
-            "--otlp-exporter-endpoint",
-            f"http://127.0.0.1:{phoenix.grpc_port}",
-            "--otlp-exporter-protocol",
-            "grpc",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        import socket
-
-        def listening() -> bool:
-            with socket.create_connection(("127.0.0.1", grpc_port), timeout=1):
-                return True
-
-        wait_until(listening, 30, "rotel to listen")
-        yield f"127.0.0.1:{grpc_port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_capture_event_reaches_phoenix_through_rotel_without_reasoning_text(

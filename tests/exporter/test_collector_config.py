@@ -113,3 +113,14 @@ def test_rotel_defaults_reach_phoenix_and_stay_out_of_its_way() -> None:
     readme = (ROOT / "README.md").read_text()
     assert f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{_port(defaults['ROTEL_GRPC'])}" in readme
     assert f"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:{_port(defaults['ROTEL_GRPC'])}" in script
+
+
+def test_log_records_are_archived_and_not_forwarded(config: dict) -> None:
+    """Checkpoints and tombstones travel as log records: the archive gets them (``verify --against``),
+    the tracing backend does not (its trace list would show each as a trace)."""
+    pipelines = config["service"]["pipelines"]
+    logs = {name: p for name, p in pipelines.items() if name.split("/")[0] == "logs"}
+    archives = {e for p in logs.values() for e in p["exporters"] if e.split("/")[0] == "file"}
+    assert archives and archives <= set(pipelines["traces/audit"]["exporters"])
+    assert not any(e.split("/")[0] in ("otlp", "otlphttp") for p in logs.values() for e in p["exporters"])
+    assert all(p["receivers"] == ["otlp"] and not p.get("processors") for p in logs.values())

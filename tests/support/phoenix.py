@@ -1,5 +1,6 @@
 """One Arize Phoenix server for every test that sends it spans (tests/e2e_trail/test_phoenix*.py,
-tests/viewer/test_browser.py; one xdist worker runs them all, tests/support/xdist_groups.py).
+tests/viewer/test_browser.py, tests/viewer/test_phoenix_click.py; one xdist worker runs them all,
+tests/support/xdist_groups.py).
 
 Phoenix takes minutes to start on a busy machine, so it is started once per session (``phoenix``), each
 test writing to a project of its own. Its working directory and log are in a directory of their own

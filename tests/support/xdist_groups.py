@@ -13,6 +13,7 @@ GROUPS = {
     # one Phoenix server at a time
     "tests/e2e_trail/test_phoenix": "phoenix",
     "tests/viewer/test_browser.py": "phoenix",
+    "tests/viewer/test_phoenix": "phoenix",
 }
 
 

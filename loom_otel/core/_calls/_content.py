@@ -8,7 +8,8 @@ legacy ``true`` / ``false`` mean ``SPAN_ONLY`` / ``NO_CONTENT``.
 
 Every reasoning part is ``{"type": "reasoning", "content": <marker>, "ref", "digest", "size"}``: the
 reference, digest and size loom-otel captured (``content`` is the same reference as text, for viewers
-that show only ``content``), or the removal marker where loom-otel kept none. Never a text, never a
+that show only ``content``; with ``LOOM_OTEL_VIEWER_URL``, a markdown link to the call's page in the viewer,
+also given as ``url``), or the removal marker where loom-otel kept none. Never a text, never a
 signature. Vendor packages build the messages with the part builders below; the reasoning parts of
 the answer are added by ``ModelCall.complete`` from the capture, first in the first output message.
 """
@@ -150,12 +151,20 @@ def content_part(part: object) -> dict[str, Any]:
     return text_part(text) if isinstance(text, str) else {"type": str(kind or "unknown")}
 
 
-def output_reasoning(parts: Sequence[ReasoningPart], count: int) -> list[dict[str, Any]]:
-    """The answer's reasoning parts: the capture's (``parts``), else ``count`` removed ones."""
+def output_reasoning(parts: Sequence[ReasoningPart], count: int, url: object = None) -> list[dict[str, Any]]:
+    """The answer's reasoning parts: the capture's (``parts``), else ``count`` removed ones. With the
+    call's ``loom.reasoning.url`` (``url``), each captured part's ``content`` is a markdown link to it
+    (``[<marker>](<url>)``: a backend that renders messages as markdown, Arize Phoenix, makes it a link)
+    and the part holds it as ``url``."""
     if parts:
-        return [
-            _reference_part(marker(p.text_ref, p.digest, p.size, "text"), p.text_ref, p.digest, p.size) for p in parts
-        ]
+        found = []
+        for p in parts:
+            text = marker(p.text_ref, p.digest, p.size, "text")
+            linked = isinstance(url, str) and url and p.text_ref
+            found.append(_reference_part(f"{text}({url})" if linked else text, p.text_ref, p.digest, p.size))
+            if linked:
+                found[-1]["url"] = url
+        return found
     return [{"type": "reasoning", "content": REMOVED} for _ in range(count)]
 
 

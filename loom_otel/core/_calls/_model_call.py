@@ -268,7 +268,8 @@ class ModelCall:
         mode = self.request.hints.get("content_mode")
         if not isinstance(mode, str) or response.output_messages is None:
             return
-        reasoning = output_reasoning(result.parts if result is not None else (), len(reasonings))
+        url = result.attributes.get(attr.REASONING_URL) if result is not None else None
+        reasoning = output_reasoning(result.parts if result is not None else (), len(reasonings), url)
         content = output_content(response.output_messages, reasoning)
         if on_span(mode):
             self.span.set_attributes(content)

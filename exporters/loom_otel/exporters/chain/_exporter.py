@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -23,9 +24,10 @@ from loom_otel.core._journal._writer import Journal, local_journals, local_origi
 from loom_otel.core._limits import warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refused
+from loom_otel.exporters.chain._logs import beside, build_log_records, logs_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
-from loom_otel.exporters.chain._spans import RecordSpans
+from loom_otel.exporters.chain._spans import RecordSpans, joins_a_trace
 
 __all__ = ["ChainedSpanExporter"]
 
@@ -54,7 +56,10 @@ class ChainedSpanExporter(SpanExporter):
     span events) the inner exporter acknowledged and keeps a durable per-origin outbox cursor
     (``_outbox``). A background sweeper re-reads the unacknowledged part of the chain and sends each
     record that is owed as a ``loom.audit.record`` span carrying the same event (same attributes,
-    same chain fields, same timestamp): at once for records of failed exports and for records no span
+    same chain fields, same timestamp) in its call's trace, or, for a record with no sampled call to
+    join (checkpoints, tombstones, records of unsampled calls), as an OTLP log record carrying that
+    event (``_logs``: the log exporter registered under the inner exporter's name, or ``logs``), so
+    that no trace list shows it as a trace of its own: at once for records of failed exports and for records no span
     carries (checkpoints), after ``resend_after`` seconds for the others (their span was evicted, or
     is still open: then the resend is an identical duplicate). Failed sends are retried with
     exponential backoff (``MIN_BACKOFF`` .. ``max_backoff``), without a deadline. Chains of dead
@@ -95,10 +100,15 @@ class ChainedSpanExporter(SpanExporter):
         max_backoff: float = MAX_BACKOFF,
         batch_size: int = BATCH,
         forward_dead: bool = True,
+        logs: LogRecordExporter | None = None,
     ) -> None:
         self._inner = inner if inner is not None else inner_or_refused()
+        refused = isinstance(self._inner, RefusedSpanExporter)
         # Refused under zero code (``_inner``): no model call makes records; those of earlier runs wait.
-        self._directory = None if isinstance(self._inner, RefusedSpanExporter) else _journal_directory(journal)
+        self._logs = (
+            logs if logs is not None or inner is not None or refused else beside(self._inner, logs_from_environment())
+        )
+        self._directory = None if refused else _journal_directory(journal)
         # A journal given as an object stays alive as long as the exporter: collected, it would keep
         # its chain's lock (an open descriptor) while no longer counting as this process's own chain.
         self._journal = journal if isinstance(journal, Journal) else None
@@ -134,6 +144,8 @@ class ChainedSpanExporter(SpanExporter):
         self._probe = True
         """Ask whether the collector answers before the next send (``_answers``)."""
         self._told = False
+        self._logs_refused = False
+        """Set once the downstream refused log records that it then took as spans."""
 
     @property
     def inner(self) -> SpanExporter:
@@ -297,20 +309,73 @@ class ChainedSpanExporter(SpanExporter):
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            spans = self._spans.build(batch)
-            try:
-                result = self._call_inner(spans)
-            except Exception as exc:
-                _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
-                result = SpanExportResult.FAILURE
-            seqs = [s for s in (r.get("seq") for r in batch) if isinstance(s, int)]
+            delivered, ok = self._send(batch)
             with self._lock:
-                if result is SpanExportResult.SUCCESS:
-                    outbox.delivered(seqs)
-                else:
-                    return False
+                outbox.delivered(delivered)
+            if not ok:
+                return False
             if len(batch) < self._batch:
                 return True
+
+    def _send(self, batch: Sequence[Mapping[str, object]]) -> tuple[list[int], bool]:
+        """Send records from the journal: as ``loom.audit.record`` spans in their call's trace when it
+        was sampled, the others (checkpoints, tombstones, records of unsampled calls) as log records
+        (``_logs``; as root spans when there is no log exporter, or the downstream refused logs and
+        took them as spans). The seqs the downstream took, and whether it took them all."""
+        in_trace: list[Mapping[str, object]] = []
+        no_trace: list[Mapping[str, object]] = []
+        for record in batch:
+            use_logs = self._logs is not None and not self._logs_refused and not joins_a_trace(record)
+            (no_trace if use_logs else in_trace).append(record)
+        delivered: list[int] = []
+        ok = True
+        if no_trace:
+            if self._send_logs(no_trace):
+                delivered += _seqs(no_trace)
+            elif self._send_spans(no_trace):
+                delivered += _seqs(no_trace)
+                self._refuse_logs()
+            else:
+                ok = False
+        if in_trace:
+            if self._send_spans(in_trace):
+                delivered += _seqs(in_trace)
+            else:
+                ok = False
+        return delivered, ok
+
+    def _send_spans(self, records: Sequence[Mapping[str, object]]) -> bool:
+        try:
+            return self._call_inner(self._spans.build(records)) is SpanExportResult.SUCCESS
+        except Exception as exc:
+            _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
+            return False
+
+    def _send_logs(self, records: Sequence[Mapping[str, object]]) -> bool:
+        logs = self._logs
+        if logs is None:
+            return False
+        try:
+            built = build_log_records(records, self._spans.resource)
+            with self._export_lock:  # as spans are: an absent collector costs one refused connection
+                if self._offline is not None or not self._answers():
+                    return False
+                ok = logs.export(built) is LogRecordExportResult.SUCCESS
+                self._probe = not ok
+                return ok
+        except Exception as exc:
+            _logger.warning("chained exporter: sending log records failed (%s)", type(exc).__name__)
+            return False
+
+    def _refuse_logs(self) -> None:
+        """The downstream took as spans the records it had just refused as log records: it does not
+        take logs (Arize Phoenix without a collector in front). Say so once; send spans from now on."""
+        self._logs_refused = True
+        _logger.warning(
+            "loom-otel: the collector at %s refuses OTLP log records; checkpoints and tombstones are sent as "
+            "root spans, listed as traces (put an OpenTelemetry Collector in front to keep them out of trace lists)",
+            endpoint_of(self._inner) or type(self._inner).__name__,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -420,10 +485,12 @@ class ChainedSpanExporter(SpanExporter):
             if self._inner_shut:
                 return
             self._inner_shut = True
-        try:
-            self._inner.shutdown()
-        except Exception as exc:
-            _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
+        for exporter in (self._inner, self._logs):
+            try:
+                if exporter is not None:
+                    exporter.shutdown()
+            except Exception as exc:
+                _logger.warning("chained exporter: inner shutdown failed (%s)", type(exc).__name__)
 
     def _tell_unreachable(self, endpoint: str) -> None:
         """Say once, in one line, that the collector at ``endpoint`` does not answer and where what is
@@ -480,6 +547,10 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
             return None
         _logger.warning("chained exporter: no journal configuration (%s); forwarding spans only", type(exc).__name__)
         return None
+
+
+def _seqs(records: Sequence[Mapping[str, object]]) -> list[int]:
+    return [s for s in (r.get("seq") for r in records) if isinstance(s, int) and not isinstance(s, bool)]
 
 
 def _chain_marks(spans: Sequence[ReadableSpan]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:

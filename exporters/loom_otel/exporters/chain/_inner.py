@@ -17,7 +17,14 @@ from loom_otel.core import environment_variables as env
 from loom_otel.core._zero_code import refuse, under_zero_code
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["NoneSpanExporter", "RefusedSpanExporter", "inner_choices", "inner_from_environment", "inner_or_refused"]
+__all__ = [
+    "NoneSpanExporter",
+    "RefusedSpanExporter",
+    "inner_choices",
+    "inner_from_environment",
+    "inner_name",
+    "inner_or_refused",
+]
 
 GROUP: Final = "opentelemetry_traces_exporter"
 DEFAULT_INNER: Final = "otlp_proto_http"
@@ -66,6 +73,11 @@ def inner_or_refused() -> SpanExporter:
         return RefusedSpanExporter()
 
 
+def inner_name(name: str | None = None) -> str:
+    """The inner exporter's name: ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP."""
+    return (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
+
+
 def inner_from_environment(name: str | None = None) -> SpanExporter:
     """Build the inner exporter named by ``name``, else ``LOOM_OTEL_CHAIN_INNER``, else OTLP/HTTP: the
     span exporter registered under that name (built with no arguments, as ``OTEL_TRACES_EXPORTER``
@@ -74,7 +86,7 @@ def inner_from_environment(name: str | None = None) -> SpanExporter:
     A name nothing registers (or ``loom_chain`` itself) is a ``ReasoningConfigError`` naming the
     variable, the value and the choices: a typo never sends the spans somewhere else.
     """
-    choice = (name or os.environ.get(env.LOOM_OTEL_CHAIN_INNER) or DEFAULT_INNER).strip()
+    choice = inner_name(name)
     if choice.lower() == _NONE:
         return NoneSpanExporter()
     found = [] if choice == _SELF else list(entry_points(group=GROUP, name=choice))

@@ -11,7 +11,8 @@ chain fields, timestamp = record time).
 A capture record that says where it was made (``loom.call.trace_id`` / ``span_id`` / ``sampled``)
 and whose call was sampled becomes a child of its model-call span, in the call's trace; otherwise
 (unsampled call, checkpoint, older record) it is a root span: a parent the backend never received
-would make an orphan.
+would make an orphan. The chained exporter sends such records as log records instead (``_logs``)
+when it has a log exporter: a root span is a trace of its own in every tracing view.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from loom_otel.core import _attributes as attr
 from loom_otel.core._fork import renew_after_fork
 from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
 
-__all__ = ["RecordSpans", "parent_of"]
+__all__ = ["RecordSpans", "joins_a_trace", "parent_of"]
 
 _KIND_KEY = "openinference.span.kind"
 _KIND = "CHAIN"
@@ -62,6 +63,11 @@ def parent_of(record: Mapping[str, object]) -> Context:
     return trace.set_span_in_context(NonRecordingSpan(parent), Context())
 
 
+def joins_a_trace(record: Mapping[str, object]) -> bool:
+    """Whether the record's span would be a child of its (sampled) model-call span, not a root span."""
+    return bool(parent_of(record))
+
+
 class RecordSpans:
     """Builds finished ``loom.audit.record`` spans for journal records."""
 
@@ -86,12 +92,17 @@ class RecordSpans:
         if self._resource is None:
             self._resource = resource
 
+    @property
+    def resource(self) -> Resource:
+        """The resource records are sent with (their spans', or their log records')."""
+        return self._resource or self._default_resource
+
     def build(self, records: Sequence[Mapping[str, object]]) -> list[ReadableSpan]:
         """One finished span per record (malformed records are skipped)."""
         with self._lock:
             if self._provider is None:
                 self._provider = TracerProvider(
-                    resource=self._resource or self._default_resource,
+                    resource=self.resource,
                     sampler=ALWAYS_ON,
                     span_limits=_LIMITS,
                     shutdown_on_exit=False,
