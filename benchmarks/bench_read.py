@@ -27,7 +27,7 @@ from typing import Any
 from _chained import ChainedCaptures
 
 from loom_otel.audit import ReasoningLimits, ReasoningQuery, read_reasoning, read_reasoning_bounded
-from loom_otel.audit._index import CaptureIndex
+from loom_otel.audit._index import CaptureIndex, index_path_for
 from loom_otel.core import Envelope, FileReasoningStore
 
 SEGMENT = 100_000
@@ -123,8 +123,8 @@ def main() -> None:
         index.refresh()
         indexed = len(index)
     build = time.perf_counter() - started
-    index_size = (journal.parent / (journal.name + ".loom-index.sqlite")).stat().st_size
-    print(f"index build: {build:.1f} s for {indexed:,} records ({index_size / 2**20:,.0f} MiB, beside the journal)")
+    index_size = index_path_for(journal).stat().st_size
+    print(f"index build: {build:.1f} s for {indexed:,} records ({index_size / 2**20:,.0f} MiB, in the private cache)")
 
     counting = CountingStore(store)
     limits = ReasoningLimits(max_parts=16)

@@ -41,7 +41,7 @@ def generate(journal: Path, captures: int, store: FileReasoningStore) -> int:
         for n in range(captures):
             execution_id = f"exec-{n // PER_EXECUTION:06d}"
             text = f"reasoning of capture {n}: " + "r" * 400
-            envelope = Envelope.seal(text, execution_id=execution_id, tenant="acme")
+            envelope = Envelope.seal(text, execution_id=execution_id, tenant="acme", principal="alice")
             store.put(envelope)
             chain.append(
                 {
