@@ -50,7 +50,7 @@ def test_the_api_document_is_audit_show_for_what_the_reader_may_read(server, cap
     assert response.status_code == 200
     document = response.json()
     page = document.pop("page")
-    assert page == {"offset": 0, "limit": 100, "total_parts": 1, "next_offset": None}
+    assert page == {"offset": 0, "limit": 100, "total_parts": 1, "next_offset": None, "truncated": False}
     out = io.StringIO()
     args = Namespace(
         execution="run-alice",
