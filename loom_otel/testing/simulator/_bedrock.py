@@ -121,7 +121,7 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, int]:
 
 
 def handle(
-    request: RecordedRequest, model: str, stream: bool, script: Script, signer: Signer, cache: MutableSet[str]
+    request: RecordedRequest, model: str, script: Script, signer: Signer, cache: MutableSet[str], *, stream: bool
 ) -> Reply:
     body = request.body
     if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list):

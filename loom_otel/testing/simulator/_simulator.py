@@ -174,7 +174,7 @@ class Simulator(ClientFactories):
             route = _bedrock.ROUTE.match(request.path)
             assert route is not None
             stream = route["method"] == "converse-stream"
-            return _bedrock.handle(request, route["model"], stream, script, signer, self._prompt_cache)
+            return _bedrock.handle(request, route["model"], script, signer, self._prompt_cache, stream=stream)
         if vendor == "openai.chat":
             return _openai_chat.handle(request, script)
         return _openai_responses.handle(request, script, signer)
