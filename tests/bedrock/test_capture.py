@@ -11,7 +11,6 @@ import pytest
 from loom_otel.core._journal._reader import iter_records
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
-from loom_otel.testing.simulator import Simulator
 from tests.bedrock.helpers import CANARY, MODEL, MODES, request
 
 SPAN = f"chat {MODEL}"
