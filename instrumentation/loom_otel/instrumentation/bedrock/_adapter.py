@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._adapter_kit import ModelCall, Outgoing, RequestInfo, Runtime, SyncStreamProxy, finish
+from loom_otel.core._adapter_kit import ModelCall, RequestInfo, Runtime, SyncStreamProxy, finish
+from loom_otel.instrumentation.bedrock._continuation import BedrockContinuation, Outgoing
 from loom_otel.instrumentation.bedrock._extractors import (
     ConverseStreamAccumulator,
     reasonings_of,
@@ -23,13 +24,13 @@ class BedrockAdapter:
     ``SyncStreamProxy``; the rest of the dict is the application's as it was."""
 
     def __init__(self, runtime: Runtime) -> None:
-        self.enabled = runtime.enabled
+        self.continuation = BedrockContinuation(runtime) if runtime.enabled else None
 
     def check_request(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
         check_converse_request(kwargs)
 
     def prepare(self, instance: Any, kwargs: dict[str, Any]) -> Outgoing | None:
-        return None  # no continuation layer yet: the request goes as the application built it
+        return None if self.continuation is None else self.continuation.prepare(kwargs)
 
     def streams(self, kwargs: Mapping[str, Any]) -> bool:
         return False  # the operation name says it (``_wrappers.make_api_call`` starts the call itself)
