@@ -1,1 +1,1 @@
-_instruments = ("botocore >= 1.37.0",)
+_instruments = ("botocore >= 1.37",)
