@@ -35,7 +35,8 @@ def streamed(client: Any, params: dict[str, Any]) -> dict[str, Any]:
     """``converse_stream`` consumed to its end, rebuilt as the ``converse`` answer it stands for."""
     blocks: dict[int, dict[str, Any]] = {}
     stop_reason = None
-    for event in client.converse_stream(**params)["stream"]:
+    response = client.converse_stream(**params)
+    for event in response["stream"]:
         if "contentBlockStart" in event:
             start = event["contentBlockStart"]
             blocks[start["contentBlockIndex"]] = {"toolUse": {**start["start"]["toolUse"], "input": ""}}
@@ -63,7 +64,8 @@ def streamed(client: Any, params: dict[str, Any]) -> dict[str, Any]:
         if "toolUse" in block:
             block["toolUse"]["input"] = json.loads(block["toolUse"]["input"])
         content.append(block)
-    return {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": stop_reason}
+    message = {"role": "assistant", "content": content}
+    return {"output": {"message": message}, "stopReason": stop_reason, "ResponseMetadata": response["ResponseMetadata"]}
 
 
 def converse(client: Any, params: dict[str, Any]) -> dict[str, Any]:

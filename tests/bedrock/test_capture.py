@@ -42,6 +42,7 @@ def test_captures_reasoning_by_reference(mode, client, config, store, journal_di
     assert span.attributes["gen_ai.request.temperature"] == 1.0
     assert span.attributes["server.address"] == "127.0.0.1"
     assert span.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert span.attributes["gen_ai.response.id"] == answer["ResponseMetadata"]["RequestId"]  # the AWS request id
     assert isinstance(span.attributes["gen_ai.usage.input_tokens"], int)
     assert isinstance(span.attributes["gen_ai.usage.output_tokens"], int)
 

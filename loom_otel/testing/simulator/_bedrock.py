@@ -143,7 +143,8 @@ def handle(
         }
         return json_reply(payload, headers={"x-amzn-RequestId": answer["id"]})
     frames = _stream_frames(content, stop_reason, usage, script.stream_chunks)
-    return Reply(200, "application/vnd.amazon.eventstream", tuple(frames), stream=True)
+    headers = {"x-amzn-RequestId": answer["id"]}
+    return Reply(200, "application/vnd.amazon.eventstream", tuple(frames), stream=True, headers=headers)
 
 
 def _stream_frames(content: list[dict[str, Any]], stop_reason: str, usage: dict[str, int], chunks: int) -> list[bytes]:

@@ -10,6 +10,7 @@ from loom_otel.instrumentation.bedrock._continuation import BedrockContinuation,
 from loom_otel.instrumentation.bedrock._extractors import (
     ConverseStreamAccumulator,
     reasonings_of,
+    request_id_of,
     request_info,
     response_info,
 )
@@ -41,7 +42,7 @@ class BedrockAdapter:
     def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
         if call.request.stream:
             if isinstance(result, dict) and "stream" in result:
-                accumulator = ConverseStreamAccumulator(call.request)
+                accumulator = ConverseStreamAccumulator(call.request, request_id_of(result))
                 return {**result, "stream": SyncStreamProxy(result["stream"], call, outgoing, accumulator)}
             finish(call, outgoing, result, [], response_info({}, call.request))
             return result

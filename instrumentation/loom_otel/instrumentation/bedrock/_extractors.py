@@ -25,7 +25,7 @@ from loom_otel.core._adapter_kit import (
     tool_response_part,
 )
 
-__all__ = ["PROVIDER", "ConverseStreamAccumulator", "reasonings_of", "request_info", "response_info"]
+__all__ = ["PROVIDER", "ConverseStreamAccumulator", "reasonings_of", "request_id_of", "request_info", "response_info"]
 
 PROVIDER: Final = "aws.bedrock"
 _PARAMETERS: Final = {
@@ -221,10 +221,14 @@ def _facts(stop_reason: object, usage: object, request_id: object, blocks: Seque
     return ResponseInfo(model=None, attributes=attributes, output_messages=[message], layout=layout.entries())
 
 
-def response_info(response: Mapping[str, Any], request: RequestInfo) -> ResponseInfo:
+def request_id_of(response: Mapping[str, Any]) -> object:
+    """The AWS request id botocore reads off the response headers (``gen_ai.response.id``)."""
     metadata = response.get("ResponseMetadata")
-    request_id = metadata.get("RequestId") if isinstance(metadata, Mapping) else None
-    return _facts(response.get("stopReason"), response.get("usage"), request_id, _content(response))
+    return metadata.get("RequestId") if isinstance(metadata, Mapping) else None
+
+
+def response_info(response: Mapping[str, Any], request: RequestInfo) -> ResponseInfo:
+    return _facts(response.get("stopReason"), response.get("usage"), request_id_of(response), _content(response))
 
 
 class _Block:
@@ -258,8 +262,9 @@ class ConverseStreamAccumulator:
     """Rebuilds a ``converse_stream`` answer from its events: ``reasoningContent`` deltas (text appends,
     signature and redacted content set) into the same blocks as a complete ``converse`` answer."""
 
-    def __init__(self, request: RequestInfo) -> None:
+    def __init__(self, request: RequestInfo, request_id: object = None) -> None:
         self._request = request
+        self._request_id = request_id
         self.blocks: dict[int, _Block] = {}
         self._stop_reason: object = None
         self._usage: object = None
@@ -309,4 +314,4 @@ class ConverseStreamAccumulator:
         blocks = [block.block() for _, block in sorted(self.blocks.items())]
         kind = _kind(self._request.model)
         found = (_block_reasoning(b, kind) for b in blocks)
-        return [r for r in found if r is not None], _facts(self._stop_reason, self._usage, None, blocks)
+        return [r for r in found if r is not None], _facts(self._stop_reason, self._usage, self._request_id, blocks)
