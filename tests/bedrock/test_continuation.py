@@ -134,3 +134,32 @@ def test_a_direct_api_block_is_not_threaded_into_bedrock(sim, client, tmp_path: 
     (event,) = reasoning_events(telemetry.spans, DROPPED)
     assert event["loom.reasoning.drop.reason"] == "provider_changed"
     assert event["loom.reasoning.drop.positions"] == ("messages.1.content.0",)
+
+
+@pytest.mark.parametrize("transcript", ["keep", "redact"])
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_tool_round_stripped_of_its_reasoning_gets_it_back(mode, transcript, sim, client, tmp_path: Path):
+    """A framework that keeps only text and tool calls: Bedrock refuses a tool round whose assistant turn
+    does not start with its thinking; the recorded block (text from the store) is put back."""
+    config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript=transcript)
+    question = request()["messages"]
+    with instrumented(BedrockInstrumentor(), config=config) as telemetry, execution("run-1"):
+        first = MODES[mode](client, request(tools=True))
+        message = first["output"]["message"]
+        stripped = {"role": "assistant", "content": [b for b in message["content"] if "reasoningContent" not in b]}
+        (use,) = [b["toolUse"] for b in stripped["content"] if "toolUse" in b]
+        result = {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "rain"}]}}],
+        }
+        answer = MODES[mode](client, request(tools=True, messages=[*question, stripped, result]))
+
+    assert answer["stopReason"] in ("tool_use", "end_turn")  # accepted
+    sent = sim.requests[-1].body["messages"][1]["content"][0]["reasoningContent"]["reasoningText"]
+    assert CANARY in sent["text"]
+    last = [s for s in telemetry.spans if s.name.startswith("chat ")][-1]
+    (event,) = reasoning_events([last], "loom.reasoning.restored")
+    assert event["loom.reasoning.restore.positions"] == ("messages.1.content.0",)
+    assert find_leaks([CANARY, sent["signature"]], spans=telemetry.spans, directories=[tmp_path / "journal"]) == []
+    with pytest.raises(ClientError, match="thinking"):  # bare, the vendor refuses it
+        client.converse(**request(tools=True, messages=[*question, stripped, result]))
