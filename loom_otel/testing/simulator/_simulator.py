@@ -48,7 +48,7 @@ _ERRORS: Final[dict[str, Callable[[int, str], Reply]]] = {
 
 
 class Simulator(ClientFactories):
-    """A deterministic fake of three vendor HTTP APIs; no network, no API key.
+    """A deterministic fake of four vendor HTTP APIs (Bedrock Converse: ``_bedrock``); no network, no API key.
 
     ``strict`` enforces the vendors' reasoning rules on what it receives (signatures bound to their
     prefix, Anthropic tool loops, Gemini current-turn signatures, OpenAI ``input_transformations``).
