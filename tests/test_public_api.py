@@ -90,6 +90,7 @@ def test_exceptions_tree():
         ("opentelemetry_instrumentor", "loom_anthropic", "AnthropicInstrumentor"),
         ("opentelemetry_instrumentor", "loom_google_genai", "GoogleGenAiInstrumentor"),
         ("opentelemetry_instrumentor", "loom_openai", "OpenAiInstrumentor"),
+        ("opentelemetry_instrumentor", "loom_bedrock", "BedrockInstrumentor"),
         ("opentelemetry_traces_exporter", "loom_chain", "ChainedSpanExporter"),
     ],
 )

@@ -101,3 +101,22 @@ def test_instrument_accepts_the_installed_sdk(package: str) -> None:
         assert instrumentor.is_instrumented_by_opentelemetry, f"{SDKS[package]} {version(SDKS[package])}"
     finally:
         instrumentor.uninstrument()
+
+
+def test_bedrock_floor_is_one_range_everywhere() -> None:
+    """botocore's floor (the first with ``reasoningContent``) in the extras and ``_instruments``; it is not
+    in the floor venv (s3fs's aiobotocore pins botocore), tests/bedrock runs on it in a venv of its own."""
+    extras = _pyproject()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    floor = _floors(extras["bedrock"])["botocore"]
+    assert _floors(extras["instruments-any"])["botocore"] == floor == _floors(extras["bedrock"])["boto3"]
+    instruments = importlib.import_module("loom_otel.instrumentation.bedrock.package")._instruments
+    assert _floors(list(instruments)) == {"botocore": floor}
+    from loom_otel.instrumentation.bedrock import BedrockInstrumentor
+
+    instrumentor = BedrockInstrumentor()
+    instrumentor.instrument(tracer_provider=TracerProvider(), config=ReasoningConfig(store="memory:"))
+    try:
+        assert instrumentor.is_instrumented_by_opentelemetry, f"botocore {version('botocore')}"
+    finally:
+        instrumentor.uninstrument()

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 REMOVED: Final = "[reasoning removed by loom-otel]"
-_SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "httpx", "httpx2", "httpcore")
+_SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "botocore", "httpx", "httpx2", "httpcore")
 
 
 def _needles(texts: Iterable[str]) -> list[tuple[str, bytes]]:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
-from . import _anthropic, _gemini, _openai_chat, _openai_responses
+from . import _anthropic, _bedrock, _gemini, _openai_chat, _openai_responses
 from ._clients import ClientFactories
 from ._exchange import RecordedRequest, Reply, estimate_tokens, json_reply
 from ._script import Script
@@ -29,6 +29,8 @@ def _vendor(path: str) -> str:
         return "anthropic"
     if _gemini.ROUTE.match(path):
         return "gemini"
+    if _bedrock.ROUTE.match(path):
+        return "bedrock"
     if path in _CHAT_PATHS:
         return "openai.chat"
     if path in _RESPONSES_PATHS:
@@ -39,6 +41,7 @@ def _vendor(path: str) -> str:
 _ERRORS: Final[dict[str, Callable[[int, str], Reply]]] = {
     "anthropic": _anthropic.error_reply,
     "gemini": _gemini.error_reply,
+    "bedrock": _bedrock.error_reply,
     "openai.chat": _openai_chat.error_reply,
     "openai.responses": _openai_chat.error_reply,
     "": lambda status, message: json_reply({"error": {"message": message}}, status),
@@ -46,7 +49,7 @@ _ERRORS: Final[dict[str, Callable[[int, str], Reply]]] = {
 
 
 class Simulator(ClientFactories):
-    """A deterministic fake of three vendor HTTP APIs; no network, no API key.
+    """A deterministic fake of four vendor HTTP APIs (Bedrock Converse: ``_bedrock``); no network, no API key.
 
     ``strict`` enforces the vendors' reasoning rules on what it receives (signatures bound to their
     prefix, Anthropic tool loops, Gemini current-turn signatures, OpenAI ``input_transformations``).
@@ -170,6 +173,11 @@ class Simulator(ClientFactories):
                 return _gemini.error_reply(404, f"Method {method} is not simulated.")
             stream = method == "streamGenerateContent"
             return _gemini.handle(request, match["model"], stream, script, signer)
+        if vendor == "bedrock":
+            route = _bedrock.ROUTE.match(request.path)
+            assert route is not None
+            stream = route["method"] == "converse-stream"
+            return _bedrock.handle(request, route["model"], script, signer, self._prompt_cache, stream=stream)
         if vendor == "openai.chat":
             return _openai_chat.handle(request, script)
         return _openai_responses.handle(request, script, signer)

@@ -1,0 +1,364 @@
+"""Bedrock Converse <-> the continuation rule: canonical blocks, the outgoing request, responses.
+
+A Converse block is a one-key dict (``text``, ``reasoningContent``, ``toolUse``, ``toolResult``, ...);
+``reasoningContent`` holds ``reasoningText`` (text and signature: a ``thinking`` block of the rule) or
+``redactedContent`` (bytes: a ``redacted_thinking`` block, its token the bytes in base64). What is
+canonicalized is what botocore will send: ``None`` fields left out, bytes as base64. A thinking block is
+identified by its signature, so a block the application holds without text (``transcript="redact"``)
+binds exactly like the one the vendor returned. Bedrock is its own provider (``aws.bedrock``): a block
+from the direct Anthropic API never binds here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from loom_otel.core._adapter_kit import (
+    AccumulatorLayer,
+    Block,
+    Capture,
+    Continuation,
+    Header,
+    MessageView,
+    ModelCall,
+    Plan,
+    Produced,
+    Reasoning,
+    RoundBlock,
+    Runtime,
+    StreamAccumulator,
+    bindings_for,
+    current_execution,
+    record_digest,
+    text_bytes,
+)
+from loom_otel.instrumentation.bedrock._extractors import PROVIDER, ConverseStreamAccumulator
+
+__all__ = ["BedrockContinuation", "Outgoing"]
+
+_THINKING: Final = "thinking"
+_REDACTED: Final = "redacted_thinking"
+_REASONING: Final = frozenset({_THINKING, _REDACTED})
+_CALL: Final = "tool_use"
+_ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
+_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _path(i: int, j: int) -> str:
+    return f"messages.{i}.content.{j}"
+
+
+def _norm(value: Any) -> Any:
+    """One reading of a request value as botocore serializes it: ``None`` left out, bytes as base64."""
+    if isinstance(value, Mapping):
+        return {str(k): _norm(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_norm(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def _json(value: Any) -> bytes:
+    return text_bytes(_ENCODE(value))
+
+
+def _digest(value: Any) -> bytes:
+    return hashlib.sha256(_json(value)).digest()
+
+
+def _kind(block: Any) -> str | None:
+    """``thinking`` / ``redacted_thinking`` for a reasoning block, ``tool_use`` for a tool call."""
+    if not isinstance(block, Mapping):
+        return None
+    reasoning = block.get("reasoningContent")
+    if isinstance(reasoning, Mapping):
+        return _REDACTED if "redactedContent" in reasoning else _THINKING
+    return _CALL if "toolUse" in block else None
+
+
+def _token(block: Mapping[str, Any], kind: str) -> str | None:
+    """A reasoning block's continuation token: the signature, or the redacted bytes in base64."""
+    reasoning = block["reasoningContent"]
+    if kind == _REDACTED:
+        data = reasoning.get("redactedContent")
+        return base64.b64encode(data).decode() if isinstance(data, bytes | bytearray) and data else None
+    text = reasoning.get("reasoningText")
+    signature = text.get("signature") if isinstance(text, Mapping) else None
+    return signature if isinstance(signature, str) and signature else None
+
+
+def _reasoning_block(block: Mapping[str, Any], kind: str) -> Block | None:
+    token = _token(block, kind)
+    if token is None:
+        return None
+    key = hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
+    canon = b"\x01" + kind.encode() + b"\x00" + key
+    if kind == _REDACTED:
+        return Block(key, canon, None)
+    text = block["reasoningContent"]["reasoningText"].get("text")
+    return Block(key, canon, text if isinstance(text, str) else None)
+
+
+def _content(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return list(content) if isinstance(content, list | tuple) else []
+
+
+def message_view(message: Any) -> MessageView:
+    """The block model of one request message."""
+    role = str(message.get("role") or "") if isinstance(message, Mapping) else ""
+    head = b"M\x00" + role.encode() + b"\x00"
+    content = _content(message)
+    kinds = [_kind(b) for b in content]
+    if role != "assistant" and not _REASONING.intersection(kinds):
+        return MessageView(head, [_json(_norm(content))])
+    items: list[bytes | Block] = []
+    round_key: str | None = None
+    for block, kind in zip(content, kinds, strict=True):
+        if kind in _REASONING:
+            found = _reasoning_block(block, str(kind))
+            if found is not None:
+                items.append(found)
+                continue
+        elif kind == _CALL and round_key is None and role == "assistant":
+            call_id = block["toolUse"].get("toolUseId") if isinstance(block["toolUse"], Mapping) else None
+            round_key = call_id if isinstance(call_id, str) else None
+        items.append(_json(_norm(block)))
+    return MessageView(head, items, round_key)
+
+
+def header_of(kwargs: Mapping[str, Any]) -> Header:
+    model = kwargs.get("modelId")
+    return Header(
+        PROVIDER,
+        str(model) if model is not None else None,
+        _digest(_norm(kwargs.get("system")) or None),
+        _digest(_norm(kwargs.get("toolConfig")) or None),
+    )
+
+
+class Outgoing:
+    """One request after the rule: the parameters to send, the plan, and the steps of the call's finish."""
+
+    __slots__ = ("adapter", "kwargs", "plan")
+
+    def __init__(self, adapter: BedrockContinuation, kwargs: dict[str, Any], plan: Plan) -> None:
+        self.adapter = adapter
+        self.kwargs = kwargs
+        self.plan = plan
+
+    @property
+    def blanks(self) -> bool:
+        """Whether the application gets the reasoning blocks without their text (redact mode)."""
+        return self.adapter.redact
+
+    def put_back(self) -> list[str]:
+        return self.plan.put_back()
+
+    def attach(self, call: ModelCall) -> None:
+        call.join(self.plan.lineage)
+        self.plan.emit(call, _path)
+
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        """In redact mode each event's reasoning text is blanked after capture saw it."""
+        if self.blanks and isinstance(accumulator, ConverseStreamAccumulator):
+            return _Blanking(accumulator)
+        return accumulator
+
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """Converse reports no drops of its own."""
+
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """The bindings of the answer's reasoning blocks, read before ``scrub`` blanks their text."""
+        if isinstance(response, _Blanking):
+            response = response.events
+        if isinstance(response, ConverseStreamAccumulator):
+            blocks: list[Any] = [block.block() for _, block in sorted(response.blocks.items())]
+            for block in blocks:  # a streamed tool call's input is its joined JSON deltas
+                use = block.get("toolUse")
+                if isinstance(use, dict) and isinstance(use.get("input"), str):
+                    try:
+                        use["input"] = json.loads(use["input"]) if use["input"] else {}
+                    except ValueError:
+                        return
+        else:
+            blocks = _answer(response)
+        self.adapter.record(self.plan, blocks, capture, call)
+
+    def scrub(self, response: Any) -> None:
+        """``transcript="redact"``: the application gets the answer without reasoning text (a stream's
+        events were blanked one by one)."""
+        if self.blanks and isinstance(response, Mapping):
+            for block in _answer(response):
+                text = block.get("reasoningContent", {}).get("reasoningText") if isinstance(block, dict) else None
+                if isinstance(text, dict) and text.get("text"):
+                    text["text"] = ""
+
+
+def _answer(response: Any) -> list[Any]:
+    output = response.get("output") if isinstance(response, Mapping) else None
+    message = output.get("message") if isinstance(output, Mapping) else None
+    return _content(message)
+
+
+class BedrockContinuation:
+    """The continuation layer for one Bedrock instrumentor."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
+        self.rule = Continuation(bindings, runtime.store)
+        self.redact = runtime.transcript == "redact"
+        self._keyed = runtime.digest != "sha256"
+
+    def prepare(self, kwargs: dict[str, Any]) -> Outgoing | None:
+        """Apply the rule to the parameters before botocore serializes them; ``None``: leave them alone.
+
+        Raises ``ReasoningContinuationError`` when the store fails while text is being put back.
+        """
+        messages = kwargs.get("messages")
+        if not isinstance(messages, list):
+            return None
+        views = [message_view(m) for m in messages]
+        plan = self.rule.plan(
+            header_of(kwargs),
+            views,
+            current_execution(),
+            vendor_drops=False,
+            protected=_tool_round(messages, views),
+        )
+        if plan.changes:
+            kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
+        return Outgoing(self, kwargs, plan)
+
+    def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None, call: ModelCall) -> None:
+        """Record the bindings of the answer's leading blocks (those ``_recorded_blocks`` keeps)."""
+        kinds = [_kind(block) for block in blocks]
+        end = _recorded_blocks(kinds)
+        if not end:
+            return
+        parts = iter(capture.parts if capture is not None else ())
+        items: list[bytes | Produced] = []
+        calls: list[str] = []
+        for block, kind in zip(blocks[:end], kinds, strict=False):
+            if kind in _REASONING:
+                part = next(parts, None)
+                found = _reasoning_block(block, str(kind))
+                if found is None:
+                    continue
+                ref = part.text_ref if part is not None else None
+                digest = record_digest(found.text, part, keyed=self._keyed)
+                token = _token(block, str(kind))
+                items.append(Produced(found.key, found.canon, str(kind), str(token), digest, ref))
+                continue
+            if kind == _CALL and isinstance(call_id := block["toolUse"].get("toolUseId"), str):
+                calls.append(call_id)
+            items.append(_json(_norm(block)))
+        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity)
+
+
+def _recorded_blocks(kinds: Sequence[object]) -> int:
+    """How many leading blocks a binding record reads: none without a reasoning block; up to the last
+    one; all of them when the turn calls tools (its round record needs them)."""
+    end = 0
+    for i, kind in enumerate(kinds):
+        if kind == _CALL:
+            return len(kinds) if end or _REASONING.intersection(kinds[i:]) else 0
+        if kind in _REASONING:
+            end = i + 1
+    return end
+
+
+def _tool_round(messages: list[Any], views: list[MessageView]) -> frozenset[tuple[int, int]]:
+    """The leading reasoning blocks of an in-flight tool round: never dropped (Bedrock, as Anthropic,
+    requires the assistant turn of a tool round to start with its thinking)."""
+    if len(messages) < 2 or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
+        return frozenset()
+    if views[-2].round_key is None or not any(
+        isinstance(b, Mapping) and "toolResult" in b for b in _content(messages[-1])
+    ):
+        return frozenset()
+    i = len(messages) - 2
+    leading = itertools.takewhile(lambda item: isinstance(item, Block), views[i].items)
+    return frozenset((i, j) for j, _ in enumerate(leading))
+
+
+def _thinking_block(text: str, signature: str) -> dict[str, Any]:
+    return {"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}
+
+
+def _redacted_block(token: str) -> dict[str, Any]:
+    try:
+        data = base64.b64decode(token, validate=True)
+    except binascii.Error:
+        data = token.encode()
+    return {"reasoningContent": {"redactedContent": data}}
+
+
+def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
+    """A new message list with the plan applied; messages the plan leaves alone are the same objects."""
+    touched = {i for i, _ in plan.drops} | {i for i, _ in plan.texts} | set(plan.restored)
+    out = list(messages)
+    for i in touched:
+        message = messages[i]
+        if not isinstance(message, Mapping):
+            continue
+        content = _content(message)
+        if i in plan.restored:
+            content = _restored(content, plan.restored[i])
+        new: list[Any] = []
+        for j, block in enumerate(content):
+            if (i, j) in plan.drops:
+                continue
+            text = plan.texts.get((i, j))
+            if text is None:
+                new.append(block)
+            else:
+                new.append(_thinking_block(text, str(_token(block, _THINKING))))
+        out[i] = {**message, "content": new}
+    return out
+
+
+def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None]]) -> list[Any]:
+    by_position = {position: (block, text) for position, block, text in blocks}
+    rest = iter(content)
+    out: list[Any] = []
+    for position in range(len(content) + len(blocks)):
+        entry = by_position.get(position)
+        if entry is None:
+            out.append(next(rest))
+        elif entry[0].kind == _THINKING:
+            out.append(_thinking_block(entry[1] or "", entry[0].signature))
+        else:
+            out.append(_redacted_block(entry[0].signature))
+    return out
+
+
+def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
+    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it."""
+
+    def redacting_feed(event: Any) -> Sequence[tuple[int, str]]:
+        deltas = feed(event)
+        found = event.get("contentBlockDelta") if isinstance(event, dict) else None
+        delta = found.get("delta") if isinstance(found, dict) else None
+        reasoning = delta.get("reasoningContent") if isinstance(delta, dict) else None
+        if isinstance(reasoning, dict) and reasoning.get("text"):
+            reasoning["text"] = ""
+        return deltas
+
+    return redacting_feed
+
+
+class _Blanking(AccumulatorLayer):
+    """A stream whose application gets reasoning without text. Holds nothing of the call."""
+
+    def __init__(self, events: ConverseStreamAccumulator) -> None:
+        super().__init__(events)
+        self.events = events
+        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed)

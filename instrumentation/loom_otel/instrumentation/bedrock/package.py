@@ -1,0 +1,1 @@
+_instruments = ("botocore >= 1.37",)
