@@ -10,7 +10,7 @@ import pytest
 
 from loom_otel.audit import PartStatus, read_reasoning
 from loom_otel.core import ReasoningConfig, execution, step
-from loom_otel.core._continuation._withheld import WITHHELD
+from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import flush_live
 from loom_otel.testing import find_leaks, instrumented

@@ -13,7 +13,7 @@ import anthropic
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
-from loom_otel.core._continuation._withheld import WITHHELD
+from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core._adapter_kit import (
+    WITHHELD,
     AccumulatorLayer,
     Block,
     BoundedMemo,
@@ -42,7 +43,6 @@ from loom_otel.core._adapter_kit import (
     text_bytes,
 )
 from loom_otel.core._adapter_kit import field as _get
-from loom_otel.core._continuation._withheld import WITHHELD
 from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
 
