@@ -43,7 +43,7 @@ from loom_otel.core._calls._skeleton import (
     sync_method,
 )
 from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
-from loom_otel.core._calls._withheld import withhold_from_response, withhold_from_text
+from loom_otel.core._calls._withheld import WITHHELD, withhold_from_response, withhold_from_text
 from loom_otel.core._canonical import canonical_json, text_bytes, text_of
 from loom_otel.core._config import Runtime
 from loom_otel.core._context import ExecutionScope, current_execution
@@ -103,6 +103,7 @@ __all__ = [
     "StreamAccumulator",
     "SyncStreamProxy",
     "UNRESOLVABLE",
+    "WITHHELD",
     "Wrap",
     "Wrapper",
     "active",

@@ -200,7 +200,14 @@ class Runtime:
     @property
     def discards(self) -> DiscardCheck:
         """A new discard check for one continuation rule (``_continuation._discards``)."""
-        lost = "no reasoning store is configured" if self.store is None else "not a tool round, none is put back"
+        lost = (
+            "no reasoning store is configured"
+            if self.store is None
+            else (
+                "not a tool round, none is put back (a tool round a framework rewrote is put back only inside "
+                "its execution())"
+            )
+        )
         return DiscardCheck(lost=lost, require=self.require_continuation)
 
     def boot_warning(self, provider: str) -> None:

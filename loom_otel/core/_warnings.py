@@ -20,7 +20,7 @@ from typing import Final
 
 from loom_otel.core.exceptions import LoomOtelWarning
 
-__all__ = ["INTERNAL_PACKAGES", "call_site", "forget_once", "warn"]
+__all__ = ["INTERNAL_PACKAGES", "call_package", "call_site", "forget_once", "warn"]
 
 INTERNAL_PACKAGES: Final = (
     "loom_otel",
@@ -73,6 +73,16 @@ def call_site() -> str:
     while _is_internal(frame) and frame.f_back is not None:
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def call_package() -> str:
+    """The top-level package of the first frame outside ``INTERNAL_PACKAGES`` (``crewai`` for a call made
+    in ``crewai.llm``, ``autogen_ext`` in ``autogen_ext.models.anthropic``; ``__main__`` for a script)."""
+    frame = sys._getframe(1)
+    while _is_internal(frame) and frame.f_back is not None:
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__")
+    return name.partition(".")[0] if isinstance(name, str) and name else "?"
 
 
 def forget_once() -> None:

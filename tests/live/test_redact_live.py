@@ -10,6 +10,7 @@ import pytest
 
 from loom_otel.audit import PartStatus, read_reasoning
 from loom_otel.core import ReasoningConfig, execution, step
+from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import flush_live
 from loom_otel.testing import find_leaks, instrumented
@@ -33,7 +34,7 @@ def test_the_sink_gets_every_delta_in_order_and_the_application_none(mode, sink,
         streamed = ANTHROPIC[mode](sim, anthropic_request())
     assert flush_live()
 
-    assert streamed.thinking == ""  # blanked in every event the application received
+    assert streamed.thinking == WITHHELD  # blanked in every event the application received (a placeholder)
     assert [d.seq for d in sink.deltas] == list(range(1, 8))
     assert [d.block_index for d in sink.deltas] == [0] * 7
     assert sink.text() == THINKING

@@ -22,6 +22,7 @@ from loom_otel.core._warnings import warn
 
 __all__ = [
     "REMOVED",
+    "WITHHELD",
     "warn_if_sdk_debug_logs",
     "withhold_from_exception",
     "withhold_from_request",
@@ -30,6 +31,12 @@ __all__ = [
 ]
 
 REMOVED: Final = "[reasoning removed by loom-otel]"
+WITHHELD: Final = "[reasoning withheld by loom-otel]"
+"""What redact mode hands the application in place of a thinking text it withholds. Not empty: frameworks
+drop an empty thinking block (LlamaIndex 0.14 does), and the next request of a tool loop is then rejected.
+It names no reasoning and no reference (a stream hands it on before the text is complete and stored). On
+the way out it is replaced like any text the block's binding record does not match, only in a block that
+binds; elsewhere (a text block, a user message) it goes out as the application sent it."""
 _SDK_LOGGERS: Final = ("anthropic", "openai", "google_genai", "botocore", "httpx", "httpx2", "httpcore")
 
 

@@ -147,6 +147,10 @@ class RoundRecord:
     rest: bytes
     """The digest of the turn's other blocks, in order."""
     blocks: tuple[RoundBlock, ...]
+    calls: bytes = b""
+    """The digest of the turn's tool calls (its last plain blocks, one per call id, in order): inside the
+    execution that produced the turn, a turn that still carries them gets its leading reasoning back even
+    when a framework dropped or rewrote its other blocks (``Continuation._restore``)."""
 
 
 class Bindings:

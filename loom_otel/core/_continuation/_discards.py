@@ -6,7 +6,8 @@ recorded when they were produced), what loom-otel restored from the store (``Pla
 the drop rule removed (``Plan.drops``).
 
 When the application sent none back on two consecutive turns that had some to send, one warning per
-process names the call site and what happened (restored from the store, or dropped and why). With
+process names the call site, its top-level package (the framework) and what happened (restored from
+the store, or dropped and why). With
 ``LOOM_OTEL_REQUIRE_CONTINUATION=true`` a request whose reasoning would be dropped raises
 ``ReasoningContinuationError`` before anything is sent. Off with loom-otel (``LOOM_OTEL_REASONING=false``):
 no continuation pass runs.
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final, Protocol
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._warnings import call_site, warn
+from loom_otel.core._warnings import call_package, call_site, warn
 from loom_otel.core.exceptions import ReasoningContinuationError
 
 __all__ = ["Counted", "DiscardCheck"]
@@ -106,7 +107,8 @@ class DiscardCheck:
         what = f"loom-otel restored {restored} block(s) from the store" if restored else f"dropped: {self.lost}"
         warn(
             f"{call_site()}: the application sent back none of the reasoning its model returned, on two "
-            f"consecutive turns of conversation {conversation!r} (a framework that drops reasoning blocks from "
-            f"the history it sends); {what}. {env.LOOM_OTEL_REQUIRE_CONTINUATION}=true makes this an error",
+            f"consecutive turns of conversation {conversation!r} (the call is made by {call_package()!r}: a "
+            f"framework that drops reasoning blocks from the history it sends); {what}. "
+            f"{env.LOOM_OTEL_REQUIRE_CONTINUATION}=true makes this an error",
             once=("discarded-reasoning",),
         )

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import text_bytes, text_digest
-from loom_otel.core._context import ExecutionScope
+from loom_otel.core._context import ExecutionScope, current_execution
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._continuation._discards import DiscardCheck
 from loom_otel.core._continuation._rehydrate import Texts, resolve_text
@@ -236,6 +236,20 @@ def _mismatch(header: Header, record: BlockRecord, h: hashlib._Hash, shadow: has
     if shadow is not None and shadow.copy().digest() == record.binding:
         return FOLLOWS_DROPPED
     return PREFIX_CHANGED
+
+
+def _rewritten_round(record: RoundRecord, plain: Sequence[bytes], scope: ExecutionScope | None) -> bool:
+    """Whether a tool round whose other blocks a framework dropped or rewrote (CrewAI sends the tool calls
+    alone, AutoGen the thought as a text block before them) may get its reasoning back: only inside the
+    explicit ``execution()`` the call runs in (each block must also be that execution's: ``_restore``),
+    when the turn still ends with the tool calls it was produced with (ids, names and arguments) and its
+    reasoning led the turn (the signature of a leading block binds only what came before the turn)."""
+    explicit = current_execution()
+    if scope is None or explicit is None or explicit.execution_id != scope.execution_id or not record.calls:
+        return False
+    if any(block.position != n for n, block in enumerate(record.blocks)):
+        return False
+    return any(digest_of(_SEP.join(plain[start:])) == record.calls for start in range(len(plain)))
 
 
 def readable(record: BlockRecord, scope: ExecutionScope) -> bool:
@@ -467,7 +481,8 @@ class Continuation:
         if record is None or plan.chain.copy().digest() != record.prefix:
             return None
         plain = [x for x in message.items if isinstance(x, bytes)]
-        if digest_of(_SEP.join(plain)) != record.rest:
+        rewritten = digest_of(_SEP.join(plain)) != record.rest
+        if rewritten and not _rewritten_round(record, plain, scope):
             return None
         blocks: list[tuple[int, RoundBlock, str | None]] = []
         for block in record.blocks:
@@ -477,6 +492,8 @@ class Continuation:
             if scope is None and (found.tenant is not None or (not probe and found.text_digest is not None)):
                 return None
             if scope is not None and not readable(found, scope):
+                return None
+            if rewritten and (found.execution is None or not found.named):
                 return None
             text: str | None = None
             if found.text_digest is not None:
@@ -560,7 +577,8 @@ class Continuation:
             h.update(item.canon + _SEP)
         rounds: list[tuple[str, RoundRecord]] = []
         if blocks and round_keys:
-            round_ = RoundRecord(prefix, digest_of(_SEP.join(plain)), tuple(blocks))
+            calls = digest_of(_SEP.join(plain[-len(round_keys) :])) if len(plain) >= len(round_keys) else b""
+            round_ = RoundRecord(prefix, digest_of(_SEP.join(plain)), tuple(blocks), calls)
             rounds = [(key, round_) for key in round_keys]
         if records:
             self.bindings.add(records, rounds)

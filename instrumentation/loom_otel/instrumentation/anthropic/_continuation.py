@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core._adapter_kit import (
+    WITHHELD,
     AccumulatorLayer,
     Block,
     BoundedMemo,
@@ -282,11 +283,13 @@ class Outgoing:
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"`` (or a summary only loom-otel asked for): the application gets the
-        message without readable thinking (a stream's events were blanked one by one)."""
+        message without readable thinking (a stream's events were blanked one by one): in redact mode each
+        withheld text is ``WITHHELD`` (a framework drops an empty block), a summary only loom-otel asked for
+        is the empty text the application's request would have been answered with."""
         if self.blanks and not isinstance(response, _EVENTS):
             for block in _get(_message(response), "content") or ():
                 if _get(block, "type") == "thinking" and _get(block, "thinking"):
-                    block.thinking = ""
+                    block.thinking = "" if self.readable else WITHHELD
 
 
 def vendor_dropped(call: ModelCall, transformations: Any) -> None:
@@ -446,16 +449,29 @@ def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None
     return out
 
 
-def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
-    """Redact mode: ``feed`` (capture's), then each event's thinking text blanked AFTER capture saw it."""
+def _redacting(
+    feed: Callable[[Any], Sequence[tuple[int, str]]], *, withholds: bool
+) -> Callable[[Any], Sequence[tuple[int, str]]]:
+    """Redact mode: ``feed`` (capture's), then each event's thinking text blanked AFTER capture saw it; the
+    first delta of a block that had text carries ``WITHHELD`` instead (what ``scrub`` hands a complete
+    message), unless the text is a summary only loom-otel asked for (``withholds``: empty, as asked)."""
+    marked: set[int] = set()
 
     def redacting_feed(chunk: Any) -> Sequence[tuple[int, str]]:
         deltas = feed(chunk)
         kind = chunk.type
         if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
+            had = bool(chunk.delta.thinking)
             chunk.delta.thinking = ""
+            if had and not withholds and chunk.index not in marked:
+                marked.add(chunk.index)
+                chunk.delta.thinking = WITHHELD
         elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
-            chunk.content_block.thinking = ""
+            if chunk.content_block.thinking and not withholds and chunk.index not in marked:
+                marked.add(chunk.index)
+                chunk.content_block.thinking = WITHHELD
+            else:
+                chunk.content_block.thinking = ""
         return deltas
 
     return redacting_feed
@@ -473,7 +489,7 @@ class _Blanking(AccumulatorLayer):
         super().__init__(events)
         self.events = events
         # (Neither feed refers to this layer: a bound method kept on it would be a reference cycle.)
-        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed)
+        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed, withholds=withholds)
         self.withheld: Callable[[Any], bool] | None = _thinking_delta if withholds else None
         """A summary only loom-otel asked for: its thinking deltas are not handed on (an omitted block
         streams none); capture saw them first."""
