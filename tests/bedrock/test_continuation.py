@@ -11,6 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
+from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
@@ -121,8 +122,8 @@ def test_a_direct_api_block_is_not_threaded_into_bedrock(sim, client, tmp_path: 
             messages=[{"role": "user", "content": "What is the weather in Paris?"}],
         )
         (thinking,) = [b for b in direct.content if b.type == "thinking"]
-        assert thinking.thinking == ""  # redact mode on the direct API
-        block = {"reasoningContent": {"reasoningText": {"text": "", "signature": thinking.signature}}}
+        assert thinking.thinking == WITHHELD  # redact mode on the direct API
+        block = {"reasoningContent": {"reasoningText": {"text": thinking.thinking, "signature": thinking.signature}}}
         messages = [
             *request()["messages"],
             {"role": "assistant", "content": [block, {"text": "Sunny."}]},
