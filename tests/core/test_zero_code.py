@@ -192,6 +192,12 @@ class LoomAnthropicOnly(BaseDistro):
             super().load_instrumentor(entry_point, **kwargs)
 
 
+def _loom_instrumentors() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return [e.load()() for e in entry_points(group="opentelemetry_instrumentor") if e.value.startswith("loom_otel.")]
+
+
 def test_the_loader_gets_no_exception_and_the_model_calls_raise_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -213,7 +219,11 @@ def test_the_loader_gets_no_exception_and_the_model_calls_raise_it(
             pass
         assert sim.requests == []  # nothing was sent
     finally:
-        AnthropicInstrumentor().uninstrument()
+        # the loader's post-instrument hook (``_auto``) instruments every loom-otel instrumentor it skipped:
+        # none stays wrapped (refusing) for the tests after this one
+        for instrumentor in _loom_instrumentors():
+            if instrumentor.is_instrumented_by_opentelemetry:
+                instrumentor.uninstrument()
         reset_runtime()
     told = [r.getMessage() for r in caplog.records if "LOOM_OTEL_REASONING_TRANSCRIPT" in r.getMessage()]
     assert told == [
