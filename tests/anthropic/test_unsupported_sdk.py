@@ -17,9 +17,10 @@ from loom_otel.core._calls._auto import instrument_skipped
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
-from loom_otel.testing import instrumented, reset_runtime
+from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import request
+from tests.support.instrumentors import uninstrument_every_loom_instrumentor
 
 
 class _FutureFloor(AnthropicInstrumentor):
@@ -87,5 +88,4 @@ def test_the_hook_instruments_what_the_loader_skipped(monkeypatch, journal_dir):
         instrument_skipped()  # once instrumented, left as it is
         assert anthropic_instrumentor.is_instrumented_by_opentelemetry
     finally:
-        anthropic_instrumentor.uninstrument()
-        reset_runtime()
+        uninstrument_every_loom_instrumentor()  # the hook instruments every one not disabled (Bedrock too)

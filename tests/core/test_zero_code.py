@@ -23,6 +23,7 @@ from loom_otel.core._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
+from tests.support.instrumentors import uninstrument_every_loom_instrumentor
 
 from .zero_code_app import CLAUDE
 
@@ -192,12 +193,6 @@ class LoomAnthropicOnly(BaseDistro):
             super().load_instrumentor(entry_point, **kwargs)
 
 
-def _loom_instrumentors() -> list[Any]:
-    from importlib.metadata import entry_points
-
-    return [e.load()() for e in entry_points(group="opentelemetry_instrumentor") if e.value.startswith("loom_otel.")]
-
-
 def test_the_loader_gets_no_exception_and_the_model_calls_raise_it(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -221,10 +216,7 @@ def test_the_loader_gets_no_exception_and_the_model_calls_raise_it(
     finally:
         # the loader's post-instrument hook (``_auto``) instruments every loom-otel instrumentor it skipped:
         # none stays wrapped (refusing) for the tests after this one
-        for instrumentor in _loom_instrumentors():
-            if instrumentor.is_instrumented_by_opentelemetry:
-                instrumentor.uninstrument()
-        reset_runtime()
+        uninstrument_every_loom_instrumentor()
     told = [r.getMessage() for r in caplog.records if "LOOM_OTEL_REASONING_TRANSCRIPT" in r.getMessage()]
     assert told == [
         "loom-otel: LOOM_OTEL_REASONING_TRANSCRIPT='redacted' is not valid; allowed: keep, redact; "

@@ -1,0 +1,25 @@
+"""Every loom-otel instrumentor the installed distribution registers, and a clean-up for tests that run
+``opentelemetry-instrument``'s loader or its post-instrument hook in process: those instrument every
+registered loom-otel instrumentor, and one left instrumented makes the next test's ``instrument()`` a
+no-op on the same worker."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+from loom_otel.testing import reset_runtime
+
+__all__ = ["loom_instrumentors", "uninstrument_every_loom_instrumentor"]
+
+
+def loom_instrumentors() -> list[Any]:
+    """One instance (the singleton) of each ``opentelemetry_instrumentor`` entry point of loom-otel."""
+    return [e.load()() for e in entry_points(group="opentelemetry_instrumentor") if e.value.startswith("loom_otel.")]
+
+
+def uninstrument_every_loom_instrumentor() -> None:
+    for instrumentor in loom_instrumentors():
+        if instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
+    reset_runtime()
