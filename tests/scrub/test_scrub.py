@@ -430,3 +430,37 @@ def test_a_users_own_batch_exporter_registered_first_gets_scrubbed_spans(config)
     spans = exporter.get_finished_spans()
     assert any("gen_ai.output.messages" in (s.attributes or {}) for s in spans)
     assert find_leaks([CANARY, *signatures], spans=spans) == []
+
+
+def test_a_chained_record_travelling_on_another_span_is_left_as_written(config, tmp_path):
+    """A journal record's event (here a signed checkpoint, whose ``loom.audit.checkpoint.signature`` is
+    named like a reasoning signature) holds no reasoning and is hashed: on a span of another scope (a
+    collector's relay, a test recorder, a peer's model span) the scrubber leaves it as the journal wrote
+    it, so its chain still proves it."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from loom_otel.core._journal._checkpoint import generate_key
+    from loom_otel.core._journal._reader import iter_records
+    from loom_otel.core._journal._records import event_for_record
+    from loom_otel.core._journal._writer import Journal
+
+    generate_key(tmp_path / "key.pem")
+    journal = Journal(tmp_path / "journal", checkpoint_key=tmp_path / "key.pem")
+    journal.append("capture", {"loom.execution.id": "run-1", "loom.step.id": "s"})
+    journal.checkpoint()
+    journal.close()
+    (checkpoint,) = [r for r in iter_records(tmp_path / "journal") if r["type"] == "checkpoint"]
+    name, attributes, time_ns = event_for_record(checkpoint)
+    assert attributes["loom.audit.checkpoint.signature"]  # signed
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    from loom_otel.testing import instrumented
+
+    with instrumented(AnthropicInstrumentor(), config=config):  # the scrubber is on
+        with provider.get_tracer("a.relay").start_as_current_span("relay") as span:
+            span.add_event(name, attributes, time_ns)
+    (event,) = exporter.get_finished_spans()[0].events
+    assert dict(event.attributes) == attributes

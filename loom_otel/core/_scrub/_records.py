@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from opentelemetry.trace import Status
 
+from loom_otel.core import _attributes as attr
 from loom_otel.core._scrub._values import Text, scrub_any, scrub_attributes, scrub_texts
 
 __all__ = ["scrub_log_record", "scrub_span"]
@@ -167,6 +168,14 @@ class _Tails:
 _tails: Final = _Tails()
 
 
+def _chained(event: Any) -> bool:
+    """A journal record's event (capture, checkpoint, read, tombstone: it carries ``loom.audit.hash``):
+    references, digests and signatures of the chain only, never reasoning, and hashed, so a rewrite would
+    make the record unprovable. Left as it is, on whatever span it travels."""
+    attributes = getattr(event, "_attributes", None) or getattr(event, "attributes", None)
+    return attributes is not None and attr.AUDIT_HASH in attributes
+
+
 def scrub_span(span: Any) -> None:
     """Rewrite every string ``span`` carries (a span of loom-otel's own carries references only)."""
     context = getattr(span, "context", None)
@@ -180,6 +189,8 @@ def scrub_span(span: Any) -> None:
     _named(span, trace_id, names)
     _attributes(span, "_attributes", trace_id, texts)
     for event in getattr(span, "_events", None) or ():  # their values in a row: stream deltas join up
+        if _chained(event):
+            continue
         _named(event, trace_id, names)
         _attributes(event, "_attributes", trace_id, texts)
     for link in getattr(span, "_links", None) or ():
