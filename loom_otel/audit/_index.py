@@ -21,7 +21,7 @@ import os
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -31,9 +31,18 @@ from loom_otel.core._config import APP_NAME
 from loom_otel.core._journal._reader import all_segments
 from loom_otel.core._private import private_directory
 
-__all__ = ["AudienceRow", "CaptureIndex", "IndexRow", "StaleIndexError", "index_directory", "index_path_for"]
+__all__ = [
+    "AudienceRow",
+    "CaptureIndex",
+    "ExecutionFilter",
+    "IndexRow",
+    "ListedExecution",
+    "StaleIndexError",
+    "index_directory",
+    "index_path_for",
+]
 
-INDEX_VERSION: Final = "2"
+INDEX_VERSION: Final = "3"
 _BATCH: Final = 20_000
 _SCHEMA: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,13 +51,16 @@ CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEG
 CREATE TABLE records(origin TEXT NOT NULL, seq INTEGER NOT NULL, execution_id TEXT NOT NULL, tenant TEXT,
                      step_id TEXT NOT NULL, time INTEGER NOT NULL, file_id INTEGER NOT NULL,
                      offset INTEGER NOT NULL, length INTEGER NOT NULL, principal TEXT, owner TEXT,
-                     parts INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
+                     parts INTEGER NOT NULL DEFAULT 0, provider TEXT NOT NULL DEFAULT '',
+                     model TEXT NOT NULL DEFAULT '', trace_id TEXT, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
 """
 _STEP_INDEX: Final = "CREATE INDEX IF NOT EXISTS by_step ON records(execution_id, tenant, step_id, time, origin, seq)"
 
 
-def _audience(record: CaptureRecord) -> tuple[str | None, str | None, int]:
-    return (record.principal, record.owner, len(record.kinds))
+def _audience(record: CaptureRecord) -> tuple[str | None, str | None, int, str, str, str | None]:
+    """A row's audience, part count and what a listing shows and searches (provider, model, trace)."""
+    model = record.response_model or record.request_model
+    return (record.principal, record.owner, len(record.kinds), record.provider, model, record.trace_id)
 
 
 def _keys(record: CaptureRecord) -> tuple[str, str | None, str | None, str | None]:
@@ -114,6 +126,39 @@ class AudienceRow:
     steps: int
     first: int
     last: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionFilter:
+    """What ``CaptureIndex.executions`` keeps: one tenant (``any_tenant``: every one), executions with a
+    capture in [``since``, ``until``] (Unix ns), and ``search``: a substring of the execution id, or of
+    a principal, model or trace id of a capture the reader may read."""
+
+    tenant: str | None = None
+    any_tenant: bool = True
+    since: int | None = None
+    until: int | None = None
+    search: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedExecution:
+    """One execution (of one tenant) as a listing shows it: only the captures the reader may read."""
+
+    execution_id: str
+    tenant: str | None
+    calls: int
+    parts: int
+    first: int
+    last: int
+    principals: tuple[str, ...]
+    owners: tuple[str, ...]
+    providers: tuple[str, ...]
+    models: tuple[str, ...]
+
+
+def _names(value: str | None) -> tuple[str, ...]:
+    return tuple(sorted({v for v in (value or "").split("\x1f") if v}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +271,7 @@ class CaptureIndex:
         added = 0
         offset = start
         rows: list[tuple[object, ...]] = []
-        insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with path.open("rb") as fh:
             fh.seek(start)
             for line in fh:
@@ -318,6 +363,51 @@ class CaptureIndex:
         )
         for row in self._db.execute(sql):
             yield AudienceRow(*row)
+
+    def executions(
+        self,
+        readable: Callable[[str | None, str | None, str | None], bool],
+        keep: ExecutionFilter,
+        offset: int,
+        limit: int,
+    ) -> tuple[list[ListedExecution], int]:
+        """A page of the executions with a capture ``readable(tenant, principal, owner)`` admits, newest
+        first, and how many there are: the rule runs inside the query (an SQLite function), so only the
+        rows of the page leave it; principals, owners, providers and models come from admitted rows only."""
+        self._db.create_function("readable", 3, lambda t, p, o: bool(readable(t, p, o)), deterministic=True)
+        where, params = ["readable(tenant, principal, owner)"], list[object]()
+        if not keep.any_tenant:
+            where.append("tenant IS ?")
+            params.append(keep.tenant)
+        having, after = ["1"], list[object]()
+        if keep.since is not None:
+            having.append("max(time) >= ?")
+            after.append(keep.since)
+        if keep.until is not None:
+            having.append("min(time) <= ?")
+            after.append(keep.until)
+        if keep.search:
+            having.append(
+                "(instr(execution_id, ?) OR max(instr(coalesce(principal, ''), ?)) OR max(instr(model, ?))"
+                " OR max(instr(coalesce(trace_id, ''), ?)))"
+            )
+            after += [keep.search] * 4
+        grouped = (
+            "SELECT execution_id, tenant, count(*), sum(parts), min(time), max(time),"
+            " group_concat(principal, char(31)), group_concat(owner, char(31)), group_concat(provider, char(31)),"
+            f" group_concat(model, char(31)) FROM records WHERE {' AND '.join(where)}"
+            f" GROUP BY execution_id, tenant HAVING {' AND '.join(having)}"
+        )
+        total = int(self._db.execute(f"SELECT count(*) FROM ({grouped})", [*params, *after]).fetchone()[0])
+        page = self._db.execute(
+            f"{grouped} ORDER BY max(time) DESC, execution_id DESC LIMIT ? OFFSET ?",
+            [*params, *after, max(0, limit), max(0, offset)],
+        )
+        rows = [
+            ListedExecution(eid, tenant, calls, parts, first, last, *(_names(v) for v in names))
+            for eid, tenant, calls, parts, first, last, *names in page
+        ]
+        return rows, total
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM records").fetchone()[0])

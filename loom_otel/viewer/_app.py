@@ -24,12 +24,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from loom_otel.audit._document import reading_document
+from loom_otel.audit._index import ExecutionFilter, ListedExecution
 from loom_otel.audit._standing import trusted_keys
 from loom_otel.core._policy import ReadingPolicy
 from loom_otel.core._store._protocol import ReasoningStore
@@ -39,8 +41,8 @@ from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._evidence import evidence_bundle
-from loom_otel.viewer._html import execution_html, index_html, not_found_html, signin_html
-from loom_otel.viewer._reading import PAGE_PARTS, Evidence, ExecutionPage, ExecutionRow, list_readable, read_page
+from loom_otel.viewer._html import FILTERS, execution_html, index_html, not_found_html, signin_html
+from loom_otel.viewer._reading import PAGE_EXECUTIONS, PAGE_PARTS, Evidence, ExecutionPage, list_page, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
 
@@ -55,7 +57,9 @@ _SECURITY_HEADERS: Final = {
 }
 _MAX_FORM: Final = 16384
 _ALL_TENANTS: Final = 1 << 30
-"""``list_readable``'s limit when looking for every tenant's execution of one id (no cut)."""
+"""``list_page``'s limit when looking for every tenant's execution of one id (no cut)."""
+_MAX_LIST: Final = 500
+_SQLITE_MAX: Final = (1 << 63) - 1
 
 
 def _int(value: str | None, default: int) -> int:
@@ -63,6 +67,31 @@ def _int(value: str | None, default: int) -> int:
         return int(value) if value is not None else default
     except ValueError:
         return default
+
+
+def _time(query: QueryParams, name: str) -> int | None:
+    """A time filter (ISO 8601, UTC unless it says) as Unix ns; ``ValueError`` in words when it is not one."""
+    value = (query.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name}: {value!r} is not a time; give one as 2026-12-01 or 2026-12-01T09:00") from None
+    when = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+    return max(-_SQLITE_MAX, min(int(when.timestamp() * 1e9), _SQLITE_MAX))  # years past 2262 too
+
+
+def _listing_query(query: QueryParams) -> tuple[ExecutionFilter, int, int]:
+    """The listing's filters and window from a query (``ValueError`` in words: a bad time range)."""
+    since, until = _time(query, "since"), _time(query, "until")
+    if since is not None and until is not None and until < since:
+        raise ValueError("until: the time range ends before it starts")
+    tenant = query.get("tenant") or None
+    keep = ExecutionFilter(tenant, tenant is None, since, until, (query.get("q") or "").strip())
+    offset = max(0, _int(query.get("offset"), 0))
+    limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))
+    return keep, offset, limit
 
 
 def _cross_site(request: Request) -> bool:
@@ -135,43 +164,36 @@ class _Viewer:
         return JSONResponse({"error": "not found"}, status_code=404, headers=_SECURITY_HEADERS)
 
     # -- executions --------------------------------------------------------------------------------
-    async def _rows(self, request: Request, reader: str) -> list[Any]:
-        query = request.query_params
-        tenant = query.get("tenant")
-        since = query.get("since")
-        since_ns = None
-        if since:
-            try:
-                when = dt.datetime.fromisoformat(since)
-                when = when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)  # UTC unless it says
-                since_ns = int(when.timestamp() * 1e9)
-            except ValueError:
-                since_ns = None
-        return await asyncio.to_thread(
-            list_readable,
-            self.evidence,
-            reader,
-            self.policy,
-            tenant=tenant or None,
-            any_tenant=not tenant,
-            since=since_ns,
-            limit=_int(query.get("limit"), 200),
+    async def _listing(self, request: Request, reader: str) -> tuple[list[ListedExecution], int, int, int]:
+        """A page of the listing the query asks for: (rows, total, offset, limit); ``ValueError``: a
+        filter that is not valid, said in words."""
+        keep, offset, limit = _listing_query(request.query_params)
+        rows, total = await asyncio.to_thread(
+            list_page, self.evidence, reader, self.policy, keep, offset=offset, limit=limit
         )
+        return rows, total, offset, limit
 
     async def index(self, request: Request) -> Response:
         reader = await self.reader(request)
         if reader is None:
             return self._not_found(request, None, html=True)
-        rows = await self._rows(request, reader)
-        query = request.query_params
-        body = index_html(rows, reader=reader, tenant=query.get("tenant") or "", since=query.get("since") or "")
+        filters = {name: request.query_params.get(name) or "" for name in FILTERS}
+        try:
+            rows, total, offset, limit = await self._listing(request, reader)
+        except ValueError as error:
+            body = index_html([], reader=reader, total=0, filters=filters, error=str(error))
+            return HTMLResponse(body, status_code=400, headers=_SECURITY_HEADERS)
+        body = index_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters)
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
     async def api_index(self, request: Request) -> Response:
         reader = await self.reader(request)
         if reader is None:
             return self._not_found(request, None, html=False)
-        rows = await self._rows(request, reader)
+        try:
+            rows, total, offset, limit = await self._listing(request, reader)
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, status_code=400, headers=_SECURITY_HEADERS)
         body = [
             {
                 "execution_id": r.execution_id,
@@ -180,23 +202,29 @@ class _Viewer:
                 "parts": r.parts,
                 "first_unix_nano": r.first,
                 "last_unix_nano": r.last,
+                "principals": list(r.principals),
+                "owners": list(r.owners),
+                "providers": list(r.providers),
+                "models": list(r.models),
             }
             for r in rows
         ]
-        return JSONResponse(body, headers=_SECURITY_HEADERS)
+        headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
+        return JSONResponse(body, headers=headers)
 
     # -- one execution -----------------------------------------------------------------------------
-    async def _choices(self, request: Request, reader: str | None) -> list[ExecutionRow]:
+    async def _choices(self, request: Request, reader: str | None) -> list[ListedExecution]:
         """Without ``?tenant=``: the executions of this id the reader may read, under any tenant (one is
         shown as if its tenant had been named; several are listed to choose from)."""
         if reader is None or request.query_params.get("tenant"):
             return []
         execution_id = request.path_params["execution_id"]
-        rows = await asyncio.to_thread(list_readable, self.evidence, reader, self.policy, limit=_ALL_TENANTS)
+        keep = ExecutionFilter(search=execution_id)
+        rows, _ = await asyncio.to_thread(list_page, self.evidence, reader, self.policy, keep, limit=_ALL_TENANTS)
         return [r for r in rows if r.execution_id == execution_id]
 
     async def _page(
-        self, request: Request, reader: str | None, choices: list[ExecutionRow] | None = None
+        self, request: Request, reader: str | None, choices: list[ListedExecution] | None = None
     ) -> ExecutionPage | None:
         if reader is None:
             return None
@@ -226,7 +254,7 @@ class _Viewer:
         reader = await self.reader(request)
         choices = await self._choices(request, reader)
         if reader is not None and len(choices) > 1:
-            return HTMLResponse(index_html(choices, reader=reader), headers=_SECURITY_HEADERS)
+            return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
         page = await self._page(request, reader, choices)
         if page is None or reader is None:
             return self._not_found(request, reader, html=True)

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 from urllib.parse import quote, urlencode
 
+from loom_otel.audit._index import ListedExecution
+from loom_otel.audit._read import PartReading
+from loom_otel.core._layout import describe
 from loom_otel.core._viewer_link import execution_path
-from loom_otel.viewer._reading import ExecutionPage, ExecutionRow
+from loom_otel.viewer._reading import ExecutionPage
 
-__all__ = ["UNTRUSTED_LABEL", "execution_html", "index_html", "not_found_html", "signin_html"]
+__all__ = ["FILTERS", "UNTRUSTED_LABEL", "execution_html", "index_html", "not_found_html", "signin_html"]
 
 UNTRUSTED_LABEL: Final = "Untrusted model output: shown as text, never follow it as instructions"
 _STYLE: Final = """
@@ -21,6 +24,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;color:#2
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left}
 pre.untrusted{white-space:pre-wrap;background:#fff8e6;border:1px solid #e0b050;padding:.6em;margin:.2em 0 1em}
 .label{font-size:12px;color:#8a5a00;font-weight:600}.muted{color:#777}code{font-size:12px}
+.error{color:#a00;font-weight:600}.erasure{color:#8a2a00;font-size:12px}.layout{font-style:italic}
 nav a{margin-right:1em}.step{margin-top:1.5em}.live{border-left:3px solid #48a;padding-left:.6em}
 """
 
@@ -33,11 +37,12 @@ def _when(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _page(title: str, body: str, *, reader: str | None, scripts: Sequence[str] = ()) -> str:
+def _page(title: str, body: str, *, reader: str | None, here: str, scripts: Sequence[str] = ()) -> str:
+    """A page; ``here``: its own path and query, where the top bar's sign-in link returns."""
     who = (
         f'signed in as <b>{_e(reader)}</b> · <a href="/signout">sign out</a>'
         if reader
-        else '<a href="/signin">sign in</a>'
+        else f'<a href="/signin?{_e(urlencode({"next": here}))}">sign in</a>'
     )
     tags = "".join(f'<script src="{_e(s)}" defer></script>' for s in scripts)
     return (
@@ -52,40 +57,96 @@ def _execution_href(execution_id: str, tenant: str | None, **query: str) -> str:
     return execution_path(execution_id) + (f"?{urlencode(params)}" if params else "")
 
 
-def index_html(rows: Sequence[ExecutionRow], *, reader: str, tenant: str = "", since: str = "") -> str:
-    form = (
-        '<form method="get" action="/"><label>tenant <input name="tenant" value="'
-        f'{_e(tenant)}"></label> <label>since (UTC) <input name="since" placeholder="2026-12-01T09:00" value="'
-        f'{_e(since)}"></label> <button type="submit">filter</button></form>'
+FILTERS: Final = ("q", "tenant", "since", "until")
+"""The listing's filters (query parameters), kept by its paging links and shown back escaped."""
+
+
+def _names(values: Sequence[str]) -> str:
+    return _e(", ".join(values)) if values else '<span class="muted">-</span>'
+
+
+def index_html(
+    rows: Sequence[ListedExecution],
+    *,
+    reader: str,
+    total: int,
+    offset: int = 0,
+    limit: int = 0,
+    filters: Mapping[str, str] | None = None,
+    error: str | None = None,
+) -> str:
+    """The executions the reader may read, with the filters that chose them and where the page is."""
+    kept = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
+    labels = {"q": "search", "tenant": "tenant", "since": "from (UTC)", "until": "to (UTC)"}
+    hints = {"q": "execution, trace, principal or model", "since": "2026-12-01T09:00", "until": "2026-12-08"}
+    fields = " ".join(
+        f'<label>{labels[name]} <input name="{name}" value="{_e(kept.get(name, ""))}" '
+        f'placeholder="{_e(hints.get(name, ""))}"></label>'
+        for name in FILTERS
     )
+    form = f'<form method="get" action="/">{fields} <button type="submit">filter</button></form>'
+    if error:
+        form += f'<p class="error" role="alert">{_e(error)}</p>'
     if not rows:
         body = '<p class="muted">No execution holds reasoning you may read.</p>'
     else:
         lines = "".join(
-            f'<tr><td>{_e(_when(r.last))}</td><td><a href="{_e(_execution_href(r.execution_id, r.tenant))}">'
-            f"<code>{_e(r.execution_id)}</code></a></td><td>{_e(r.tenant or '-')}</td>"
-            f"<td>{r.calls}</td><td>{r.parts}</td></tr>"
+            f"<tr><td>{_e(_when(r.first))}</td><td>{_e(_when(r.last))}</td>"
+            f'<td><a href="{_e(_execution_href(r.execution_id, r.tenant))}"><code>{_e(r.execution_id)}</code></a></td>'
+            f"<td>{_names(r.principals)}</td><td>{_names(r.owners)}</td><td>{_e(r.tenant or '-')}</td>"
+            f"<td>{_names(r.providers)}</td><td>{_names(r.models)}</td><td>{r.calls}</td><td>{r.parts}</td></tr>"
             for r in rows
         )
         body = (
-            "<table><thead><tr><th>last capture</th><th>execution</th><th>tenant</th><th>calls</th><th>parts</th>"
+            "<table><thead><tr><th>first capture</th><th>last capture</th><th>execution</th><th>principal</th>"
+            "<th>owner</th><th>tenant</th><th>provider</th><th>model</th><th>calls</th><th>parts</th>"
             f"</tr></thead><tbody>{lines}</tbody></table>"
         )
-    return _page("Executions", form + body, reader=reader)
+    shown = f"{offset + 1}-{offset + len(rows)}" if rows else "0"
+    nav = [f'<span class="paging">executions {shown} of {total}</span>']
+    if offset > 0:
+        back = urlencode({**kept, "offset": max(0, offset - limit)})
+        nav.append(f'<a rel="prev" href="/?{_e(back)}">previous</a>')
+    if limit and offset + len(rows) < total:
+        nav.append(f'<a rel="next" href="/?{_e(urlencode({**kept, "offset": offset + limit}))}">next</a>')
+    return _page("Executions", form + body + f"<p>{' · '.join(nav)}</p>", reader=reader, here="/")
+
+
+def _erasure(part: PartReading) -> str:
+    """When, by whom and why an erased part was erased, and how far its tombstone is proven."""
+    tombstone = part.erasure
+    if tombstone is None:
+        return ""
+    standing = f" ({tombstone.standing.value})" if tombstone.standing is not None else ""
+    return (
+        f'<div class="erasure">erased {_e(_when(tombstone.time))} by <b>{_e(tombstone.by)}</b>: '
+        f"{_e(tombstone.reason)}{_e(standing)}</div>"
+    )
 
 
 def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, step: str | None, live: bool) -> str:
     reading = page.reading
     out: list[str] = []
     tenant = reading.tenant
+    whole = ""
+    if step:
+        href = _execution_href(reading.execution_id, tenant)
+        whole = f' · step <code>{_e(step)}</code> · <a class="whole" href="{_e(href)}">the whole execution</a>'
     out.append(
         f"<p>tenant <b>{_e(tenant or '-')}</b> · parts {page.offset + 1 if page.total_parts else 0}-"
-        f"{min(page.offset + page.limit, page.total_parts)} of {page.total_parts}"
-        + (f" · step <code>{_e(step)}</code>" if step else "")
-        + "</p>"
+        f"{min(page.offset + page.limit, page.total_parts)} of {page.total_parts}{whole}</p>"
     )
     for s in reading.steps:
-        out.append(f'<section class="step" id="step-{_e(s.step_id)}"><h2>step <code>{_e(s.step_id)}</code></h2>')
+        first = s.attempts[0]
+        label = (
+            f"{_e(_when(first.time))} · {_e(first.response_model or first.request_model or '-')} · "
+            f"{len(s.attempts)} attempt{'s' if len(s.attempts) != 1 else ''}"
+        )
+        step_href = _execution_href(reading.execution_id, tenant, step=s.step_id)
+        out.append(
+            f'<section class="step" id="step-{_e(s.step_id)}"><h2 class="step-label">{label} '
+            f'<span class="muted">step <a href="{_e(step_href)}"><code>{_e(s.step_id)}</code></a></span></h2>'
+        )
         for a in s.attempts:
             state = "received" if a.received else "superseded"
             link = ""
@@ -97,8 +158,10 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
                 f'<h3 id="attempt-{a.attempt}">attempt {a.attempt} ({state}) · {_e(a.provider)} '
                 f"{_e(a.response_model or a.request_model)} · {_e(_when(a.time))}{link}</h3>"
             )
+            if a.layout:
+                out.append(f'<p class="layout">{_e(describe(a.layout))}</p>')
             rows = "".join(
-                f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}</td>"
+                f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}{_erasure(p)}</td>"
                 f'<td class="standing">{_e(a.standing.value)}</td><td>{p.size}</td>'
                 f"<td><code>{_e(p.digest[:16] or '-')}</code></td></tr>"
                 for p in a.parts
@@ -145,12 +208,13 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
             f'<h2>in flight</h2><div class="label">{_e(UNTRUSTED_LABEL)}</div><div id="live-parts"></div></section>'
         )
         scripts.append("/static/live.js")
-    return _page(f"Execution {reading.execution_id}", "".join(out), reader=reader, scripts=scripts)
+    here = _execution_href(reading.execution_id, tenant, **({"step": step} if step else {}))
+    return _page(f"Execution {reading.execution_id}", "".join(out), reader=reader, here=here, scripts=scripts)
 
 
 def not_found_html(next_path: str, *, reader: str | None) -> str:
     hint = "" if reader else f'<p><a href="/signin?{urlencode({"next": next_path})}">Sign in</a> to read reasoning.</p>'
-    return _page("Not found", f"<p>Nothing here that you may read.</p>{hint}", reader=reader)
+    return _page("Not found", f"<p>Nothing here that you may read.</p>{hint}", reader=reader, here=next_path)
 
 
 def signin_html(next_path: str, *, failed: bool) -> str:
@@ -160,4 +224,4 @@ def signin_html(next_path: str, *, failed: bool) -> str:
         '<label>token <input type="password" name="token" autocomplete="current-password" size="50" autofocus></label> '
         '<button type="submit">sign in</button></form>'
     )
-    return _page("Sign in", body, reader=None)
+    return _page("Sign in", body, reader=None, here=next_path)

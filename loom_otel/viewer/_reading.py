@@ -13,7 +13,14 @@ from typing import Final
 
 from loom_otel.audit._bounded import MAX_BYTES
 from loom_otel.audit._captures import CaptureRecord
-from loom_otel.audit._index import CaptureIndex, IndexRow, StaleIndexError, index_path_for
+from loom_otel.audit._index import (
+    CaptureIndex,
+    ExecutionFilter,
+    IndexRow,
+    ListedExecution,
+    StaleIndexError,
+    index_path_for,
+)
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
 from loom_otel.audit._standing import Standings
 from loom_otel.audit._tombstones import TombstoneIndex
@@ -21,22 +28,11 @@ from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive
 
-__all__ = ["ExecutionPage", "ExecutionRow", "Evidence", "list_readable", "read_page"]
+__all__ = ["Evidence", "ExecutionPage", "list_page", "read_page"]
 
 PAGE_PARTS: Final = 100
+PAGE_EXECUTIONS: Final = 50
 MAX_PAGE_PARTS: Final = 500
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionRow:
-    """One execution (of one tenant) as a reader may see it: only the captures it may read counted."""
-
-    execution_id: str
-    tenant: str | None
-    calls: int
-    parts: int
-    first: int
-    last: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,41 +58,17 @@ class Evidence:
         return index
 
 
-def list_readable(
-    evidence: Evidence,
-    reader: str,
-    policy: ReadingPolicy,
-    *,
-    tenant: str | None = None,
-    any_tenant: bool = True,
-    since: int | None = None,
-    limit: int = 200,
-) -> list[ExecutionRow]:
-    """The executions with a capture ``reader`` may read, newest first, from the index alone."""
-    merged: dict[tuple[str | None, str], ExecutionRow] = {}
+def list_page(
+    evidence: Evidence, reader: str, policy: ReadingPolicy, keep: ExecutionFilter, *, offset: int = 0, limit: int = 50
+) -> tuple[list[ListedExecution], int]:
+    """A page of the executions with a capture ``reader`` may read, newest first, and how many there
+    are, from the index alone (the rule runs in the query: a large index is never loaded whole)."""
+
+    def readable(tenant: str | None, principal: str | None, owner: str | None) -> bool:
+        return may_read(reader, Audience(tenant, principal, owner), policy)
+
     with evidence.open() as index:
-        for row in index.audiences():
-            if not any_tenant and row.tenant != tenant:
-                continue
-            if not may_read(reader, Audience(row.tenant, row.principal, row.owner), policy):
-                continue
-            key = (row.tenant, row.execution_id)
-            seen = merged.get(key)
-            merged[key] = (
-                ExecutionRow(row.execution_id, row.tenant, row.calls, row.parts, row.first, row.last)
-                if seen is None
-                else ExecutionRow(
-                    row.execution_id,
-                    row.tenant,
-                    seen.calls + row.calls,
-                    seen.parts + row.parts,
-                    min(seen.first, row.first),
-                    max(seen.last, row.last),
-                )
-            )
-    rows = [r for r in merged.values() if since is None or r.last >= since]
-    rows.sort(key=lambda r: (r.last, r.execution_id), reverse=True)
-    return rows[: max(0, limit)]
+        return index.executions(readable, keep, offset, limit)
 
 
 @dataclass(frozen=True, slots=True)
