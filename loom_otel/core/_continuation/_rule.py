@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
@@ -218,6 +218,22 @@ class Plan:
             return
         for name, attributes in self.events(path):
             call.add_event(name, attributes)
+
+    def with_restored(
+        self, index: int, content: Sequence[Any], block_of: Callable[[RoundBlock, str | None], Any]
+    ) -> list[Any]:
+        """Message ``index``'s ``content`` with the reasoning blocks the rule restores put back at their
+        recorded positions (``block_of(block, text)`` builds the vendor's block); ``content`` itself when
+        the rule restores none there."""
+        restored = self.restored.get(index)
+        if not restored:
+            return list(content)
+        by_position = {position: (block, text) for position, block, text in restored}
+        rest = iter(content)
+        return [
+            block_of(*by_position[position]) if position in by_position else next(rest)
+            for position in range(len(content) + len(restored))
+        ]
 
 
 def _mismatch(header: Header, record: BlockRecord, h: hashlib._Hash, shadow: hashlib._Hash | None) -> str | None:

@@ -418,8 +418,7 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
         content = _content(message)
         if not isinstance(message, Mapping) or not isinstance(content, list):
             continue
-        if i in plan.restored:
-            content = _restored(content, plan.restored[i])
+        content = plan.with_restored(i, content, _restored_block)
         new: list[Any] = []
         for j, block in enumerate(content):
             if (i, j) in plan.drops:
@@ -434,19 +433,10 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
     return out
 
 
-def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None]]) -> list[Any]:
-    by_position = {position: (block, text) for position, block, text in blocks}
-    rest = iter(content)
-    out: list[Any] = []
-    for position in range(len(content) + len(blocks)):
-        entry = by_position.get(position)
-        if entry is None:
-            out.append(next(rest))
-        elif entry[0].kind == "thinking":
-            out.append({"type": "thinking", "thinking": entry[1] or "", "signature": entry[0].signature})
-        else:
-            out.append({"type": "redacted_thinking", "data": entry[0].signature})
-    return out
+def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
+    if block.kind == "thinking":
+        return {"type": "thinking", "thinking": text or "", "signature": block.signature}
+    return {"type": "redacted_thinking", "data": block.signature}
 
 
 def _redacting(

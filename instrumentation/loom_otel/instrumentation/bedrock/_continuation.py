@@ -310,8 +310,7 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
         if not isinstance(message, Mapping):
             continue
         content = _content(message)
-        if i in plan.restored:
-            content = _restored(content, plan.restored[i])
+        content = plan.with_restored(i, content, _restored_block)
         new: list[Any] = []
         for j, block in enumerate(content):
             if (i, j) in plan.drops:
@@ -325,19 +324,10 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
     return out
 
 
-def _restored(content: list[Any], blocks: list[tuple[int, RoundBlock, str | None]]) -> list[Any]:
-    by_position = {position: (block, text) for position, block, text in blocks}
-    rest = iter(content)
-    out: list[Any] = []
-    for position in range(len(content) + len(blocks)):
-        entry = by_position.get(position)
-        if entry is None:
-            out.append(next(rest))
-        elif entry[0].kind == _THINKING:
-            out.append(_thinking_block(entry[1] or "", entry[0].signature))
-        else:
-            out.append(_redacted_block(entry[0].signature))
-    return out
+def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
+    if block.kind == _THINKING:
+        return _thinking_block(text or "", block.signature)
+    return _redacted_block(block.signature)
 
 
 def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
