@@ -39,11 +39,11 @@ from loom_otel.core._canonical import text_of
 from loom_otel.core._guard._untrusted import Untrusted
 from loom_otel.core._model import ReasoningKind
 from loom_otel.core._store._protocol import (
-    AudienceStore,
     DigestKeyStore,
     ReasoningStore,
     Unsealed,
     digest_matches,
+    open_sealed,
     scope_of,
 )
 
@@ -246,11 +246,8 @@ class PartResolver:
         if ref in self._opened:
             return self._opened[ref] if keep else self._opened.pop(ref)
         opened: Unsealed | None = None
-        if isinstance(self._store, AudienceStore):
-            opened = self._store.unsealed(ref, tenant=self._tenant, execution_id=self._execution_id)
-        elif self._store is not None:
-            body = self._store.get(ref, tenant=self._tenant, execution_id=self._execution_id)
-            opened = None if body is None else Unsealed(body, None, None)
+        if self._store is not None:
+            opened = open_sealed(self._store, ref, tenant=self._tenant, execution_id=self._execution_id)
         if keep:
             self._opened[ref] = opened
         return opened

@@ -38,6 +38,7 @@ __all__ = [
     "Unsealed",
     "digest_matches",
     "keyed_digest",
+    "open_sealed",
     "scope_of",
 ]
 
@@ -73,6 +74,15 @@ class AudienceStore(Protocol):
     def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
         """The text and its sealed audience; ``None`` exactly when ``get`` answers ``None``."""
         ...
+
+
+def open_sealed(store: ReasoningStore, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
+    """``ref``'s text with its sealed audience from any store: ``unsealed`` where the store can tell the
+    audience, else the text with none (its tenant's auditors only); ``None`` when ``get`` answers ``None``."""
+    if isinstance(store, AudienceStore):
+        return store.unsealed(ref, tenant=tenant, execution_id=execution_id)
+    body = store.get(ref, tenant=tenant, execution_id=execution_id)
+    return None if body is None else Unsealed(body, None, None)
 
 
 @runtime_checkable

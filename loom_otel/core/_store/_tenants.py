@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from loom_otel.core._store._protocol import AudienceStore, DigestKeyStore, Envelope, ReasoningStore, Unsealed
+from loom_otel.core._store._protocol import DigestKeyStore, Envelope, ReasoningStore, Unsealed, open_sealed
 
 if TYPE_CHECKING:
     from loom_otel.core._policy import ReadingPolicy
@@ -54,11 +54,7 @@ class TenantStores:
     def unsealed(self, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
         """The blob with its sealed audience, from the tenant's own store (a store that cannot tell the
         audience gives none: its tenant's auditors only)."""
-        store = self.of(tenant)
-        if isinstance(store, AudienceStore):
-            return store.unsealed(ref, tenant=tenant, execution_id=execution_id)
-        body = store.get(ref, tenant=tenant, execution_id=execution_id)
-        return None if body is None else Unsealed(body, None, None)
+        return open_sealed(self.of(tenant), ref, tenant=tenant, execution_id=execution_id)
 
     def delete(self, ref: str) -> None:
         for store in self._all():  # a ref alone names no tenant: it is removed wherever it is
