@@ -122,13 +122,18 @@ def _payload(result: ErasureResult) -> dict[str, object]:
     }
 
 
-def _other_tenants(journal: Path, execution_id: str, tenant: str | None) -> list[str] | None:
-    """The tenants ``execution_id`` was captured under when none of its records is ``tenant``'s (``None``
-    when it was captured under ``tenant``; empty when it was captured nowhere)."""
-    tenants = {r.tenant for r in iter_captures(journal) if r.execution_id == execution_id}
+def _other_tenants(journal: Path, tenant: str | None, execution_id: str | None = None) -> list[str] | None:
+    """The tenants captured in ``journal`` (of ``execution_id`` when given) when none of those captures is
+    ``tenant``'s, so a mistyped ``--tenant`` or execution selects nothing and says so; ``None`` when
+    ``tenant`` has captures there; empty when nothing was captured."""
+    tenants = {r.tenant for r in iter_captures(journal) if execution_id is None or r.execution_id == execution_id}
     if tenant in tenants:
         return None
     return sorted("(none)" if t is None else t for t in tenants)
+
+
+def _tenant_text(tenant: str | None) -> str:
+    return f"tenant {clean(tenant)!r}" if tenant is not None else "no tenant"
 
 
 def _select(args: argparse.Namespace, journal: Path) -> tuple[list[Expired], int, str]:
@@ -158,7 +163,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     by = f"{operator()} (loom-otel erase)"
     try:
         if args.execution is not None:
-            others = _other_tenants(journal, args.execution, args.tenant)
+            others = _other_tenants(journal, args.tenant, args.execution)
             if others == [] and not args.force:
                 print(
                     f"loom-otel erase: nothing captured for {_who(args.tenant, args.execution)} in the journal "
@@ -181,6 +186,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             covered = 0
         else:
             expired, covered, scope = _select(args, journal)
+            if not expired and not covered and (tenants := _other_tenants(journal, args.tenant)) is not None:
+                known = clean(", ".join(tenants)) if tenants else "none"
+                print(
+                    f"loom-otel erase: nothing captured for {_tenant_text(args.tenant)} in the journal "
+                    f"{str(journal)!r} (tenants captured there: {known}); nothing erased",
+                    file=err,
+                )
+                return EXIT_NOTHING
             results = erase_expired(
                 store,
                 expired,
@@ -220,8 +233,10 @@ def _report(
             print(f"nothing to erase for {who} in {store!r} (already erased, or nothing was kept)", file=out)
     else:
         blobs = sum(r.blobs_removed for r in results)
-        tenant = f"tenant {clean(args.tenant)!r}" if args.tenant is not None else "no tenant"
-        print(f"erased {len(results)} execution(s) of {tenant} ({blobs} blob(s)) from {store!r}", file=out)
+        print(
+            f"erased {len(results)} execution(s) of {_tenant_text(args.tenant)} ({blobs} blob(s)) from {store!r}",
+            file=out,
+        )
         if covered:
             print(f"{covered} older execution(s) were already erased", file=out)
     if results:

@@ -251,3 +251,15 @@ def test_serve_applies_the_retention_while_it_runs(
     args.journal, args.archive = None, str(tmp_path / "archive.jsonl")
     with pytest.raises(ReasoningConfigError, match="--journal"):
         _serve._retention(args, args.archive, args.store, io.StringIO())
+
+
+def test_erase_older_than_for_a_tenant_with_no_captures_says_so(recorder: Recorder, tmp_path: Path, later) -> None:
+    """A mistyped ``--tenant`` selects nothing: exit 3, naming the tenants that were captured, no tombstone;
+    a tenant with captures but none old enough is a normal retention run (exit 0)."""
+    later(40)
+    code, out, err = _cli(tmp_path, recorder, "erase", "--tenant", "acmee", "--older-than", "30d")
+    assert code == 3 and out == ""
+    assert "nothing captured for tenant 'acmee'" in err and "(none), acme, globex" in err
+    assert _tombstones(recorder) == []
+    code, out, err = _cli(tmp_path, recorder, "erase", "--tenant", "acme", "--older-than", "90d")
+    assert code == 0 and "erased 0 execution(s) of tenant 'acme'" in out, err
