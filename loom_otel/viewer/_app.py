@@ -3,6 +3,8 @@ index, the journal or archive lines and the store, so any number of workers and 
 
 Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
+``/reads`` and ``/api/reads`` (who read what, of the reads the reader may see: ``_who_read``; ``?reader=``,
+``?execution=``, ``?part=``, ``?outcome=``, ``?tenant=``, ``?since=``, ``?until=``, paged),
 ``/signin`` / ``/signout`` (a browser's session as an HttpOnly cookie, ``_sessions``: never the token),
 ``/open?url=`` (a ``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to
 its page), ``/executions/{execution_id}/evidence`` (the evidence bundle of what the reader may read,
@@ -15,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Collection, Iterable
+import functools
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -41,10 +44,19 @@ from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._evidence import evidence_bundle
-from loom_otel.viewer._html import FILTERS, execution_html, index_html, not_found_html, signin_html
+from loom_otel.viewer._html import (
+    FILTERS,
+    READS_FILTERS,
+    execution_html,
+    index_html,
+    not_found_html,
+    reads_html,
+    signin_html,
+)
 from loom_otel.viewer._reading import PAGE_EXECUTIONS, PAGE_PARTS, Evidence, ExecutionPage, list_page, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
+from loom_otel.viewer._who_read import ListedRead, PartReads, ReadsFilter, part_reads, reads_page
 
 __all__ = ["create_app"]
 
@@ -92,6 +104,37 @@ def _listing_query(query: QueryParams) -> tuple[ExecutionFilter, int, int]:
     offset = max(0, _int(query.get("offset"), 0))
     limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))
     return keep, offset, limit
+
+
+def _reads_query(query: QueryParams) -> tuple[ReadsFilter, int, int]:
+    """The reads page's filters and window from a query (``ValueError`` in words: a bad time range)."""
+    since, until = _time(query, "since"), _time(query, "until")
+    if since is not None and until is not None and until < since:
+        raise ValueError("until: the time range ends before it starts")
+    tenant = query.get("tenant") or None
+    text = {name: (query.get(name) or "").strip() for name in ("reader", "execution", "part", "outcome")}
+    keep = ReadsFilter(
+        text["reader"], text["execution"], tenant, tenant is None, text["part"], text["outcome"], since, until
+    )
+    offset = max(0, _int(query.get("offset"), 0))
+    limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))
+    return keep, offset, limit
+
+
+def _read_document(read: ListedRead) -> dict[str, object]:
+    part = None if read.index < 0 else {"step_id": read.step_id, "attempt": read.attempt, "index": read.index}
+    return {
+        "time_unix_nano": read.time,
+        "reader": read.reader,
+        "tenant": read.tenant,
+        "execution_id": read.execution_id,
+        "ref": read.ref,
+        "digest": read.digest,
+        "outcome": read.outcome,
+        "part": part if part is None else {**part, "kind": read.kind},
+        "origin": read.origin,
+        "seq": read.seq,
+    }
 
 
 def _cross_site(request: Request) -> bool:
@@ -212,6 +255,49 @@ class _Viewer:
         headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
         return JSONResponse(body, headers=headers)
 
+    # -- who read what -----------------------------------------------------------------------------
+    async def _reads_listing(self, request: Request, reader: str) -> tuple[list[ListedRead], int, int, int]:
+        keep, offset, limit = _reads_query(request.query_params)
+        rows, total = await asyncio.to_thread(
+            reads_page, self.evidence, self.reads.directory, reader, self.policy, keep, offset=offset, limit=limit
+        )
+        return rows, total, offset, limit
+
+    async def reads_index(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=True)
+        filters = {name: request.query_params.get(name) or "" for name in READS_FILTERS}
+        try:
+            rows, total, offset, limit = await self._reads_listing(request, reader)
+        except ValueError as error:
+            body = reads_html([], reader=reader, total=0, filters=filters, error=str(error))
+            return HTMLResponse(body, status_code=400, headers=_SECURITY_HEADERS)
+        body = reads_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters)
+        return HTMLResponse(body, headers=_SECURITY_HEADERS)
+
+    async def api_reads(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=False)
+        try:
+            rows, total, offset, limit = await self._reads_listing(request, reader)
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, status_code=400, headers=_SECURITY_HEADERS)
+        headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
+        return JSONResponse([_read_document(r) for r in rows], headers=headers)
+
+    async def _part_reads(self, reader: str, page: ExecutionPage) -> Mapping[str, PartReads]:
+        """Who read each part of the page (this read included: it was recorded before)."""
+        execution_id, tenant = page.reading.execution_id, page.reading.tenant
+        return await asyncio.to_thread(
+            functools.partial(part_reads, execution_id=execution_id, tenant=tenant),
+            self.evidence,
+            self.reads.directory,
+            reader,
+            self.policy,
+        )
+
     # -- one execution -----------------------------------------------------------------------------
     async def _choices(self, request: Request, reader: str | None) -> list[ListedExecution]:
         """Without ``?tenant=``: the executions of this id the reader may read, under any tenant (one is
@@ -264,6 +350,7 @@ class _Viewer:
             trace_url=self.trace_url,
             step=request.query_params.get("step") or None,
             live=self.live,
+            reads=await self._part_reads(reader, page),
         )
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
@@ -275,9 +362,10 @@ class _Viewer:
             body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
             return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
         page = await self._page(request, reader, choices)
-        if page is None:
+        if page is None or reader is None:
             return self._not_found(request, reader, html=False)
         document = reading_document(page.reading, text=True)
+        _add_reads(document, await self._part_reads(reader, page))
         document["page"] = {
             "offset": page.offset,
             "limit": page.limit,
@@ -347,6 +435,17 @@ class _Viewer:
     async def script(self, request: Request) -> Response:
         text = resources.files("loom_otel.viewer").joinpath("live.js").read_text(encoding="utf-8")
         return Response(text, media_type="text/javascript", headers=_SECURITY_HEADERS)
+
+
+def _add_reads(document: dict[str, Any], reads: Mapping[str, PartReads]) -> None:
+    """Each part of an execution's document that the reader may see the reads of: ``reads`` (how many
+    times, by whom)."""
+    for step in document["steps"]:
+        for attempt in step["attempts"]:
+            for part in attempt["parts"]:
+                seen = reads.get(part["ref"]) if part["ref"] else None
+                if seen is not None:
+                    part["reads"] = {"count": seen.count, "readers": list(seen.readers)}
 
 
 async def _open(request: Request) -> Response:
@@ -473,6 +572,8 @@ def create_app(
         Route("/executions/{execution_id:path}/evidence", view.evidence_download, methods=["GET"]),
         Route("/executions/{execution_id:path}", view.execution, methods=["GET"]),  # an id may hold "/"
         Route("/api/executions", view.api_index, methods=["GET"]),
+        Route("/reads", view.reads_index, methods=["GET"]),
+        Route("/api/reads", view.api_reads, methods=["GET"]),
         Route("/api/executions/{execution_id:path}", view.api_execution, methods=["GET"]),
         Route("/signin", view.signin_form, methods=["GET"]),
         Route("/signin", view.signin, methods=["POST"]),

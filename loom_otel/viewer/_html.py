@@ -15,8 +15,18 @@ from loom_otel.audit._read import PartReading
 from loom_otel.core._layout import describe
 from loom_otel.core._viewer_link import execution_path
 from loom_otel.viewer._reading import ExecutionPage
+from loom_otel.viewer._who_read import ListedRead, PartReads
 
-__all__ = ["FILTERS", "UNTRUSTED_LABEL", "execution_html", "index_html", "not_found_html", "signin_html"]
+__all__ = [
+    "FILTERS",
+    "READS_FILTERS",
+    "UNTRUSTED_LABEL",
+    "execution_html",
+    "index_html",
+    "not_found_html",
+    "reads_html",
+    "signin_html",
+]
 
 UNTRUSTED_LABEL: Final = "Untrusted model output: shown as text, never follow it as instructions"
 _STYLE: Final = """
@@ -47,7 +57,7 @@ def _page(title: str, body: str, *, reader: str | None, here: str, scripts: Sequ
     tags = "".join(f'<script src="{_e(s)}" defer></script>' for s in scripts)
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)} · loom-otel</title>'
-        f'<style>{_STYLE}</style>{tags}</head><body><nav><a href="/">executions</a>'
+        f'<style>{_STYLE}</style>{tags}</head><body><nav><a href="/">executions</a><a href="/reads">reads</a>'
         f'<span class="muted">{who}</span></nav><h1>{_e(title)}</h1>{body}</body></html>'
     )
 
@@ -79,14 +89,7 @@ def index_html(
     kept = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
     labels = {"q": "search", "tenant": "tenant", "since": "from (UTC)", "until": "to (UTC)"}
     hints = {"q": "execution, trace, principal or model", "since": "2026-12-01T09:00", "until": "2026-12-08"}
-    fields = " ".join(
-        f'<label>{labels[name]} <input name="{name}" value="{_e(kept.get(name, ""))}" '
-        f'placeholder="{_e(hints.get(name, ""))}"></label>'
-        for name in FILTERS
-    )
-    form = f'<form method="get" action="/">{fields} <button type="submit">filter</button></form>'
-    if error:
-        form += f'<p class="error" role="alert">{_e(error)}</p>'
+    form = _filter_form("/", FILTERS, kept, labels=labels, hints=hints, error=error)
     if not rows:
         body = '<p class="muted">No execution holds reasoning you may read.</p>'
     else:
@@ -102,14 +105,91 @@ def index_html(
             "<th>owner</th><th>tenant</th><th>provider</th><th>model</th><th>calls</th><th>parts</th>"
             f"</tr></thead><tbody>{lines}</tbody></table>"
         )
-    shown = f"{offset + 1}-{offset + len(rows)}" if rows else "0"
-    nav = [f'<span class="paging">executions {shown} of {total}</span>']
+    nav = _paging("executions", "/", kept, offset=offset, limit=limit, shown=len(rows), total=total)
+    return _page("Executions", form + body + nav, reader=reader, here="/")
+
+
+def _paging(noun: str, path: str, kept: Mapping[str, str], *, offset: int, limit: int, shown: int, total: int) -> str:
+    """Where a listing's page is, of how many, and the links to the pages beside it (its filters kept)."""
+    window = f"{offset + 1}-{offset + shown}" if shown else "0"
+    nav = [f'<span class="paging">{noun} {window} of {total}</span>']
     if offset > 0:
         back = urlencode({**kept, "offset": max(0, offset - limit)})
-        nav.append(f'<a rel="prev" href="/?{_e(back)}">previous</a>')
-    if limit and offset + len(rows) < total:
-        nav.append(f'<a rel="next" href="/?{_e(urlencode({**kept, "offset": offset + limit}))}">next</a>')
-    return _page("Executions", form + body + f"<p>{' · '.join(nav)}</p>", reader=reader, here="/")
+        nav.append(f'<a rel="prev" href="{path}?{_e(back)}">previous</a>')
+    if limit and offset + shown < total:
+        nav.append(f'<a rel="next" href="{path}?{_e(urlencode({**kept, "offset": offset + limit}))}">next</a>')
+    return f"<p>{' · '.join(nav)}</p>"
+
+
+def _filter_form(
+    path: str,
+    names: Sequence[str],
+    kept: Mapping[str, str],
+    *,
+    labels: Mapping[str, str],
+    hints: Mapping[str, str],
+    error: str | None,
+) -> str:
+    """A listing's filters as a GET form, each shown back escaped, and the error a bad one made."""
+    fields = " ".join(
+        f'<label>{labels[name]} <input name="{name}" value="{_e(kept.get(name, ""))}" '
+        f'placeholder="{_e(hints.get(name, ""))}"></label>'
+        for name in names
+    )
+    form = f'<form method="get" action="{path}">{fields} <button type="submit">filter</button></form>'
+    if error:
+        form += f'<p class="error" role="alert">{_e(error)}</p>'
+    return form
+
+
+READS_FILTERS: Final = ("reader", "execution", "part", "outcome", "tenant", "since", "until")
+"""The reads page's filters (query parameters), kept by its paging links and shown back escaped."""
+
+
+def _part_name(read: ListedRead) -> str:
+    if read.index < 0:
+        return '<span class="muted">-</span>' if not read.ref else f"<code>{_e(read.ref[:24])}</code>"
+    return f"step <code>{_e(read.step_id)}</code> #{read.attempt} part {read.index} ({_e(read.kind)})"
+
+
+def reads_html(
+    rows: Sequence[ListedRead],
+    *,
+    reader: str,
+    total: int,
+    offset: int = 0,
+    limit: int = 0,
+    filters: Mapping[str, str] | None = None,
+    error: str | None = None,
+) -> str:
+    """Who read what, of the reads the reader may see: reader, part, outcome and time, newest first."""
+    kept = {k: v for k, v in (filters or {}).items() if k in READS_FILTERS and v}
+    labels = {name: name for name in READS_FILTERS} | {"since": "from (UTC)", "until": "to (UTC)"}
+    hints = {"part": "ref or digest", "outcome": "ok, erased, not-found", "since": "2026-12-01T09:00"}
+    form = _filter_form("/reads", READS_FILTERS, kept, labels=labels, hints=hints, error=error)
+    if not rows:
+        body = '<p class="muted">No read you may see.</p>'
+    else:
+        lines = "".join(
+            f"<tr><td>{_e(_when(r.time))}</td><td>{_e(r.reader)}</td>"
+            f'<td><a href="{_e(_execution_href(r.execution_id, r.tenant))}"><code>{_e(r.execution_id)}</code></a></td>'
+            f'<td>{_part_name(r)}</td><td class="outcome">{_e(r.outcome)}</td><td>{_e(r.tenant or "-")}</td></tr>'
+            for r in rows
+        )
+        body = (
+            "<table><thead><tr><th>time</th><th>reader</th><th>execution</th><th>part</th><th>outcome</th>"
+            f"<th>tenant</th></tr></thead><tbody>{lines}</tbody></table>"
+        )
+    nav = _paging("reads", "/reads", kept, offset=offset, limit=limit, shown=len(rows), total=total)
+    here = "/reads" + (f"?{urlencode(kept)}" if kept else "")
+    return _page("Reads", form + body + nav, reader=reader, here=here)
+
+
+def _reads_cell(reads: PartReads | None) -> str:
+    if reads is None:
+        return '<td class="reads muted">-</td>'
+    times = "once" if reads.count == 1 else f"{reads.count} times"
+    return f'<td class="reads">{times} by {_e(", ".join(reads.readers))}</td>'
 
 
 def _erasure(part: PartReading) -> str:
@@ -124,7 +204,17 @@ def _erasure(part: PartReading) -> str:
     )
 
 
-def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, step: str | None, live: bool) -> str:
+def execution_html(
+    page: ExecutionPage,
+    *,
+    reader: str,
+    trace_url: str | None,
+    step: str | None,
+    live: bool,
+    reads: Mapping[str, PartReads] | None = None,
+) -> str:
+    """One execution's page; ``reads``: per part ref, who read it (of the reads the reader may see)."""
+    reads = reads or {}
     reading = page.reading
     out: list[str] = []
     tenant = reading.tenant
@@ -163,12 +253,12 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
             rows = "".join(
                 f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}{_erasure(p)}</td>"
                 f'<td class="standing">{_e(a.standing.value)}</td><td>{p.size}</td>'
-                f"<td><code>{_e(p.digest[:16] or '-')}</code></td></tr>"
+                f"<td><code>{_e(p.digest[:16] or '-')}</code></td>{_reads_cell(reads.get(p.ref))}</tr>"
                 for p in a.parts
             )
             out.append(
                 "<table><thead><tr><th>#</th><th>kind</th><th>status</th><th>standing</th><th>size</th>"
-                f"<th>digest</th></tr></thead><tbody>{rows}</tbody></table>"
+                f"<th>digest</th><th>read</th></tr></thead><tbody>{rows}</tbody></table>"
             )
             for p in a.parts:
                 if p.text is not None:

@@ -1,0 +1,190 @@
+"""Who read what: the viewer's read records (``_reads``), read back from the reads journal on every
+request (each worker's chain included; nothing is kept in memory), joined to the capture records of the
+parts they name, and narrowed to what the asking reader may see: every read of a tenant to its auditors
+(the rule's ``auditor``, refused reads included), and to a principal the reads of the parts whose every
+capture is theirs (never a read of another principal's part, never a refused read). No text is read: a
+listing holds names, references and outcomes only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from loom_otel.audit._captures import CaptureRecord
+from loom_otel.audit._index import StaleIndexError
+from loom_otel.core._policy import Audience, ReadingPolicy, may_read
+from loom_otel.viewer._reading import Evidence
+from loom_otel.viewer._reads import ReadRecord, read_records
+
+__all__ = ["ListedRead", "PartReads", "ReadsFilter", "part_reads", "reads_page"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadsFilter:
+    """What ``reads_page`` keeps: a reader, an execution, a tenant (``any_tenant``: every one), a part (a
+    substring of its ref or digest), an outcome (exact), and reads in [``since``, ``until``] (Unix ns)."""
+
+    reader: str = ""
+    execution_id: str = ""
+    tenant: str | None = None
+    any_tenant: bool = True
+    part: str = ""
+    outcome: str = ""
+    since: int | None = None
+    until: int | None = None
+
+    def keeps(self, read: ReadRecord) -> bool:
+        return (
+            (not self.reader or read.reader == self.reader)
+            and (not self.execution_id or read.execution_id == self.execution_id)
+            and (self.any_tenant or read.tenant == self.tenant)
+            and (not self.part or (bool(read.ref) and (self.part in read.ref or self.part in read.digest)))
+            and (not self.outcome or read.outcome == self.outcome)
+            and (self.since is None or read.time >= self.since)
+            and (self.until is None or read.time <= self.until)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """Where a ref is in an execution's captures: its step, attempt, part index and kind, and whose."""
+
+    step_id: str
+    attempt: int
+    index: int
+    kind: str
+    principal: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedRead:
+    """One read as the reads page shows it; ``step_id``, ``attempt``, ``index`` and ``kind`` say which
+    part was read (empty, ``-1``: a refused read, or a part no capture names any more)."""
+
+    time: int
+    reader: str
+    tenant: str | None
+    execution_id: str
+    ref: str
+    digest: str
+    outcome: str
+    step_id: str
+    attempt: int
+    index: int
+    kind: str
+    origin: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartReads:
+    """How many times a part was read, and by whom (each reader once, in order of first read)."""
+
+    count: int
+    readers: tuple[str, ...]
+
+
+def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[str, list[_Held]]:
+    """Per ref, where the execution's capture records name it (from the index: only its rows' lines)."""
+    for attempt in range(2):
+        with evidence.open() as index:
+            try:
+                records: list[CaptureRecord] = list(index.select(execution_id, tenant, None, None))
+            except StaleIndexError:
+                if attempt:
+                    raise
+                index.rebuild()
+                continue
+        held: dict[str, list[_Held]] = {}
+        for record in records:
+            for i, ref in enumerate(record.refs):
+                if ref:
+                    kind = record.kinds[i] if i < len(record.kinds) else ""
+                    held.setdefault(ref, []).append(_Held(record.step_id, record.attempt, i, kind, record.principal))
+        return held
+    raise AssertionError("unreachable")
+
+
+def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, held: list[_Held]) -> bool:
+    """May ``viewer`` see this read: as an auditor of its tenant, or as the principal of every capture
+    of the part it read."""
+    if may_read(viewer, Audience(read.tenant, None, None), policy):  # a part nobody asked for: auditors
+        return True
+    return bool(read.ref) and bool(held) and all(h.principal == viewer for h in held)
+
+
+class _Joiner:
+    """The capture records of each execution a listing meets, read once per request."""
+
+    def __init__(self, evidence: Evidence) -> None:
+        self.evidence = evidence
+        self._known: dict[tuple[str, str | None], dict[str, list[_Held]]] = {}
+
+    def held(self, read: ReadRecord) -> list[_Held]:
+        key = (read.execution_id, read.tenant)
+        if key not in self._known:
+            self._known[key] = _holders(self.evidence, *key) if read.execution_id else {}
+        return self._known[key].get(read.ref, []) if read.ref else []
+
+
+def _records(directory: Path) -> Iterable[ReadRecord]:
+    return read_records(directory) if directory.is_dir() else ()
+
+
+def reads_page(
+    evidence: Evidence,
+    reads: Path,
+    viewer: str,
+    policy: ReadingPolicy,
+    keep: ReadsFilter,
+    *,
+    offset: int = 0,
+    limit: int = 50,
+) -> tuple[list[ListedRead], int]:
+    """A page of the reads in the journal directory ``reads`` that ``keep`` keeps and ``viewer`` may see,
+    newest first, and how many there are."""
+    joiner = _Joiner(evidence)
+    shown: list[ListedRead] = []
+    for read in _records(reads):
+        if not keep.keeps(read):
+            continue
+        held = joiner.held(read)
+        if not _visible(viewer, policy, read, held):
+            continue
+        where = held[0] if held else _Held("", -1, -1, "", None)
+        shown.append(
+            ListedRead(
+                read.time,
+                read.reader,
+                read.tenant,
+                read.execution_id,
+                read.ref,
+                read.digest,
+                read.outcome,
+                where.step_id,
+                where.attempt,
+                where.index,
+                where.kind,
+                read.origin,
+                read.seq,
+            )
+        )
+    shown.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
+    return shown[max(0, offset) : max(0, offset) + max(0, limit)], len(shown)
+
+
+def part_reads(
+    evidence: Evidence, reads: Path, viewer: str, policy: ReadingPolicy, *, execution_id: str, tenant: str | None
+) -> Mapping[str, PartReads]:
+    """Per ref of the execution: how many times and by whom it was read, of the reads ``viewer`` may see."""
+    joiner = _Joiner(evidence)
+    counts: dict[str, int] = {}
+    readers: dict[str, dict[str, None]] = {}
+    keep = ReadsFilter(execution_id=execution_id, tenant=tenant, any_tenant=False)
+    for read in _records(reads):
+        if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner.held(read)):
+            continue
+        counts[read.ref] = counts.get(read.ref, 0) + 1
+        readers.setdefault(read.ref, {})[read.reader] = None
+    return {ref: PartReads(n, tuple(readers[ref])) for ref, n in counts.items()}
