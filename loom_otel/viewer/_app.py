@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
+import string
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -44,6 +45,7 @@ from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._evidence import evidence_bundle
+from loom_otel.viewer._gone import Gone, gone_parts
 from loom_otel.viewer._html import (
     FILTERS,
     READS_FILTERS,
@@ -72,6 +74,8 @@ _ALL_TENANTS: Final = 1 << 30
 """``list_page``'s limit when looking for every tenant's execution of one id (no cut)."""
 _MAX_LIST: Final = 500
 _SQLITE_MAX: Final = (1 << 63) - 1
+_PUBLIC_HEX: Final = 64
+"""Hex digits of a raw Ed25519 public key."""
 
 
 def _int(value: str | None, default: int) -> int:
@@ -216,6 +220,10 @@ class _Viewer:
         )
         return rows, total, offset, limit
 
+    async def _gone(self, reader: str, rows: list[ListedExecution]) -> dict[tuple[str, str | None], Gone]:
+        """The erased and missing parts of each execution of the page (``_gone``)."""
+        return await asyncio.to_thread(gone_parts, self.evidence, self.store, reader, self.policy, rows)
+
     async def index(self, request: Request) -> Response:
         reader = await self.reader(request)
         if reader is None:
@@ -226,7 +234,8 @@ class _Viewer:
         except ValueError as error:
             body = index_html([], reader=reader, total=0, filters=filters, error=str(error))
             return HTMLResponse(body, status_code=400, headers=_SECURITY_HEADERS)
-        body = index_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters)
+        gone = await self._gone(reader, rows)
+        body = index_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters, gone=gone)
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
     async def api_index(self, request: Request) -> Response:
@@ -237,6 +246,7 @@ class _Viewer:
             rows, total, offset, limit = await self._listing(request, reader)
         except ValueError as error:
             return JSONResponse({"error": str(error)}, status_code=400, headers=_SECURITY_HEADERS)
+        gone = await self._gone(reader, rows)
         body = [
             {
                 "execution_id": r.execution_id,
@@ -249,6 +259,8 @@ class _Viewer:
                 "owners": list(r.owners),
                 "providers": list(r.providers),
                 "models": list(r.models),
+                "erased": gone[(r.execution_id, r.tenant)].erased,
+                "missing": gone[(r.execution_id, r.tenant)].missing,
             }
             for r in rows
         ]
@@ -514,6 +526,22 @@ def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
     return asked
 
 
+def _hex_keys(trust: Iterable[str]) -> frozenset[str]:
+    """``create_app(trust=...)``'s keys, each the hex of a raw Ed25519 public key (``load_public_key`` of a
+    key file gives it); anything else is refused: a key that matches no signature would silently make
+    every record ``unproven``, and every erased part read ``missing``."""
+    keys = frozenset(k.strip().lower() for k in trust)
+    for n, key in enumerate(sorted(keys), 1):
+        if len(key) != _PUBLIC_HEX or any(c not in string.hexdigits for c in key):
+            from loom_otel.core.exceptions import ReasoningConfigError
+
+            raise ReasoningConfigError(
+                f"trust: key {n} is not the hex of an Ed25519 public key (64 hex digits; load_public_key "
+                "gives it from a key file, as serve --trust KEYFILE does)"
+            )
+    return keys
+
+
 def create_app(
     source: str | Path,
     store: ReasoningStore,
@@ -543,7 +571,7 @@ def create_app(
     ``hosts``: the only ``Host`` names answered (``None``: any). ``trust``: the hex
     Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
     ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing."""
-    keys = trusted_keys() if trust is None else frozenset(k.lower() for k in trust)
+    keys = trusted_keys() if trust is None else _hex_keys(trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
         remote.check()

@@ -14,6 +14,7 @@ from loom_otel.audit._index import ListedExecution
 from loom_otel.audit._read import PartReading
 from loom_otel.core._layout import describe
 from loom_otel.core._viewer_link import execution_path
+from loom_otel.viewer._gone import Gone
 from loom_otel.viewer._reading import ExecutionPage
 from loom_otel.viewer._who_read import ListedRead, PartReads
 
@@ -84,8 +85,11 @@ def index_html(
     limit: int = 0,
     filters: Mapping[str, str] | None = None,
     error: str | None = None,
+    gone: Mapping[tuple[str, str | None], Gone] | None = None,
 ) -> str:
-    """The executions the reader may read, with the filters that chose them and where the page is."""
+    """The executions the reader may read, with the filters that chose them and where the page is;
+    ``gone``: per (execution, tenant), its erased and missing parts."""
+    gone = gone or {}
     kept = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
     labels = {"q": "search", "tenant": "tenant", "since": "from (UTC)", "until": "to (UTC)"}
     hints = {"q": "execution, trace, principal or model", "since": "2026-12-01T09:00", "until": "2026-12-08"}
@@ -97,16 +101,24 @@ def index_html(
             f"<tr><td>{_e(_when(r.first))}</td><td>{_e(_when(r.last))}</td>"
             f'<td><a href="{_e(_execution_href(r.execution_id, r.tenant))}"><code>{_e(r.execution_id)}</code></a></td>'
             f"<td>{_names(r.principals)}</td><td>{_names(r.owners)}</td><td>{_e(r.tenant or '-')}</td>"
-            f"<td>{_names(r.providers)}</td><td>{_names(r.models)}</td><td>{r.calls}</td><td>{r.parts}</td></tr>"
+            f"<td>{_names(r.providers)}</td><td>{_names(r.models)}</td><td>{r.calls}</td><td>{r.parts}</td>"
+            f"{_gone_cells(gone.get((r.execution_id, r.tenant)))}</tr>"
             for r in rows
         )
         body = (
             "<table><thead><tr><th>first capture</th><th>last capture</th><th>execution</th><th>principal</th>"
             "<th>owner</th><th>tenant</th><th>provider</th><th>model</th><th>calls</th><th>parts</th>"
-            f"</tr></thead><tbody>{lines}</tbody></table>"
+            f"<th>erased</th><th>missing</th></tr></thead><tbody>{lines}</tbody></table>"
         )
     nav = _paging("executions", "/", kept, offset=offset, limit=limit, shown=len(rows), total=total)
     return _page("Executions", form + body + nav, reader=reader, here="/")
+
+
+def _gone_cells(gone: Gone | None) -> str:
+    if gone is None:
+        return '<td class="erased muted">-</td><td class="missing muted">-</td>'
+    missing = f'<b class="error">{gone.missing}</b>' if gone.missing else "0"
+    return f'<td class="erased">{gone.erased}</td><td class="missing">{missing}</td>'
 
 
 def _paging(noun: str, path: str, kept: Mapping[str, str], *, offset: int, limit: int, shown: int, total: int) -> str:
