@@ -126,7 +126,7 @@ def _reads_query(query: QueryParams) -> tuple[ReadsFilter, int, int]:
 
 
 def _read_document(read: ListedRead) -> dict[str, object]:
-    part = None if read.index < 0 else {"step_id": read.step_id, "attempt": read.attempt, "index": read.index}
+    parts = [{"step_id": p.step_id, "attempt": p.attempt, "index": p.index, "kind": p.kind} for p in read.parts]
     return {
         "time_unix_nano": read.time,
         "reader": read.reader,
@@ -135,7 +135,7 @@ def _read_document(read: ListedRead) -> dict[str, object]:
         "ref": read.ref,
         "digest": read.digest,
         "outcome": read.outcome,
-        "part": part if part is None else {**part, "kind": read.kind},
+        "parts": parts,
         "origin": read.origin,
         "seq": read.seq,
     }

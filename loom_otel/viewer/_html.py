@@ -159,9 +159,12 @@ READS_FILTERS: Final = ("reader", "execution", "part", "outcome", "tenant", "sin
 
 
 def _part_name(read: ListedRead) -> str:
-    if read.index < 0:
+    """Where the part read is (each place of a text several parts share), else its ref, else ``-``."""
+    if not read.parts:
         return '<span class="muted">-</span>' if not read.ref else f"<code>{_e(read.ref[:24])}</code>"
-    return f"step <code>{_e(read.step_id)}</code> #{read.attempt} part {read.index} ({_e(read.kind)})"
+    return "<br>".join(
+        f"step <code>{_e(p.step_id)}</code> #{p.attempt} part {p.index} ({_e(p.kind)})" for p in read.parts
+    )
 
 
 def reads_html(

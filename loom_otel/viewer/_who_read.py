@@ -17,7 +17,7 @@ from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
 from loom_otel.viewer._reads import ReadRecord, read_records
 
-__all__ = ["ListedRead", "PartReads", "ReadsFilter", "part_reads", "reads_page"]
+__all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "part_reads", "reads_page"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +47,9 @@ class ReadsFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
-    """Where a ref is in an execution's captures: its step, attempt, part index and kind, and whose."""
+class PartPlace:
+    """Where a ref is in an execution's captures: its step, attempt, part index and kind, and whose (a
+    ref is content-addressed: parts of the same text in one execution share it)."""
 
     step_id: str
     attempt: int
@@ -59,8 +60,8 @@ class _Held:
 
 @dataclass(frozen=True, slots=True)
 class ListedRead:
-    """One read as the reads page shows it; ``step_id``, ``attempt``, ``index`` and ``kind`` say which
-    part was read (empty, ``-1``: a refused read, or a part no capture names any more)."""
+    """One read as the reads page shows it; ``parts``: where the blob it read is in the execution's
+    captures (empty: a refused read, or a ref no capture names any more)."""
 
     time: int
     reader: str
@@ -69,10 +70,7 @@ class ListedRead:
     ref: str
     digest: str
     outcome: str
-    step_id: str
-    attempt: int
-    index: int
-    kind: str
+    parts: tuple[PartPlace, ...]
     origin: str
     seq: int
 
@@ -85,7 +83,7 @@ class PartReads:
     readers: tuple[str, ...]
 
 
-def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[str, list[_Held]]:
+def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[str, list[PartPlace]]:
     """Per ref, where the execution's capture records name it (from the index: only its rows' lines)."""
     for attempt in range(2):
         with evidence.open() as index:
@@ -96,17 +94,18 @@ def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[
                     raise
                 index.rebuild()
                 continue
-        held: dict[str, list[_Held]] = {}
+        held: dict[str, list[PartPlace]] = {}
         for record in records:
             for i, ref in enumerate(record.refs):
                 if ref:
                     kind = record.kinds[i] if i < len(record.kinds) else ""
-                    held.setdefault(ref, []).append(_Held(record.step_id, record.attempt, i, kind, record.principal))
+                    place = PartPlace(record.step_id, record.attempt, i, kind, record.principal)
+                    held.setdefault(ref, []).append(place)
         return held
     raise AssertionError("unreachable")
 
 
-def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, held: list[_Held]) -> bool:
+def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, held: list[PartPlace]) -> bool:
     """May ``viewer`` see this read: as an auditor of its tenant, or as the principal of every capture
     of the part it read."""
     if may_read(viewer, Audience(read.tenant, None, None), policy):  # a part nobody asked for: auditors
@@ -119,9 +118,9 @@ class _Joiner:
 
     def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
-        self._known: dict[tuple[str, str | None], dict[str, list[_Held]]] = {}
+        self._known: dict[tuple[str, str | None], dict[str, list[PartPlace]]] = {}
 
-    def held(self, read: ReadRecord) -> list[_Held]:
+    def held(self, read: ReadRecord) -> list[PartPlace]:
         key = (read.execution_id, read.tenant)
         if key not in self._known:
             self._known[key] = _holders(self.evidence, *key) if read.execution_id else {}
@@ -152,7 +151,6 @@ def reads_page(
         held = joiner.held(read)
         if not _visible(viewer, policy, read, held):
             continue
-        where = held[0] if held else _Held("", -1, -1, "", None)
         shown.append(
             ListedRead(
                 read.time,
@@ -162,10 +160,7 @@ def reads_page(
                 read.ref,
                 read.digest,
                 read.outcome,
-                where.step_id,
-                where.attempt,
-                where.index,
-                where.kind,
+                tuple(held),
                 read.origin,
                 read.seq,
             )
