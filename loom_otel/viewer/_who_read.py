@@ -105,26 +105,40 @@ def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[
     raise AssertionError("unreachable")
 
 
-def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, held: list[PartPlace]) -> bool:
-    """May ``viewer`` see this read: as an auditor of its tenant, or as the principal of every capture
-    of the part it read."""
-    if may_read(viewer, Audience(read.tenant, None, None), policy):  # a part nobody asked for: auditors
-        return True
-    return bool(read.ref) and bool(held) and all(h.principal == viewer for h in held)
-
-
 class _Joiner:
-    """The capture records of each execution a listing meets, read once per request."""
+    """The capture records of each execution a listing meets, asked once per request: whose captures
+    it holds (from the index alone) and, only where needed, where each ref is (its lines read)."""
 
     def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
+        self._principals: dict[tuple[str, str | None], frozenset[str | None]] = {}
         self._known: dict[tuple[str, str | None], dict[str, list[PartPlace]]] = {}
+
+    def principals(self, read: ReadRecord) -> frozenset[str | None]:
+        key = (read.execution_id, read.tenant)
+        if key not in self._principals:
+            with self.evidence.open() as index:
+                self._principals[key] = frozenset(r.principal for r in index.rows(*key, None))
+        return self._principals[key]
 
     def held(self, read: ReadRecord) -> list[PartPlace]:
         key = (read.execution_id, read.tenant)
         if key not in self._known:
             self._known[key] = _holders(self.evidence, *key) if read.execution_id else {}
         return self._known[key].get(read.ref, []) if read.ref else []
+
+
+def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, joiner: _Joiner) -> bool:
+    """May ``viewer`` see this read: as an auditor of its tenant, or as the principal of every capture
+    of the part it read (every capture of its execution is theirs: no line is read to tell)."""
+    if may_read(viewer, Audience(read.tenant, None, None), policy):  # a part nobody asked for: auditors
+        return True
+    if not read.ref or viewer not in joiner.principals(read):
+        return False
+    if joiner.principals(read) == {viewer}:
+        return True
+    held = joiner.held(read)
+    return bool(held) and all(h.principal == viewer for h in held)
 
 
 def _records(directory: Path) -> Iterable[ReadRecord]:
@@ -148,9 +162,9 @@ def reads_page(
     for read in _records(reads):
         if not keep.keeps(read):
             continue
-        held = joiner.held(read)
-        if not _visible(viewer, policy, read, held):
+        if not _visible(viewer, policy, read, joiner):
             continue
+        held = joiner.held(read)
         shown.append(
             ListedRead(
                 read.time,
@@ -178,7 +192,7 @@ def part_reads(
     readers: dict[str, dict[str, None]] = {}
     keep = ReadsFilter(execution_id=execution_id, tenant=tenant, any_tenant=False)
     for read in _records(reads):
-        if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner.held(read)):
+        if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
             continue
         counts[read.ref] = counts.get(read.ref, 0) + 1
         readers.setdefault(read.ref, {})[read.reader] = None
