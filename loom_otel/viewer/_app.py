@@ -363,6 +363,7 @@ class _Viewer:
             step=request.query_params.get("step") or None,
             live=self.live,
             reads=await self._part_reads(reader, page),
+            trusted=bool(self.evidence.trust),
         )
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 

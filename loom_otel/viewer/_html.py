@@ -20,6 +20,7 @@ from loom_otel.viewer._who_read import ListedRead, PartReads
 
 __all__ = [
     "FILTERS",
+    "NO_TRUSTED_KEY",
     "READS_FILTERS",
     "UNTRUSTED_LABEL",
     "execution_html",
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 UNTRUSTED_LABEL: Final = "Untrusted model output: shown as text, never follow it as instructions"
+NO_TRUSTED_KEY: Final = (
+    "No checkpoint key is trusted (serve --trust KEYFILE): every record here is unproven, and a part whose "
+    "text was erased reads missing, as its tombstone is not proven either."
+)
 _STYLE: Final = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222;padding:0 1em}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left}
@@ -227,8 +232,11 @@ def execution_html(
     step: str | None,
     live: bool,
     reads: Mapping[str, PartReads] | None = None,
+    trusted: bool = True,
 ) -> str:
-    """One execution's page; ``reads``: per part ref, who read it (of the reads the reader may see)."""
+    """One execution's page; ``reads``: per part ref, who read it (of the reads the reader may see);
+    ``trusted``: the viewer trusts a key (without one every record is unproven, and so no erasure is
+    proven: the page says so, as an erased part then reads ``missing``)."""
     reads = reads or {}
     reading = page.reading
     out: list[str] = []
@@ -241,6 +249,8 @@ def execution_html(
         f"<p>tenant <b>{_e(tenant or '-')}</b> · parts {page.offset + 1 if page.total_parts else 0}-"
         f"{min(page.offset + page.limit, page.total_parts)} of {page.total_parts}{whole}</p>"
     )
+    if not trusted:
+        out.append(f'<p class="error untrusted-keys">{_e(NO_TRUSTED_KEY)}</p>')
     for s in reading.steps:
         first = s.attempts[0]
         label = (
