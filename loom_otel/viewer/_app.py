@@ -4,7 +4,8 @@ index, the journal or archive lines and the store, so any number of workers and 
 Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
 ``/reads`` and ``/api/reads`` (who read what, of the reads the reader may see: ``_who_read``; ``?reader=``,
-``?execution=``, ``?part=``, ``?outcome=``, ``?tenant=``, ``?since=``, ``?until=``, paged),
+``?principal=`` (whose captures), ``?execution=``, ``?part=``, ``?outcome=``, ``?tenant=``, ``?since=``,
+``?until=``, paged),
 ``/signin`` / ``/signout`` (a browser's session as an HttpOnly cookie, ``_sessions``: never the token),
 ``/open?url=`` (a ``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to
 its page), ``/executions/{execution_id}/evidence`` (the evidence bundle of what the reader may read,
@@ -116,9 +117,17 @@ def _reads_query(query: QueryParams) -> tuple[ReadsFilter, int, int]:
     if since is not None and until is not None and until < since:
         raise ValueError("until: the time range ends before it starts")
     tenant = query.get("tenant") or None
-    text = {name: (query.get(name) or "").strip() for name in ("reader", "execution", "part", "outcome")}
+    text = {name: (query.get(name) or "").strip() for name in ("reader", "execution", "part", "outcome", "principal")}
     keep = ReadsFilter(
-        text["reader"], text["execution"], tenant, tenant is None, text["part"], text["outcome"], since, until
+        text["reader"],
+        text["execution"],
+        tenant,
+        tenant is None,
+        text["part"],
+        text["outcome"],
+        since,
+        until,
+        text["principal"],
     )
     offset = max(0, _int(query.get("offset"), 0))
     limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))

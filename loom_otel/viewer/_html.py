@@ -41,6 +41,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
 pre.untrusted{white-space:pre-wrap;background:#fff8e6;border:1px solid #e0b050;padding:.6em;margin:.2em 0 1em}
 .label{font-size:12px;color:#8a5a00;font-weight:600}.muted{color:#777}code{font-size:12px}
 .error{color:#a00;font-weight:600}.erasure{color:#8a2a00;font-size:12px}.layout{font-style:italic}
+form label{display:inline-block;white-space:nowrap;margin:0 .4em .3em 0}
 nav a{margin-right:1em}.step{margin-top:1.5em}.live{border-left:3px solid #48a;padding-left:.6em}
 """
 
@@ -159,7 +160,7 @@ def _filter_form(
     return form
 
 
-READS_FILTERS: Final = ("reader", "execution", "part", "outcome", "tenant", "since", "until")
+READS_FILTERS: Final = ("reader", "principal", "execution", "part", "outcome", "tenant", "since", "until")
 """The reads page's filters (query parameters), kept by its paging links and shown back escaped."""
 
 
@@ -184,8 +185,14 @@ def reads_html(
 ) -> str:
     """Who read what, of the reads the reader may see: reader, part, outcome and time, newest first."""
     kept = {k: v for k, v in (filters or {}).items() if k in READS_FILTERS and v}
-    labels = {name: name for name in READS_FILTERS} | {"since": "from (UTC)", "until": "to (UTC)"}
-    hints = {"part": "ref or digest", "outcome": "ok, erased, not-found", "since": "2026-12-01T09:00"}
+    labels = {name: name for name in READS_FILTERS} | {"principal": "captures of"}
+    labels |= {"since": "from (UTC)", "until": "to (UTC)"}
+    hints = {
+        "principal": "whose captures",
+        "part": "ref or digest",
+        "outcome": "ok, erased, not-found",
+        "since": "2026-12-01T09:00",
+    }
     form = _filter_form("/reads", READS_FILTERS, kept, labels=labels, hints=hints, error=error)
     if not rows:
         body = '<p class="muted">No read you may see.</p>'

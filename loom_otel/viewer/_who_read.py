@@ -23,7 +23,8 @@ __all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "part_reads", 
 @dataclass(frozen=True, slots=True)
 class ReadsFilter:
     """What ``reads_page`` keeps: a reader, an execution, a tenant (``any_tenant``: every one), a part (a
-    substring of its ref or digest), an outcome (exact), and reads in [``since``, ``until``] (Unix ns)."""
+    substring of its ref or digest), an outcome (exact), reads in [``since``, ``until``] (Unix ns), and
+    ``principal``: reads of a part a capture of that principal holds (who read their captures)."""
 
     reader: str = ""
     execution_id: str = ""
@@ -33,6 +34,7 @@ class ReadsFilter:
     outcome: str = ""
     since: int | None = None
     until: int | None = None
+    principal: str = ""
 
     def keeps(self, read: ReadRecord) -> bool:
         return (
@@ -165,6 +167,8 @@ def reads_page(
         if not _visible(viewer, policy, read, joiner):
             continue
         held = joiner.held(read)
+        if keep.principal and not any(h.principal == keep.principal for h in held):
+            continue
         shown.append(
             ListedRead(
                 read.time,

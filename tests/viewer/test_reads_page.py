@@ -108,6 +108,9 @@ def test_each_filter(reads: Reads) -> None:
     assert len(_listed(server, "?reader=alice", "ada")) == 2
     assert _listed(server, "?execution=run-bob", "ada") == [("ada", "run-bob", "ok")]
     assert _listed(server, "?outcome=not-found", "ada") == [("bob", "run-alice", "not-found")]
+    # whose captures were read: bob's part of the shared run and his run; never a refused read
+    assert _listed(server, "?principal=bob", "ada") == [("ada", "run-shared", "ok"), ("ada", "run-bob", "ok")]
+    assert len(_listed(server, "?principal=alice", "ada")) == 4
     ref = _get(server, "/api/executions/run-bob?tenant=acme", "bob").json()["steps"][0]["attempts"][0]["parts"][0]
     by_part = _listed(server, f"?part={ref['ref']}", "ada")
     assert by_part == [("bob", "run-bob", "ok"), ("ada", "run-bob", "ok")]
