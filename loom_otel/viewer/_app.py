@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import string
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -59,7 +58,7 @@ from loom_otel.viewer._html import (
 from loom_otel.viewer._reading import PAGE_EXECUTIONS, PAGE_PARTS, Evidence, ExecutionPage, list_page, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
-from loom_otel.viewer._who_read import ListedRead, PartReads, ReadsFilter, part_reads, reads_page
+from loom_otel.viewer._who_read import ListedRead, PartReads, ReadsFilter, ReadsJournal, part_reads, reads_page
 
 __all__ = ["create_app"]
 
@@ -191,6 +190,7 @@ class _Viewer:
         self.policy = policy
         self.authenticator = authenticator
         self.reads = reads
+        self.journal = ReadsJournal(reads.directory)
         self.trace_url = trace_url
         self.live = live
         self.secure_cookie = secure_cookie
@@ -280,7 +280,9 @@ class _Viewer:
     async def _reads_listing(self, request: Request, reader: str) -> tuple[list[ListedRead], int, int, int]:
         keep, offset, limit = _reads_query(request.query_params)
         rows, total = await asyncio.to_thread(
-            reads_page, self.evidence, self.reads.directory, reader, self.policy, keep, offset=offset, limit=limit
+            lambda: reads_page(
+                self.evidence, self.journal.records(), reader, self.policy, keep, offset=offset, limit=limit
+            )
         )
         return rows, total, offset, limit
 
@@ -312,11 +314,9 @@ class _Viewer:
         """Who read each part of the page (this read included: it was recorded before)."""
         execution_id, tenant = page.reading.execution_id, page.reading.tenant
         return await asyncio.to_thread(
-            functools.partial(part_reads, execution_id=execution_id, tenant=tenant),
-            self.evidence,
-            self.reads.directory,
-            reader,
-            self.policy,
+            lambda: part_reads(
+                self.evidence, self.journal.records(), reader, self.policy, execution_id=execution_id, tenant=tenant
+            )
         )
 
     # -- one execution -----------------------------------------------------------------------------

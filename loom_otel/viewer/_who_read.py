@@ -1,23 +1,27 @@
 """Who read what: the viewer's read records (``_reads``), read back from the reads journal on every
-request (each worker's chain included; nothing is kept in memory), joined to the capture records of the
-parts they name, and narrowed to what the asking reader may see: every read of a tenant to its auditors
-(the rule's ``auditor``, refused reads included), and to a principal the reads of the parts whose every
-capture is theirs (never a read of another principal's part, never a refused read). No text is read: a
-listing holds names, references and outcomes only."""
+request (each worker's chain included; ``ReadsJournal`` reads only the lines appended since the last),
+joined to the capture records of the parts they name, and narrowed to what the asking reader may see:
+every read of a tenant to its auditors (refused reads included), and to a principal the reads of the
+parts whose every capture is theirs (never a read of another principal's part, never a refused read).
+No text is read: a listing holds names, references and outcomes only."""
 
 from __future__ import annotations
 
+import json
+import os
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import StaleIndexError
+from loom_otel.core._journal._reader import Position, list_origins, read_lines, segments
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
-from loom_otel.viewer._reads import ReadRecord, read_records
+from loom_otel.viewer._reads import ReadRecord, read_record
 
-__all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "part_reads", "reads_page"]
+__all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "ReadsJournal", "part_reads", "reads_page"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +147,65 @@ def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, joiner: _Join
     return bool(held) and all(h.principal == viewer for h in held)
 
 
-def _records(directory: Path) -> Iterable[ReadRecord]:
-    return read_records(directory) if directory.is_dir() else ()
+class _Followed:
+    """One origin of a reads journal as read so far: where its last whole line ends, how far each segment
+    was read, and its read records."""
+
+    def __init__(self) -> None:
+        self.position = Position()
+        self.read_to: dict[int, int] = {}
+        self.records: list[ReadRecord] = []
+
+    def stale(self, origin_dir: Path) -> bool:
+        """A segment read before is gone or shorter now (a journal only grows: read it again)."""
+        sizes = {number: path.stat().st_size for number, path in segments(origin_dir)}
+        return any(sizes.get(number, -1) < end for number, end in self.read_to.items())
+
+    def advance(self, origin_dir: Path) -> None:
+        """Read the whole lines appended since (a torn last line is read again next time, whole)."""
+        for line in read_lines(origin_dir, self.position):
+            if line.torn:
+                break
+            self.position = line.end
+            self.read_to[line.end.segment] = line.end.offset
+            if line.too_long:
+                continue
+            try:
+                record = json.loads(line.data)
+            except ValueError:
+                continue
+            read = read_record(record) if isinstance(record, dict) else None
+            if read is not None:
+                self.records.append(read)
+
+
+class ReadsJournal:
+    """The read records of a reads journal directory (every worker's origin), followed: each call reads
+    only the lines appended since the last one, and an origin whose files shrank or vanished is read
+    again from its start. Thread-safe; one per app."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+        self._lock = threading.Lock()
+        self._origins: dict[str, _Followed] = {}
+
+    def records(self) -> list[ReadRecord]:
+        """Every read record, in chain order per origin."""
+        with self._lock:
+            names = list_origins(self.directory)
+            for name in set(self._origins) - set(names):
+                del self._origins[name]
+            for name in names:
+                followed = self._origins.get(name)
+                if followed is None or followed.stale(self.directory / name):
+                    followed = self._origins[name] = _Followed()
+                followed.advance(self.directory / name)
+            return [read for name in names for read in self._origins[name].records]
 
 
 def reads_page(
     evidence: Evidence,
-    reads: Path,
+    reads: Iterable[ReadRecord],
     viewer: str,
     policy: ReadingPolicy,
     keep: ReadsFilter,
@@ -157,11 +213,11 @@ def reads_page(
     offset: int = 0,
     limit: int = 50,
 ) -> tuple[list[ListedRead], int]:
-    """A page of the reads in the journal directory ``reads`` that ``keep`` keeps and ``viewer`` may see,
-    newest first, and how many there are."""
+    """A page of ``reads`` (``ReadsJournal.records``) that ``keep`` keeps and ``viewer`` may see, newest
+    first, and how many there are."""
     joiner = _Joiner(evidence)
     shown: list[ListedRead] = []
-    for read in _records(reads):
+    for read in reads:
         if not keep.keeps(read):
             continue
         if not _visible(viewer, policy, read, joiner):
@@ -188,14 +244,20 @@ def reads_page(
 
 
 def part_reads(
-    evidence: Evidence, reads: Path, viewer: str, policy: ReadingPolicy, *, execution_id: str, tenant: str | None
+    evidence: Evidence,
+    reads: Iterable[ReadRecord],
+    viewer: str,
+    policy: ReadingPolicy,
+    *,
+    execution_id: str,
+    tenant: str | None,
 ) -> Mapping[str, PartReads]:
     """Per ref of the execution: how many times and by whom it was read, of the reads ``viewer`` may see."""
     joiner = _Joiner(evidence)
     counts: dict[str, int] = {}
     readers: dict[str, dict[str, None]] = {}
     keep = ReadsFilter(execution_id=execution_id, tenant=tenant, any_tenant=False)
-    for read in _records(reads):
+    for read in reads:
         if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
             continue
         counts[read.ref] = counts.get(read.ref, 0) + 1

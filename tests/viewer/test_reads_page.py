@@ -16,7 +16,9 @@ import pytest
 from loom_otel.core import FileReasoningStore, ReasoningConfig
 from loom_otel.core._policy import load_policy
 from loom_otel.testing import find_leaks
-from loom_otel.viewer import create_app, tokens_file_authenticator
+from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
+from loom_otel.viewer._reads import ReadLog
+from loom_otel.viewer._who_read import ReadsJournal
 from tests.live.conftest import Server
 from tests.viewer.conftest import CANARY, TOKENS, capture_run
 
@@ -178,3 +180,27 @@ def test_no_reasoning_text_on_the_reads_pages(reads: Reads) -> None:
     ]
     assert all("run-alice" in t for t in texts[:2])
     assert not find_leaks([CANARY, "alice thinks", "shared, bob's"], texts=texts)
+
+
+def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
+    """Each call reads what was appended since: a torn last line waits until it is whole, and a journal
+    that shrank is read again from its start; always the same records as a full read."""
+    directory = tmp_path / "reads"
+    journal, log = ReadsJournal(directory), ReadLog(directory)
+    assert journal.records() == []
+    log.refused("bob", "acme", "run-x")
+    log.flush()
+    assert [r.reader for r in journal.records()] == ["bob"]
+    log.refused("eve", "acme", "run-y")
+    log.flush()
+    assert journal.records() == list(read_records(directory)) and len(journal.records()) == 2
+    (segment,) = directory.glob("*/*.jsonl")
+    line = segment.read_bytes().splitlines(keepends=True)[-1]
+    with segment.open("ab") as fh:
+        fh.write(line[:40])  # a line being written
+    assert len(journal.records()) == 2
+    with segment.open("ab") as fh:
+        fh.write(line[40:])
+    assert journal.records() == list(read_records(directory)) and len(journal.records()) == 3
+    segment.write_bytes(b"")
+    assert journal.records() == []
