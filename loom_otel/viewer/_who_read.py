@@ -216,31 +216,32 @@ def reads_page(
     """A page of ``reads`` (``ReadsJournal.records``) that ``keep`` keeps and ``viewer`` may see, newest
     first, and how many there are."""
     joiner = _Joiner(evidence)
-    shown: list[ListedRead] = []
+    kept: list[ReadRecord] = []
     for read in reads:
-        if not keep.keeps(read):
+        if not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
             continue
-        if not _visible(viewer, policy, read, joiner):
+        if keep.principal and not any(h.principal == keep.principal for h in joiner.held(read)):
             continue
-        held = joiner.held(read)
-        if keep.principal and not any(h.principal == keep.principal for h in held):
-            continue
-        shown.append(
-            ListedRead(
-                read.time,
-                read.reader,
-                read.tenant,
-                read.execution_id,
-                read.ref,
-                read.digest,
-                read.outcome,
-                tuple(held),
-                read.origin,
-                read.seq,
-            )
-        )
-    shown.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
-    return shown[max(0, offset) : max(0, offset) + max(0, limit)], len(shown)
+        kept.append(read)
+    kept.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
+    page = kept[max(0, offset) : max(0, offset) + max(0, limit)]
+    # where each part read is: the capture lines of the page's executions only
+    return [_listed(read, joiner.held(read)) for read in page], len(kept)
+
+
+def _listed(read: ReadRecord, held: list[PartPlace]) -> ListedRead:
+    return ListedRead(
+        read.time,
+        read.reader,
+        read.tenant,
+        read.execution_id,
+        read.ref,
+        read.digest,
+        read.outcome,
+        tuple(held),
+        read.origin,
+        read.seq,
+    )
 
 
 def part_reads(
