@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loom_otel.audit._captures import CaptureRecord
-from loom_otel.audit._index import StaleIndexError
+from loom_otel.audit._index import CaptureIndex, StaleIndexError
 from loom_otel.core._journal._reader import Position, list_origins, read_lines, segments
 from loom_otel.core._policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
@@ -89,48 +89,43 @@ class PartReads:
     readers: tuple[str, ...]
 
 
-def _holders(evidence: Evidence, execution_id: str, tenant: str | None) -> dict[str, list[PartPlace]]:
-    """Per ref, where the execution's capture records name it (from the index: only its rows' lines)."""
-    for attempt in range(2):
-        with evidence.open() as index:
-            try:
-                records: list[CaptureRecord] = list(index.select(execution_id, tenant, None, None))
-            except StaleIndexError:
-                if attempt:
-                    raise
-                index.rebuild()
-                continue
-        held: dict[str, list[PartPlace]] = {}
-        for record in records:
-            for i, ref in enumerate(record.refs):
-                if ref:
-                    kind = record.kinds[i] if i < len(record.kinds) else ""
-                    place = PartPlace(record.step_id, record.attempt, i, kind, record.principal)
-                    held.setdefault(ref, []).append(place)
-        return held
-    raise AssertionError("unreachable")
+def _places(records: Iterable[CaptureRecord]) -> dict[str, list[PartPlace]]:
+    """Per ref, where the capture records name it."""
+    held: dict[str, list[PartPlace]] = {}
+    for record in records:
+        for i, ref in enumerate(record.refs):
+            if ref:
+                kind = record.kinds[i] if i < len(record.kinds) else ""
+                held.setdefault(ref, []).append(PartPlace(record.step_id, record.attempt, i, kind, record.principal))
+    return held
 
 
 class _Joiner:
-    """The capture records of each execution a listing meets, asked once per request: whose captures
-    it holds (from the index alone) and, only where needed, where each ref is (its lines read)."""
+    """The capture records of each execution a listing meets, asked once per request of one opened index:
+    whose captures it holds (from the index alone) and, only where needed, where each ref is (the lines
+    of that execution's rows)."""
 
-    def __init__(self, evidence: Evidence) -> None:
-        self.evidence = evidence
+    def __init__(self, index: CaptureIndex) -> None:
+        self.index = index
         self._principals: dict[tuple[str, str | None], frozenset[str | None]] = {}
         self._known: dict[tuple[str, str | None], dict[str, list[PartPlace]]] = {}
 
     def principals(self, read: ReadRecord) -> frozenset[str | None]:
         key = (read.execution_id, read.tenant)
         if key not in self._principals:
-            with self.evidence.open() as index:
-                self._principals[key] = frozenset(r.principal for r in index.rows(*key, None))
+            self._principals[key] = frozenset(r.principal for r in self.index.rows(*key, None))
         return self._principals[key]
 
     def held(self, read: ReadRecord) -> list[PartPlace]:
         key = (read.execution_id, read.tenant)
         if key not in self._known:
-            self._known[key] = _holders(self.evidence, *key) if read.execution_id else {}
+            try:
+                records = list(self.index.select(*key, None, None))
+            except StaleIndexError:  # the journal was rewritten since the index saw it: once more, rebuilt
+                self.index.rebuild()
+                self.index.refresh()
+                records = list(self.index.select(*key, None, None))
+            self._known[key] = _places(records)
         return self._known[key].get(read.ref, []) if read.ref else []
 
 
@@ -215,18 +210,19 @@ def reads_page(
 ) -> tuple[list[ListedRead], int]:
     """A page of ``reads`` (``ReadsJournal.records``) that ``keep`` keeps and ``viewer`` may see, newest
     first, and how many there are."""
-    joiner = _Joiner(evidence)
-    kept: list[ReadRecord] = []
-    for read in reads:
-        if not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
-            continue
-        if keep.principal and not any(h.principal == keep.principal for h in joiner.held(read)):
-            continue
-        kept.append(read)
-    kept.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
-    page = kept[max(0, offset) : max(0, offset) + max(0, limit)]
-    # where each part read is: the capture lines of the page's executions only
-    return [_listed(read, joiner.held(read)) for read in page], len(kept)
+    with evidence.open() as index:
+        joiner = _Joiner(index)
+        kept: list[ReadRecord] = []
+        for read in reads:
+            if not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
+                continue
+            if keep.principal and not any(h.principal == keep.principal for h in joiner.held(read)):
+                continue
+            kept.append(read)
+        kept.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
+        page = kept[max(0, offset) : max(0, offset) + max(0, limit)]
+        # where each part read is: the capture lines of the page's executions only
+        return [_listed(read, joiner.held(read)) for read in page], len(kept)
 
 
 def _listed(read: ReadRecord, held: list[PartPlace]) -> ListedRead:
@@ -254,13 +250,14 @@ def part_reads(
     tenant: str | None,
 ) -> Mapping[str, PartReads]:
     """Per ref of the execution: how many times and by whom it was read, of the reads ``viewer`` may see."""
-    joiner = _Joiner(evidence)
     counts: dict[str, int] = {}
     readers: dict[str, dict[str, None]] = {}
     keep = ReadsFilter(execution_id=execution_id, tenant=tenant, any_tenant=False)
-    for read in reads:
-        if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
-            continue
-        counts[read.ref] = counts.get(read.ref, 0) + 1
-        readers.setdefault(read.ref, {})[read.reader] = None
+    with evidence.open() as index:
+        joiner = _Joiner(index)
+        for read in reads:
+            if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
+                continue
+            counts[read.ref] = counts.get(read.ref, 0) + 1
+            readers.setdefault(read.ref, {})[read.reader] = None
     return {ref: PartReads(n, tuple(readers[ref])) for ref, n in counts.items()}
