@@ -239,6 +239,15 @@ class PartResolver:
         tombstone = self._tombstones.covering(self._tenant, self._execution_id, captured)
         return (PartStatus.MISSING, None) if tombstone is None else (PartStatus.ERASED, tombstone)
 
+    def gone(self, record: CaptureRecord, index: int) -> PartStatus | None:
+        """``erased`` or ``missing`` when the part's blob is not in the store, asked with ``exists`` (no
+        blob is read: a listing counts them); ``None`` when it is there, when the record alone decides the
+        part's status, or when the store cannot answer ``exists``."""
+        if recorded_status(record, index) is not None or not isinstance(self._store, DigestKeyStore):
+            return None
+        status, _ = self._absent(record.refs[index], record.time)
+        return status if status in (PartStatus.ERASED, PartStatus.MISSING) else None
+
     def _open(self, ref: str, *, keep: bool = False) -> Unsealed | None:
         """The blob at ``ref`` opened for this execution, with its sealed audience (none from a store that
         cannot tell it: its tenant's auditors only). ``keep``: held for the part's ``resolve``, which takes

@@ -3,6 +3,9 @@ index, the journal or archive lines and the store, so any number of workers and 
 
 Routes: ``/`` and ``/executions/{execution_id}`` (HTML), ``/api/executions`` and
 ``/api/executions/{execution_id}`` (JSON; ``?tenant=``, ``?step=``, ``?offset=``, ``?limit=``),
+``/reads`` and ``/api/reads`` (who read what, of the reads the reader may see: ``_who_read``; ``?reader=``,
+``?principal=`` (whose captures), ``?execution=``, ``?part=``, ``?outcome=``, ``?tenant=``, ``?since=``,
+``?until=``, paged),
 ``/signin`` / ``/signout`` (a browser's session as an HttpOnly cookie, ``_sessions``: never the token),
 ``/open?url=`` (a ``loom.reasoning.url`` given whole, as Jaeger UI's link patterns give it, redirected to
 its page), ``/executions/{execution_id}/evidence`` (the evidence bundle of what the reader may read,
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Collection, Iterable
+import string
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
@@ -41,10 +45,20 @@ from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._evidence import evidence_bundle
-from loom_otel.viewer._html import FILTERS, execution_html, index_html, not_found_html, signin_html
+from loom_otel.viewer._gone import Gone, gone_parts
+from loom_otel.viewer._html import (
+    FILTERS,
+    READS_FILTERS,
+    execution_html,
+    index_html,
+    not_found_html,
+    reads_html,
+    signin_html,
+)
 from loom_otel.viewer._reading import PAGE_EXECUTIONS, PAGE_PARTS, Evidence, ExecutionPage, list_page, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
+from loom_otel.viewer._who_read import ListedRead, PartReads, ReadsFilter, ReadsJournal, part_reads, reads_page
 
 __all__ = ["create_app"]
 
@@ -60,6 +74,8 @@ _ALL_TENANTS: Final = 1 << 30
 """``list_page``'s limit when looking for every tenant's execution of one id (no cut)."""
 _MAX_LIST: Final = 500
 _SQLITE_MAX: Final = (1 << 63) - 1
+_PUBLIC_HEX: Final = 64
+"""Hex digits of a raw Ed25519 public key."""
 
 
 def _int(value: str | None, default: int) -> int:
@@ -92,6 +108,45 @@ def _listing_query(query: QueryParams) -> tuple[ExecutionFilter, int, int]:
     offset = max(0, _int(query.get("offset"), 0))
     limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))
     return keep, offset, limit
+
+
+def _reads_query(query: QueryParams) -> tuple[ReadsFilter, int, int]:
+    """The reads page's filters and window from a query (``ValueError`` in words: a bad time range)."""
+    since, until = _time(query, "since"), _time(query, "until")
+    if since is not None and until is not None and until < since:
+        raise ValueError("until: the time range ends before it starts")
+    tenant = query.get("tenant") or None
+    text = {name: (query.get(name) or "").strip() for name in ("reader", "execution", "part", "outcome", "principal")}
+    keep = ReadsFilter(
+        text["reader"],
+        text["execution"],
+        tenant,
+        tenant is None,
+        text["part"],
+        text["outcome"],
+        since,
+        until,
+        text["principal"],
+    )
+    offset = max(0, _int(query.get("offset"), 0))
+    limit = max(1, min(_int(query.get("limit"), PAGE_EXECUTIONS), _MAX_LIST))
+    return keep, offset, limit
+
+
+def _read_document(read: ListedRead) -> dict[str, object]:
+    parts = [{"step_id": p.step_id, "attempt": p.attempt, "index": p.index, "kind": p.kind} for p in read.parts]
+    return {
+        "time_unix_nano": read.time,
+        "reader": read.reader,
+        "tenant": read.tenant,
+        "execution_id": read.execution_id,
+        "ref": read.ref,
+        "digest": read.digest,
+        "outcome": read.outcome,
+        "parts": parts,
+        "origin": read.origin,
+        "seq": read.seq,
+    }
 
 
 def _cross_site(request: Request) -> bool:
@@ -135,6 +190,7 @@ class _Viewer:
         self.policy = policy
         self.authenticator = authenticator
         self.reads = reads
+        self.journal = ReadsJournal(reads.directory)
         self.trace_url = trace_url
         self.live = live
         self.secure_cookie = secure_cookie
@@ -173,6 +229,10 @@ class _Viewer:
         )
         return rows, total, offset, limit
 
+    async def _gone(self, reader: str, rows: list[ListedExecution]) -> dict[tuple[str, str | None], Gone]:
+        """The erased and missing parts of each execution of the page (``_gone``)."""
+        return await asyncio.to_thread(gone_parts, self.evidence, self.store, reader, self.policy, rows)
+
     async def index(self, request: Request) -> Response:
         reader = await self.reader(request)
         if reader is None:
@@ -183,7 +243,8 @@ class _Viewer:
         except ValueError as error:
             body = index_html([], reader=reader, total=0, filters=filters, error=str(error))
             return HTMLResponse(body, status_code=400, headers=_SECURITY_HEADERS)
-        body = index_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters)
+        gone = await self._gone(reader, rows)
+        body = index_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters, gone=gone)
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
     async def api_index(self, request: Request) -> Response:
@@ -194,6 +255,7 @@ class _Viewer:
             rows, total, offset, limit = await self._listing(request, reader)
         except ValueError as error:
             return JSONResponse({"error": str(error)}, status_code=400, headers=_SECURITY_HEADERS)
+        gone = await self._gone(reader, rows)
         body = [
             {
                 "execution_id": r.execution_id,
@@ -206,11 +268,56 @@ class _Viewer:
                 "owners": list(r.owners),
                 "providers": list(r.providers),
                 "models": list(r.models),
+                "erased": gone[(r.execution_id, r.tenant)].erased,
+                "missing": gone[(r.execution_id, r.tenant)].missing,
             }
             for r in rows
         ]
         headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
         return JSONResponse(body, headers=headers)
+
+    # -- who read what -----------------------------------------------------------------------------
+    async def _reads_listing(self, request: Request, reader: str) -> tuple[list[ListedRead], int, int, int]:
+        keep, offset, limit = _reads_query(request.query_params)
+        rows, total = await asyncio.to_thread(
+            lambda: reads_page(
+                self.evidence, self.journal.records(), reader, self.policy, keep, offset=offset, limit=limit
+            )
+        )
+        return rows, total, offset, limit
+
+    async def reads_index(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=True)
+        filters = {name: request.query_params.get(name) or "" for name in READS_FILTERS}
+        try:
+            rows, total, offset, limit = await self._reads_listing(request, reader)
+        except ValueError as error:
+            body = reads_html([], reader=reader, total=0, filters=filters, error=str(error))
+            return HTMLResponse(body, status_code=400, headers=_SECURITY_HEADERS)
+        body = reads_html(rows, reader=reader, total=total, offset=offset, limit=limit, filters=filters)
+        return HTMLResponse(body, headers=_SECURITY_HEADERS)
+
+    async def api_reads(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, None, html=False)
+        try:
+            rows, total, offset, limit = await self._reads_listing(request, reader)
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, status_code=400, headers=_SECURITY_HEADERS)
+        headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
+        return JSONResponse([_read_document(r) for r in rows], headers=headers)
+
+    async def _part_reads(self, reader: str, page: ExecutionPage) -> Mapping[str, PartReads]:
+        """Who read each part of the page (this read included: it was recorded before)."""
+        execution_id, tenant = page.reading.execution_id, page.reading.tenant
+        return await asyncio.to_thread(
+            lambda: part_reads(
+                self.evidence, self.journal.records(), reader, self.policy, execution_id=execution_id, tenant=tenant
+            )
+        )
 
     # -- one execution -----------------------------------------------------------------------------
     async def _choices(self, request: Request, reader: str | None) -> list[ListedExecution]:
@@ -264,6 +371,8 @@ class _Viewer:
             trace_url=self.trace_url,
             step=request.query_params.get("step") or None,
             live=self.live,
+            reads=await self._part_reads(reader, page),
+            trusted=bool(self.evidence.trust),
         )
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
@@ -275,9 +384,10 @@ class _Viewer:
             body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
             return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
         page = await self._page(request, reader, choices)
-        if page is None:
+        if page is None or reader is None:
             return self._not_found(request, reader, html=False)
         document = reading_document(page.reading, text=True)
+        _add_reads(document, await self._part_reads(reader, page))
         document["page"] = {
             "offset": page.offset,
             "limit": page.limit,
@@ -349,6 +459,17 @@ class _Viewer:
         return Response(text, media_type="text/javascript", headers=_SECURITY_HEADERS)
 
 
+def _add_reads(document: dict[str, Any], reads: Mapping[str, PartReads]) -> None:
+    """Each part of an execution's document that the reader may see the reads of: ``reads`` (how many
+    times, by whom)."""
+    for step in document["steps"]:
+        for attempt in step["attempts"]:
+            for part in attempt["parts"]:
+                seen = reads.get(part["ref"]) if part["ref"] else None
+                if seen is not None:
+                    part["reads"] = {"count": seen.count, "readers": list(seen.readers)}
+
+
 async def _open(request: Request) -> Response:
     """``/open?url=<loom.reasoning.url>``: the link a backend makes by putting the whole URL into one
     template parameter (Jaeger UI percent-encodes every value it substitutes); it leads to the execution's
@@ -415,6 +536,22 @@ def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
     return asked
 
 
+def _hex_keys(trust: Iterable[str]) -> frozenset[str]:
+    """``create_app(trust=...)``'s keys, each the hex of a raw Ed25519 public key (``load_public_key`` of a
+    key file gives it); anything else is refused: a key that matches no signature would silently make
+    every record ``unproven``, and every erased part read ``missing``."""
+    keys = frozenset(k.strip().lower() for k in trust)
+    for n, key in enumerate(sorted(keys), 1):
+        if len(key) != _PUBLIC_HEX or any(c not in string.hexdigits for c in key):
+            from loom_otel.core.exceptions import ReasoningConfigError
+
+            raise ReasoningConfigError(
+                f"trust: key {n} is not the hex of an Ed25519 public key (64 hex digits; load_public_key "
+                "gives it from a key file, as serve --trust KEYFILE does)"
+            )
+    return keys
+
+
 def create_app(
     source: str | Path,
     store: ReasoningStore,
@@ -444,7 +581,7 @@ def create_app(
     ``hosts``: the only ``Host`` names answered (``None``: any). ``trust``: the hex
     Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
     ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing."""
-    keys = trusted_keys() if trust is None else frozenset(k.lower() for k in trust)
+    keys = trusted_keys() if trust is None else _hex_keys(trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
         remote.check()
@@ -473,6 +610,8 @@ def create_app(
         Route("/executions/{execution_id:path}/evidence", view.evidence_download, methods=["GET"]),
         Route("/executions/{execution_id:path}", view.execution, methods=["GET"]),  # an id may hold "/"
         Route("/api/executions", view.api_index, methods=["GET"]),
+        Route("/reads", view.reads_index, methods=["GET"]),
+        Route("/api/reads", view.api_reads, methods=["GET"]),
         Route("/api/executions/{execution_id:path}", view.api_execution, methods=["GET"]),
         Route("/signin", view.signin_form, methods=["GET"]),
         Route("/signin", view.signin, methods=["POST"]),

@@ -14,17 +14,34 @@ from loom_otel.audit._index import ListedExecution
 from loom_otel.audit._read import PartReading
 from loom_otel.core._layout import describe
 from loom_otel.core._viewer_link import execution_path
+from loom_otel.viewer._gone import Gone
 from loom_otel.viewer._reading import ExecutionPage
+from loom_otel.viewer._who_read import ListedRead, PartReads
 
-__all__ = ["FILTERS", "UNTRUSTED_LABEL", "execution_html", "index_html", "not_found_html", "signin_html"]
+__all__ = [
+    "FILTERS",
+    "NO_TRUSTED_KEY",
+    "READS_FILTERS",
+    "UNTRUSTED_LABEL",
+    "execution_html",
+    "index_html",
+    "not_found_html",
+    "reads_html",
+    "signin_html",
+]
 
 UNTRUSTED_LABEL: Final = "Untrusted model output: shown as text, never follow it as instructions"
+NO_TRUSTED_KEY: Final = (
+    "No checkpoint key is trusted (serve --trust KEYFILE): every record here is unproven, and a part whose "
+    "text was erased reads missing, as its tombstone is not proven either."
+)
 _STYLE: Final = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222;padding:0 1em}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left}
 pre.untrusted{white-space:pre-wrap;background:#fff8e6;border:1px solid #e0b050;padding:.6em;margin:.2em 0 1em}
 .label{font-size:12px;color:#8a5a00;font-weight:600}.muted{color:#777}code{font-size:12px}
 .error{color:#a00;font-weight:600}.erasure{color:#8a2a00;font-size:12px}.layout{font-style:italic}
+form label{display:inline-block;white-space:nowrap;margin:0 .4em .3em 0}
 nav a{margin-right:1em}.step{margin-top:1.5em}.live{border-left:3px solid #48a;padding-left:.6em}
 """
 
@@ -47,7 +64,7 @@ def _page(title: str, body: str, *, reader: str | None, here: str, scripts: Sequ
     tags = "".join(f'<script src="{_e(s)}" defer></script>' for s in scripts)
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)} · loom-otel</title>'
-        f'<style>{_STYLE}</style>{tags}</head><body><nav><a href="/">executions</a>'
+        f'<style>{_STYLE}</style>{tags}</head><body><nav><a href="/">executions</a><a href="/reads">reads</a>'
         f'<span class="muted">{who}</span></nav><h1>{_e(title)}</h1>{body}</body></html>'
     )
 
@@ -74,19 +91,15 @@ def index_html(
     limit: int = 0,
     filters: Mapping[str, str] | None = None,
     error: str | None = None,
+    gone: Mapping[tuple[str, str | None], Gone] | None = None,
 ) -> str:
-    """The executions the reader may read, with the filters that chose them and where the page is."""
+    """The executions the reader may read, with the filters that chose them and where the page is;
+    ``gone``: per (execution, tenant), its erased and missing parts."""
+    gone = gone or {}
     kept = {k: v for k, v in (filters or {}).items() if k in FILTERS and v}
     labels = {"q": "search", "tenant": "tenant", "since": "from (UTC)", "until": "to (UTC)"}
     hints = {"q": "execution, trace, principal or model", "since": "2026-12-01T09:00", "until": "2026-12-08"}
-    fields = " ".join(
-        f'<label>{labels[name]} <input name="{name}" value="{_e(kept.get(name, ""))}" '
-        f'placeholder="{_e(hints.get(name, ""))}"></label>'
-        for name in FILTERS
-    )
-    form = f'<form method="get" action="/">{fields} <button type="submit">filter</button></form>'
-    if error:
-        form += f'<p class="error" role="alert">{_e(error)}</p>'
+    form = _filter_form("/", FILTERS, kept, labels=labels, hints=hints, error=error)
     if not rows:
         body = '<p class="muted">No execution holds reasoning you may read.</p>'
     else:
@@ -94,22 +107,116 @@ def index_html(
             f"<tr><td>{_e(_when(r.first))}</td><td>{_e(_when(r.last))}</td>"
             f'<td><a href="{_e(_execution_href(r.execution_id, r.tenant))}"><code>{_e(r.execution_id)}</code></a></td>'
             f"<td>{_names(r.principals)}</td><td>{_names(r.owners)}</td><td>{_e(r.tenant or '-')}</td>"
-            f"<td>{_names(r.providers)}</td><td>{_names(r.models)}</td><td>{r.calls}</td><td>{r.parts}</td></tr>"
+            f"<td>{_names(r.providers)}</td><td>{_names(r.models)}</td><td>{r.calls}</td><td>{r.parts}</td>"
+            f"{_gone_cells(gone.get((r.execution_id, r.tenant)))}</tr>"
             for r in rows
         )
         body = (
             "<table><thead><tr><th>first capture</th><th>last capture</th><th>execution</th><th>principal</th>"
             "<th>owner</th><th>tenant</th><th>provider</th><th>model</th><th>calls</th><th>parts</th>"
-            f"</tr></thead><tbody>{lines}</tbody></table>"
+            f"<th>erased</th><th>missing</th></tr></thead><tbody>{lines}</tbody></table>"
         )
-    shown = f"{offset + 1}-{offset + len(rows)}" if rows else "0"
-    nav = [f'<span class="paging">executions {shown} of {total}</span>']
+    nav = _paging("executions", "/", kept, offset=offset, limit=limit, shown=len(rows), total=total)
+    return _page("Executions", form + body + nav, reader=reader, here="/")
+
+
+def _gone_cells(gone: Gone | None) -> str:
+    if gone is None:
+        return '<td class="erased muted">-</td><td class="missing muted">-</td>'
+    missing = f'<b class="error">{gone.missing}</b>' if gone.missing else "0"
+    return f'<td class="erased">{gone.erased}</td><td class="missing">{missing}</td>'
+
+
+def _paging(noun: str, path: str, kept: Mapping[str, str], *, offset: int, limit: int, shown: int, total: int) -> str:
+    """Where a listing's page is, of how many, and the links to the pages beside it (its filters kept)."""
+    window = f"{offset + 1}-{offset + shown}" if shown else "0"
+    nav = [f'<span class="paging">{noun} {window} of {total}</span>']
     if offset > 0:
         back = urlencode({**kept, "offset": max(0, offset - limit)})
-        nav.append(f'<a rel="prev" href="/?{_e(back)}">previous</a>')
-    if limit and offset + len(rows) < total:
-        nav.append(f'<a rel="next" href="/?{_e(urlencode({**kept, "offset": offset + limit}))}">next</a>')
-    return _page("Executions", form + body + f"<p>{' · '.join(nav)}</p>", reader=reader, here="/")
+        nav.append(f'<a rel="prev" href="{path}?{_e(back)}">previous</a>')
+    if limit and offset + shown < total:
+        nav.append(f'<a rel="next" href="{path}?{_e(urlencode({**kept, "offset": offset + limit}))}">next</a>')
+    return f"<p>{' · '.join(nav)}</p>"
+
+
+def _filter_form(
+    path: str,
+    names: Sequence[str],
+    kept: Mapping[str, str],
+    *,
+    labels: Mapping[str, str],
+    hints: Mapping[str, str],
+    error: str | None,
+) -> str:
+    """A listing's filters as a GET form, each shown back escaped, and the error a bad one made."""
+    fields = " ".join(
+        f'<label>{labels[name]} <input name="{name}" value="{_e(kept.get(name, ""))}" '
+        f'placeholder="{_e(hints.get(name, ""))}"></label>'
+        for name in names
+    )
+    form = f'<form method="get" action="{path}">{fields} <button type="submit">filter</button></form>'
+    if error:
+        form += f'<p class="error" role="alert">{_e(error)}</p>'
+    return form
+
+
+READS_FILTERS: Final = ("reader", "principal", "execution", "part", "outcome", "tenant", "since", "until")
+"""The reads page's filters (query parameters), kept by its paging links and shown back escaped."""
+
+
+def _part_name(read: ListedRead) -> str:
+    """Where the part read is (each place of a text several parts share), else its ref, else ``-``."""
+    if not read.parts:
+        return '<span class="muted">-</span>' if not read.ref else f"<code>{_e(read.ref[:24])}</code>"
+    return "<br>".join(
+        f"step <code>{_e(p.step_id)}</code> #{p.attempt} part {p.index} ({_e(p.kind)})" for p in read.parts
+    )
+
+
+def reads_html(
+    rows: Sequence[ListedRead],
+    *,
+    reader: str,
+    total: int,
+    offset: int = 0,
+    limit: int = 0,
+    filters: Mapping[str, str] | None = None,
+    error: str | None = None,
+) -> str:
+    """Who read what, of the reads the reader may see: reader, part, outcome and time, newest first."""
+    kept = {k: v for k, v in (filters or {}).items() if k in READS_FILTERS and v}
+    labels = {name: name for name in READS_FILTERS} | {"principal": "captures of"}
+    labels |= {"since": "from (UTC)", "until": "to (UTC)"}
+    hints = {
+        "principal": "whose captures",
+        "part": "ref or digest",
+        "outcome": "ok, erased, not-found",
+        "since": "2026-12-01T09:00",
+    }
+    form = _filter_form("/reads", READS_FILTERS, kept, labels=labels, hints=hints, error=error)
+    if not rows:
+        body = '<p class="muted">No read you may see.</p>'
+    else:
+        lines = "".join(
+            f"<tr><td>{_e(_when(r.time))}</td><td>{_e(r.reader)}</td>"
+            f'<td><a href="{_e(_execution_href(r.execution_id, r.tenant))}"><code>{_e(r.execution_id)}</code></a></td>'
+            f'<td>{_part_name(r)}</td><td class="outcome">{_e(r.outcome)}</td><td>{_e(r.tenant or "-")}</td></tr>'
+            for r in rows
+        )
+        body = (
+            "<table><thead><tr><th>time</th><th>reader</th><th>execution</th><th>part</th><th>outcome</th>"
+            f"<th>tenant</th></tr></thead><tbody>{lines}</tbody></table>"
+        )
+    nav = _paging("reads", "/reads", kept, offset=offset, limit=limit, shown=len(rows), total=total)
+    here = "/reads" + (f"?{urlencode(kept)}" if kept else "")
+    return _page("Reads", form + body + nav, reader=reader, here=here)
+
+
+def _reads_cell(reads: PartReads | None) -> str:
+    if reads is None:
+        return '<td class="reads muted">-</td>'
+    times = "once" if reads.count == 1 else f"{reads.count} times"
+    return f'<td class="reads">{times} by {_e(", ".join(reads.readers))}</td>'
 
 
 def _erasure(part: PartReading) -> str:
@@ -124,7 +231,20 @@ def _erasure(part: PartReading) -> str:
     )
 
 
-def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, step: str | None, live: bool) -> str:
+def execution_html(
+    page: ExecutionPage,
+    *,
+    reader: str,
+    trace_url: str | None,
+    step: str | None,
+    live: bool,
+    reads: Mapping[str, PartReads] | None = None,
+    trusted: bool = True,
+) -> str:
+    """One execution's page; ``reads``: per part ref, who read it (of the reads the reader may see);
+    ``trusted``: the viewer trusts a key (without one every record is unproven, and so no erasure is
+    proven: the page says so, as an erased part then reads ``missing``)."""
+    reads = reads or {}
     reading = page.reading
     out: list[str] = []
     tenant = reading.tenant
@@ -136,6 +256,8 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
         f"<p>tenant <b>{_e(tenant or '-')}</b> · parts {page.offset + 1 if page.total_parts else 0}-"
         f"{min(page.offset + page.limit, page.total_parts)} of {page.total_parts}{whole}</p>"
     )
+    if not trusted:
+        out.append(f'<p class="error untrusted-keys">{_e(NO_TRUSTED_KEY)}</p>')
     for s in reading.steps:
         first = s.attempts[0]
         label = (
@@ -163,12 +285,12 @@ def execution_html(page: ExecutionPage, *, reader: str, trace_url: str | None, s
             rows = "".join(
                 f"<tr><td>{p.index}</td><td>{_e(p.kind.value)}</td><td>{_e(p.status.value)}{_erasure(p)}</td>"
                 f'<td class="standing">{_e(a.standing.value)}</td><td>{p.size}</td>'
-                f"<td><code>{_e(p.digest[:16] or '-')}</code></td></tr>"
+                f"<td><code>{_e(p.digest[:16] or '-')}</code></td>{_reads_cell(reads.get(p.ref))}</tr>"
                 for p in a.parts
             )
             out.append(
                 "<table><thead><tr><th>#</th><th>kind</th><th>status</th><th>standing</th><th>size</th>"
-                f"<th>digest</th></tr></thead><tbody>{rows}</tbody></table>"
+                f"<th>digest</th><th>read</th></tr></thead><tbody>{rows}</tbody></table>"
             )
             for p in a.parts:
                 if p.text is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -23,7 +23,7 @@ from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._journal._reader import iter_records
 from loom_otel.core._journal._writer import Journal, open_journal
 
-__all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "read_records"]
+__all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "read_record", "read_records"]
 
 NOT_FOUND: Final = "not-found"
 """The outcome of a read that found nothing the reader may read (missing and forbidden alike)."""
@@ -119,19 +119,30 @@ class ReadRecord:
 def read_records(directory: str | os.PathLike[str]) -> Iterator[ReadRecord]:
     """The ``read`` records of a journal directory, in chain order per origin."""
     for record in iter_records(directory):
-        attributes = record.get("attributes")
-        if record.get("type") != attr.RECORD_READ or not isinstance(attributes, dict):
-            continue
-        tenant = attributes.get(attr.TENANT)
-        yield ReadRecord(
-            time=int(record.get("time") or 0),  # type: ignore[call-overload]
-            reader=str(attributes.get(attr.READ_READER, "")),
-            tenant=None if tenant is None else str(tenant),
-            execution_id=str(attributes.get(attr.EXECUTION_ID, "")),
-            ref=str(attributes.get(attr.READ_REF, "")),
-            digest=str(attributes.get(attr.READ_DIGEST, "")),
-            outcome=str(attributes.get(attr.READ_OUTCOME, "")),
-            origin=str(record.get("origin", "")),
-            seq=int(record.get("seq") or 0),  # type: ignore[call-overload]
-            record_hash=sound_hash(record),
-        )
+        read = read_record(record)
+        if read is not None:
+            yield read
+
+
+def read_record(record: Mapping[str, object]) -> ReadRecord | None:
+    """A journal record as a ``ReadRecord`` (``None``: not a ``read`` record)."""
+    attributes = record.get("attributes")
+    if record.get("type") != attr.RECORD_READ or not isinstance(attributes, dict):
+        return None
+    tenant = attributes.get(attr.TENANT)
+    return ReadRecord(
+        time=_number(record.get("time")),
+        reader=str(attributes.get(attr.READ_READER, "")),
+        tenant=None if tenant is None else str(tenant),
+        execution_id=str(attributes.get(attr.EXECUTION_ID, "")),
+        ref=str(attributes.get(attr.READ_REF, "")),
+        digest=str(attributes.get(attr.READ_DIGEST, "")),
+        outcome=str(attributes.get(attr.READ_OUTCOME, "")),
+        origin=str(record.get("origin", "")),
+        seq=_number(record.get("seq")),
+        record_hash=sound_hash(record),
+    )
+
+
+def _number(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

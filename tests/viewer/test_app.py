@@ -51,6 +51,8 @@ def test_the_api_document_is_audit_show_for_what_the_reader_may_read(server, cap
     document = response.json()
     page = document.pop("page")
     assert page == {"offset": 0, "limit": 100, "total_parts": 1, "next_offset": None, "truncated": False}
+    (read,) = [p.pop("reads") for s in document["steps"] for a in s["attempts"] for p in a["parts"]]
+    assert read == {"count": 1, "readers": ["alice"]}  # the viewer's own addition: who read the part
     out = io.StringIO()
     args = Namespace(
         execution="run-alice",

@@ -55,10 +55,12 @@ def test_each_part_carries_its_standing(signed: dict[str, str], monkeypatch: pyt
         assert [p["standing"] for p in _parts(server)] == ["signed"]
         page = httpx2.get(f"{server.url}/executions/run-alice?tenant=acme", headers=bearer("alice"), timeout=30)
         assert page.status_code == 200 and '<td class="standing">signed</td>' in page.text
+        assert "No checkpoint key is trusted" not in page.text
     with Server(ServeSettings(**signed).app()) as server:
         assert [p["standing"] for p in _parts(server)] == ["unproven"]
         page = httpx2.get(f"{server.url}/executions/run-alice?tenant=acme", headers=bearer("alice"), timeout=30)
         assert '<td class="standing">unproven</td>' in page.text
+        assert "No checkpoint key is trusted (serve --trust KEYFILE)" in page.text  # why erasures read missing
     assert not find_leaks([CANARY], texts=[trusted.to_environment()])
 
 

@@ -4,6 +4,7 @@ part's when, why and who; sign-in returning to the page that asked for it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -12,8 +13,9 @@ import pytest
 
 from loom_otel.audit import erase_execution
 from loom_otel.core import FileReasoningStore, ReasoningConfig
-from loom_otel.core._journal._checkpoint import generate_key
+from loom_otel.core._journal._checkpoint import generate_key, load_public_key
 from loom_otel.core._policy import load_policy
+from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server
 from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_run
@@ -46,7 +48,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         reads_journal=tmp_path / "reads",
         policy=load_policy(tmp_path / "policy.toml"),
         trace_url="http://jaeger.local/trace/{trace_id}",
-        trust=(public.read_text().strip(),),
+        trust=(load_public_key(public),),
     )
     with Server(app) as running:
         TRACE[:] = [trace]
@@ -141,3 +143,51 @@ def test_sign_in_from_the_top_bar_returns_to_the_page(server, path):
         f"{server.url}/signin", data={"token": TOKENS["ada"], "next": expected}, timeout=30, follow_redirects=False
     )
     assert response.status_code == 303 and response.headers["location"] == path
+
+
+def test_the_listing_counts_erased_and_missing_parts(server, tmp_path):
+    rows = {r["execution_id"]: r for r in _get(server, "/api/executions", "ada").json()}
+    assert (rows["run-gone"]["erased"], rows["run-gone"]["missing"]) == (1, 0)
+    assert (rows["run-alice"]["erased"], rows["run-alice"]["missing"]) == (0, 0)
+    (part,) = _get(server, "/api/executions/run-bob?tenant=acme", "ada").json()["steps"][0]["attempts"][0]["parts"]
+    FileReasoningStore(tmp_path / "store").delete(part["ref"])  # lost without a tombstone
+    rows = {r["execution_id"]: r for r in _get(server, "/api/executions", "ada").json()}
+    assert (rows["run-bob"]["erased"], rows["run-bob"]["missing"]) == (0, 1)
+    assert (rows["run-gone"]["erased"], rows["run-gone"]["missing"]) == (1, 0)
+    page = _get(server, "/?q=run-", "ada").text
+    assert "<th>erased</th><th>missing</th>" in page
+    assert '<td class="erased">0</td><td class="missing"><b class="error">1</b></td>' in page
+    assert '<td class="erased">1</td><td class="missing">0</td>' in page
+    assert "bob" not in str(_get(server, "/api/executions", "alice").json())  # counts of readable rows only
+
+
+@pytest.mark.parametrize("query", ["", "&step=s0"])
+def test_an_erased_part_shows_when_why_and_by_whom_and_its_standing(server, query):
+    document = _get(server, f"/api/executions/run-gone?tenant=acme{query}", "alice").json()
+    (part,) = document["steps"][0]["attempts"][0]["parts"]
+    assert part["status"] == "erased" and part["standing"] == "signed"
+    erasure = part["erasure"]
+    assert (erasure["by"], erasure["reason"], erasure["standing"]) == ("dpo", "gdpr-17", "signed")
+    when = dt.datetime.fromtimestamp(erasure["time"] / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    page = _get(server, f"/executions/run-gone?tenant=acme{query}", "alice").text
+    assert f'<div class="erasure">erased {when} by <b>dpo</b>: gdpr-17 (signed)</div>' in page
+    assert '<td class="standing">signed</td>' in page and "missing" not in page
+    assert CANARY not in page
+    if query:  # a step's page: the whole execution and the trace
+        assert 'class="whole" href="/executions/run-gone?tenant=acme"' in page
+        assert re.search(r'class="trace" href="http://jaeger\.local/trace/[0-9a-f]{32}"', page)
+
+
+def test_a_trusted_key_that_is_not_a_hex_public_key_is_refused(tmp_path):
+    pem = generate_key(tmp_path / "k.pem")
+    (tmp_path / "journal").mkdir()
+    (tmp_path / "tokens.toml").write_text('[tokens]\nada = "ada-token-0123456789abcdef000"\n')
+    for wrong in (pem, "zz" * 32, load_public_key(tmp_path / "k.pem")[:-2]):
+        with pytest.raises(ReasoningConfigError, match="trust: key 1 is not the hex of an Ed25519 public key"):
+            create_app(
+                tmp_path / "journal",
+                FileReasoningStore(tmp_path / "store"),
+                authenticator=tokens_file_authenticator(tmp_path / "tokens.toml"),
+                reads_journal=tmp_path / "reads",
+                trust=(wrong,),
+            )

@@ -1,0 +1,206 @@
+"""Who read what: ``/reads`` and ``GET /api/reads`` list the viewer's read records (read back from the reads
+journal) with their filters and paging, to the tenant's auditors whole and to a principal only the reads of
+the parts whose capture is theirs; each part of an execution says how many times and by whom it was read.
+No reasoning text is on these pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from loom_otel.core import FileReasoningStore, ReasoningConfig
+from loom_otel.core._policy import load_policy
+from loom_otel.testing import find_leaks
+from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
+from loom_otel.viewer._reads import ReadLog
+from loom_otel.viewer._who_read import ReadsJournal
+from tests.live.conftest import Server
+from tests.viewer.conftest import CANARY, TOKENS, capture_run
+
+READERS = {**TOKENS, "gus": "gus-token-0123456789abcdef0000"}
+"""The viewer's tokens: gus audits another tenant."""
+POLICY = '[tenants.acme]\nauditors = ["ada"]\n[tenants.globex]\nauditors = ["gus"]\n'
+
+
+@dataclass(frozen=True)
+class Reads:
+    server: Server
+    middle: str
+    """A time (ISO 8601) between the first reads and the later ones."""
+
+
+def _get(server: Server, path: str, principal: str | None = None) -> httpx2.Response:
+    headers = {"Authorization": f"Bearer {READERS[principal]}"} if principal else {}
+    return httpx2.get(f"{server.url}{path}", headers=headers, timeout=30)
+
+
+def _read(server: Server, principal: str, execution_id: str) -> int:
+    return _get(server, f"/api/executions/{execution_id}?tenant=acme", principal).status_code
+
+
+@pytest.fixture
+def reads(tmp_path: Path):
+    """Tenant acme: alice's run, bob's run, and a run with a step of each (alice's, then bob's attempt);
+    then reads: alice and ada read alice's run, bob is refused it; later ada reads bob's run and the
+    shared one, and alice the shared one (her part only)."""
+    store_dir, journal = tmp_path / "store", tmp_path / "journal"
+    config = ReasoningConfig(store=f"file://{store_dir}", journal=journal)
+    capture_run(config, f"{CANARY} alice thinks", "run-alice", principal="alice")
+    capture_run(config, f"{CANARY} bob thinks", "run-bob", principal="bob")
+    capture_run(config, f"{CANARY} shared, alice's", "run-shared", principal="alice")
+    capture_run(config, f"{CANARY} shared, bob's", "run-shared", principal="bob")
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("[tokens]\n" + "".join(f'{p} = "{t}"\n' for p, t in READERS.items()))
+    (tmp_path / "policy.toml").write_text(POLICY)
+    app = create_app(
+        journal,
+        FileReasoningStore(store_dir),
+        authenticator=tokens_file_authenticator(tokens),
+        reads_journal=tmp_path / "reads",
+        policy=load_policy(tmp_path / "policy.toml"),
+    )
+    with Server(app) as server:
+        assert [_read(server, p, "run-alice") for p in ("alice", "ada", "bob")] == [200, 200, 404]
+        time.sleep(0.05)
+        middle = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+        time.sleep(0.05)
+        assert [_read(server, p, e) for p, e in (("ada", "run-bob"), ("ada", "run-shared"))] == [200, 200]
+        assert _read(server, "alice", "run-shared") == 200
+        yield Reads(server, middle)
+
+
+def _listed(server: Server, query: str, principal: str) -> list[tuple[str, str, str]]:
+    """(reader, execution, outcome) of each read listed, newest first."""
+    response = _get(server, f"/api/reads{query}", principal)
+    assert response.status_code == 200, response.text
+    assert response.headers["X-Total-Count"] == str(len(response.json())) or "limit=" in query
+    return [(r["reader"], r["execution_id"], r["outcome"]) for r in response.json()]
+
+
+def test_the_tenants_auditor_sees_every_read_newest_first_with_its_part(reads: Reads) -> None:
+    listed = _listed(reads.server, "", "ada")
+    assert listed == [
+        ("alice", "run-shared", "ok"),
+        ("ada", "run-shared", "ok"),
+        ("ada", "run-shared", "ok"),
+        ("ada", "run-bob", "ok"),
+        ("bob", "run-alice", "not-found"),
+        ("ada", "run-alice", "ok"),
+        ("alice", "run-alice", "ok"),
+    ]
+    first = _get(reads.server, "/api/reads", "ada").json()[-1]
+    (part,) = first["parts"]
+    assert (part["step_id"], part["index"], part["kind"]) == ("s0", 0, "summary") and part["attempt"] >= 1
+    assert first["ref"] and first["digest"] and first["tenant"] == "acme"
+    refused = _get(reads.server, "/api/reads?outcome=not-found", "ada").json()
+    assert [(r["reader"], r["parts"], r["ref"]) for r in refused] == [("bob", [], "")]
+    page = _get(reads.server, "/reads", "ada").text
+    assert "<th>reader</th>" in page and '<td class="outcome">not-found</td>' in page
+    assert 'href="/executions/run-shared?tenant=acme"' in page and "reads 1-7 of 7" in page
+
+
+def test_each_filter(reads: Reads) -> None:
+    server = reads.server
+    assert {r[0] for r in _listed(server, "?reader=alice", "ada")} == {"alice"}
+    assert len(_listed(server, "?reader=alice", "ada")) == 2
+    assert _listed(server, "?execution=run-bob", "ada") == [("ada", "run-bob", "ok")]
+    assert _listed(server, "?outcome=not-found", "ada") == [("bob", "run-alice", "not-found")]
+    # whose captures were read: bob's part of the shared run and his run; never a refused read
+    assert _listed(server, "?principal=bob", "ada") == [("ada", "run-shared", "ok"), ("ada", "run-bob", "ok")]
+    assert len(_listed(server, "?principal=alice", "ada")) == 4
+    ref = _get(server, "/api/executions/run-bob?tenant=acme", "bob").json()["steps"][0]["attempts"][0]["parts"][0]
+    by_part = _listed(server, f"?part={ref['ref']}", "ada")
+    assert by_part == [("bob", "run-bob", "ok"), ("ada", "run-bob", "ok")]
+    assert _listed(server, f"?part={ref['digest'][:20]}", "ada") == by_part
+    assert len(_listed(server, "?tenant=acme", "ada")) == 8  # bob's own read of run-bob just now
+    assert _listed(server, "?tenant=globex", "ada") == []
+    later = _listed(server, f"?since={reads.middle}&reader=ada", "ada")
+    assert [e for _, e, _ in later] == ["run-shared", "run-shared", "run-bob"]
+    earlier = _listed(server, f"?until={reads.middle}", "ada")
+    assert [(r, e) for r, e, _ in earlier] == [("bob", "run-alice"), ("ada", "run-alice"), ("alice", "run-alice")]
+    bad = _get(server, "/api/reads?since=yesterday", "ada")
+    assert bad.status_code == 400 and "not a time" in bad.json()["error"]
+    page = _get(server, "/reads?reader=alice&limit=1", "ada").text
+    assert 'value="alice"' in page and "reads 1-1 of 2" in page
+    assert 'rel="next" href="/reads?reader=alice&amp;offset=1"' in page
+
+
+def test_paging(reads: Reads) -> None:
+    first = _get(reads.server, "/api/reads?limit=3", "ada")
+    assert first.headers["X-Total-Count"] == "7" and len(first.json()) == 3
+    rest = _get(reads.server, "/api/reads?limit=5&offset=3", "ada")
+    assert len(rest.json()) == 4
+    both = [(r["origin"], r["seq"]) for r in first.json() + rest.json()]
+    assert len(set(both)) == 7
+
+
+def test_a_principal_sees_only_the_reads_of_their_own_captures(reads: Reads) -> None:
+    # alice: the reads of her run and of her part of the shared run; not bob's refusal, not ada's read of
+    # bob's part of the shared run
+    assert _listed(reads.server, "", "alice") == [
+        ("alice", "run-shared", "ok"),
+        ("ada", "run-shared", "ok"),
+        ("ada", "run-alice", "ok"),
+        ("alice", "run-alice", "ok"),
+    ]
+    assert _listed(reads.server, "?execution=run-shared", "bob") == [("ada", "run-shared", "ok")]
+    assert ("alice", "run-shared", "ok") not in _listed(reads.server, "", "bob")
+    assert _listed(reads.server, "", "gus") == []  # the auditor of another tenant
+    assert _listed(reads.server, "", "mallory") == []
+    assert "No read you may see" in _get(reads.server, "/reads", "gus").text
+    assert _get(reads.server, "/api/reads").status_code == 404  # anonymous
+    assert _get(reads.server, "/reads").status_code == 404
+
+
+def test_each_part_says_how_many_times_and_by_whom_it_was_read(reads: Reads) -> None:
+    document = _get(reads.server, "/api/executions/run-alice?tenant=acme", "alice").json()
+    (part,) = document["steps"][0]["attempts"][0]["parts"]
+    assert part["reads"] == {"count": 3, "readers": ["alice", "ada"]}  # this read included
+    shared = _get(reads.server, "/api/executions/run-shared?tenant=acme", "ada").json()
+    counts = [p["reads"] for a in shared["steps"][0]["attempts"] for p in a["parts"]]
+    assert counts == [{"count": 3, "readers": ["ada", "alice"]}, {"count": 2, "readers": ["ada"]}]
+    page = _get(reads.server, "/executions/run-alice?tenant=acme", "ada").text
+    assert "<th>read</th>" in page and '<td class="reads">4 times by alice, ada</td>' in page
+    # bob sees his part's readers, never alice's part's
+    mine = _get(reads.server, "/api/executions/run-shared?tenant=acme", "bob").json()
+    (bobs,) = [p for a in mine["steps"][0]["attempts"] for p in a["parts"]]
+    assert bobs["reads"] == {"count": 3, "readers": ["ada", "bob"]}
+
+
+def test_no_reasoning_text_on_the_reads_pages(reads: Reads) -> None:
+    texts = [
+        _get(reads.server, path, who).text
+        for path in ("/reads", "/api/reads", "/reads?outcome=ok", "/api/reads?execution=run-shared")
+        for who in ("ada", "alice")
+    ]
+    assert all("run-alice" in t for t in texts[:2])
+    assert not find_leaks([CANARY, "alice thinks", "shared, bob's"], texts=texts)
+
+
+def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
+    """Each call reads what was appended since: a torn last line waits until it is whole, and a journal
+    that shrank is read again from its start; always the same records as a full read."""
+    directory = tmp_path / "reads"
+    journal, log = ReadsJournal(directory), ReadLog(directory)
+    assert journal.records() == []
+    log.refused("bob", "acme", "run-x")
+    log.flush()
+    assert [r.reader for r in journal.records()] == ["bob"]
+    log.refused("eve", "acme", "run-y")
+    log.flush()
+    assert journal.records() == list(read_records(directory)) and len(journal.records()) == 2
+    (segment,) = directory.glob("*/*.jsonl")
+    line = segment.read_bytes().splitlines(keepends=True)[-1]
+    with segment.open("ab") as fh:
+        fh.write(line[:40])  # a line being written
+    assert len(journal.records()) == 2
+    with segment.open("ab") as fh:
+        fh.write(line[40:])
+    assert journal.records() == list(read_records(directory)) and len(journal.records()) == 3
+    segment.write_bytes(b"")
+    assert journal.records() == []
