@@ -37,7 +37,7 @@ def venv(framework: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    framework: str  # langchain | pydantic-ai | adk
+    framework: str  # langchain | pydantic-ai | adk | llamaindex | openai-agents | autogen
     vendor: str  # anthropic | gemini
     variant: str  # tools | system-turn | system-call
     drop: bool = False  # Anthropic thinking.block_binding drop_block

@@ -1,4 +1,4 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai and google-adk agents,
+"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk and LlamaIndex agents,
 ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
 (.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
 simulator over HTTP, Anthropic and Gemini, transcript ``keep`` and ``redact``: three tool rounds, then
@@ -26,8 +26,18 @@ from .harness import Case, bare, instrumented
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("framework_venv")]
 
-VENDORS = {"langchain": ("anthropic",), "pydantic-ai": ("anthropic", "gemini"), "adk": ("anthropic", "gemini")}
+VENDORS = {
+    "langchain": ("anthropic",),
+    "pydantic-ai": ("anthropic", "gemini"),
+    "adk": ("anthropic", "gemini"),
+    "llamaindex": ("anthropic",),
+}
 MODES = ("keep", "redact")
+SYSTEM_VARIANTS = {"llamaindex": ("system-turn",)}
+"""The system variants a framework can express (default both): a LlamaIndex agent's ``system_prompt`` is
+read at each run, with no hook per model call."""
+NO_DROP = {"adk"}
+"""Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
 
 
 def _cases() -> list[Case]:
@@ -35,9 +45,9 @@ def _cases() -> list[Case]:
     for framework, vendors in VENDORS.items():
         for vendor in vendors:
             cases.append(Case(framework, vendor, "tools"))
-            for variant in ("system-turn", "system-call"):
+            for variant in SYSTEM_VARIANTS.get(framework, ("system-turn", "system-call")):
                 cases.append(Case(framework, vendor, variant))
-                if vendor == "anthropic" and framework != "adk":  # AnthropicLlm has no way to send block_binding
+                if vendor == "anthropic" and framework not in NO_DROP:
                     cases.append(Case(framework, vendor, variant, drop=True))
     return cases
 
