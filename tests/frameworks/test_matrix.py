@@ -1,7 +1,7 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk and LlamaIndex agents,
+"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex and OpenAI Agents SDK agents,
 ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
 (.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
-simulator over HTTP, Anthropic and Gemini, transcript ``keep`` and ``redact``: three tool rounds, then
+simulator over HTTP, Anthropic, Gemini and OpenAI Responses (the Agents SDK, run and streamed), transcript ``keep`` and ``redact``: three tool rounds, then
 a follow-up message in the same conversation; with one system prompt, one per turn and one per model
 call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Collection
 
 import pytest
 
@@ -31,11 +32,13 @@ VENDORS = {
     "pydantic-ai": ("anthropic", "gemini"),
     "adk": ("anthropic", "gemini"),
     "llamaindex": ("anthropic",),
+    "openai-agents": ("openai",),
 }
 MODES = ("keep", "redact")
-SYSTEM_VARIANTS = {"llamaindex": ("system-turn",)}
-"""The system variants a framework can express (default both): a LlamaIndex agent's ``system_prompt`` is
-read at each run, with no hook per model call."""
+VARIANTS = {"llamaindex": ("system-turn",), "openai-agents": ("streamed", "system-turn", "system-call")}
+"""The variants beside ``tools`` a framework runs (default the two system ones): a LlamaIndex agent's
+``system_prompt`` is read at each run, with no hook per model call; the Agents SDK streams with
+``Runner.run_streamed`` (through ``responses.with_streaming_response``)."""
 NO_DROP = {"adk"}
 """Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
 
@@ -45,9 +48,9 @@ def _cases() -> list[Case]:
     for framework, vendors in VENDORS.items():
         for vendor in vendors:
             cases.append(Case(framework, vendor, "tools"))
-            for variant in SYSTEM_VARIANTS.get(framework, ("system-turn", "system-call")):
+            for variant in VARIANTS.get(framework, ("system-turn", "system-call")):
                 cases.append(Case(framework, vendor, variant))
-                if vendor == "anthropic" and framework not in NO_DROP:
+                if vendor == "anthropic" and framework not in NO_DROP and variant.startswith("system-"):
                     cases.append(Case(framework, vendor, variant, drop=True))
     return cases
 
@@ -62,10 +65,14 @@ KNOWN = _known()
 """(check, case id, mode) -> the issue #11 item that makes exactly that check fail today."""
 
 
-def _params(check: str, variants: tuple[str, ...] = ("tools", "system-turn", "system-call")) -> list[object]:
+def _params(
+    check: str,
+    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call"),
+    frameworks: Collection[str] = VENDORS.keys(),
+) -> list[object]:
     params = []
     for case in _cases():
-        if case.variant not in variants:
+        if case.variant not in variants or case.framework not in frameworks:
             continue
         for mode in MODES:
             reason = KNOWN.get((check, case.id, mode))
@@ -126,7 +133,23 @@ def test_no_reasoning_text_or_signature_exported_or_journaled(case: Case, mode: 
     assert find_leaks(run.secrets(), directories=[run.journal_dir], texts=[run.exported.read_text()]) == []
 
 
-@pytest.mark.parametrize(("case", "mode"), _params("drops", variants=("tools",)))
+HOLDS = {"llamaindex", "openai-agents"}
+"""The apps that report the history they hold at the end (``run(turn, held=...)``)."""
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("held", frameworks=HOLDS))
+def test_redact_mode_hands_the_app_no_reasoning_text(case: Case, mode: str) -> None:
+    """Issue 48: ``Runner.run_streamed`` goes through ``with_streaming_response``, and redact mode handed
+    the app every reasoning summary; in keep mode the app holds them (so the check can fail)."""
+    run = instrumented(case, mode)
+    assert run.ok and run.held is not None, run.error
+    texts = [text for call in run.calls for text in call.texts if text]
+    assert texts, "the simulator returned no reasoning"
+    held = [text for text in texts if text in run.held or json.dumps(text)[1:-1] in run.held]
+    assert held == ([] if mode == "redact" else texts)
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("drops", variants=("tools", "streamed")))
 def test_no_drop_where_nothing_was_edited(case: Case, mode: str) -> None:
     """One system prompt, the history as the framework keeps it: no block is stale, none is dropped."""
     run = instrumented(case, mode)

@@ -43,4 +43,4 @@ def turn(number: int, question: str) -> str:
     return loop.run_until_complete(ask())
 
 
-run(turn)
+run(turn, held=lambda: [m.model_dump() for m in memory.get_all()])
