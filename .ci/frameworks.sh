@@ -15,7 +15,7 @@ declare -A FRAMEWORKS=(
   [adk]="google-adk>=2 anthropic"
   [llamaindex]="llama-index-core>=0.14 llama-index-llms-anthropic anthropic<2"
   [openai-agents]="openai-agents"
-  [autogen]="autogen-agentchat>=0.7 autogen-ext[anthropic,openai]>=0.7"
+  [autogen]="autogen-agentchat>=0.7 autogen-ext[anthropic,openai]>=0.7 anthropic<1"
 )
 build() {
   local name="$1" venv=".ci/.cache/fw-$1"

@@ -39,7 +39,7 @@ def venv(framework: str) -> Path:
 class Case:
     framework: str  # langchain | pydantic-ai | adk | llamaindex | openai-agents | autogen
     vendor: str  # anthropic | gemini | openai
-    variant: str  # tools | streamed | system-turn | system-call
+    variant: str  # tools | streamed | system-turn | system-call | execution
     drop: bool = False  # Anthropic thinking.block_binding drop_block
 
     @property
@@ -194,11 +194,25 @@ def _openai_call(reply: Reply) -> Call:
     return Call(reply.status, tuple(texts), tuple(signatures))
 
 
+def _chat_call(reply: Reply) -> Call:
+    """Chat Completions (an OpenAI-compatible reasoning endpoint): the message's ``reasoning_content`` is
+    one part; nothing is signed."""
+    if reply.stream:
+        deltas = [c["delta"] for f in _sse_payloads(reply) for c in f.get("choices", [])]
+        text = "".join(d.get("reasoning_content") or "" for d in deltas)
+    else:
+        choices = json.loads(reply.body).get("choices", []) if reply.status == 200 else []
+        text = "".join(c["message"].get("reasoning_content") or "" for c in choices)
+    return Call(reply.status, (text,) if text else (), ())
+
+
 def _call(path: str, reply: Reply) -> Call:
     if path.startswith("/v1/messages"):
         return _anthropic_call(reply)
     if path.startswith("/v1/responses"):
         return _openai_call(reply)
+    if path.startswith("/v1/chat/completions"):
+        return _chat_call(reply)
     return _gemini_call(reply)
 
 

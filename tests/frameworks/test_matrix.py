@@ -1,7 +1,10 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex and OpenAI Agents SDK agents,
-ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
+"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex, OpenAI Agents SDK
+and AutoGen AgentChat agents,
+ordinary scripts that never import loom_otel (tests/frameworks/apps; but AutoGen's ``execution`` variant,
+which names its conversation with ``execution()``: a user's one-line choice), each in its own venv
 (.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
-simulator over HTTP, Anthropic, Gemini and OpenAI Responses (the Agents SDK, run and streamed), transcript ``keep`` and ``redact``: three tool rounds, then
+simulator over HTTP, Anthropic, Gemini, OpenAI Responses (the Agents SDK, run and streamed) and Chat
+Completions (AutoGen's OpenAI client), transcript ``keep`` and ``redact``: three tool rounds, then
 a follow-up message in the same conversation; with one system prompt, one per turn and one per model
 call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
 
@@ -33,12 +36,18 @@ VENDORS = {
     "adk": ("anthropic", "gemini"),
     "llamaindex": ("anthropic",),
     "openai-agents": ("openai",),
+    "autogen": ("anthropic", "openai"),
 }
 MODES = ("keep", "redact")
-VARIANTS = {"llamaindex": ("system-turn",), "openai-agents": ("streamed", "system-turn", "system-call")}
+VARIANTS = {
+    "llamaindex": ("system-turn",),
+    "openai-agents": ("streamed", "system-turn", "system-call"),
+    "autogen": ("execution",),
+}
 """The variants beside ``tools`` a framework runs (default the two system ones): a LlamaIndex agent's
 ``system_prompt`` is read at each run, with no hook per model call; the Agents SDK streams with
-``Runner.run_streamed`` (through ``responses.with_streaming_response``)."""
+``Runner.run_streamed`` (through ``responses.with_streaming_response``); the AutoGen app names its
+conversation with ``execution()`` (its one system prompt is set when the agent is built)."""
 NO_DROP = {"adk"}
 """Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
 
@@ -67,7 +76,7 @@ KNOWN = _known()
 
 def _params(
     check: str,
-    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call"),
+    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call", "execution"),
     frameworks: Collection[str] = VENDORS.keys(),
 ) -> list[object]:
     params = []
@@ -131,6 +140,32 @@ def test_no_reasoning_text_or_signature_exported_or_journaled(case: Case, mode: 
     assert run.exported is not None and run.exported.is_file(), "no span was exported"
     assert run.secrets(), "the simulator returned no reasoning"
     assert find_leaks(run.secrets(), directories=[run.journal_dir], texts=[run.exported.read_text()]) == []
+
+
+RESTORED = {
+    ("autogen-anthropic-execution", "keep"),
+    ("autogen-anthropic-execution", "redact"),
+    ("autogen-openai-execution", "redact"),
+}
+"""Where AutoGen's agent, refused bare, works instrumented: inside ``execution()`` its Anthropic tool rounds
+get back the thinking block AutoGen resent as text, and (redact mode) a DeepSeek-style endpoint gets back
+the ``reasoning_content`` AutoGen's OpenAI client does not send (the app never held it); keep mode does not
+put back what the app held and dropped, and without ``execution()`` nothing is restored."""
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("restored", frameworks={"autogen"}))
+def test_autogen_refused_bare_works_inside_execution(case: Case, mode: str) -> None:
+    """Issue 48: AutoGen 0.7 resends the thought as a text block (Anthropic) and no ``reasoning_content``
+    (OpenAI client); both are refused bare with the vendor's 400. Where loom-otel restores the round
+    (only inside the ``execution()`` the app names) the agent works; elsewhere it fails as bare."""
+    alone = bare(case)
+    assert not alone.ok and alone.error is not None and "Error code: 400" in alone.error
+    run = instrumented(case, mode)
+    if (case.id, mode) in RESTORED:
+        assert run.ok, run.error
+        assert len(run.answers) == 2 and all(run.answers)
+    else:
+        assert run.error == alone.error
 
 
 HOLDS = {"llamaindex", "openai-agents"}

@@ -1,9 +1,10 @@
-"""What every framework app does, read from its environment (the apps never import loom_otel).
+"""What every framework app does, read from its environment (the apps never import loom_otel, but for
+the one line of a variant ``execution``).
 
 FW_VENDOR ``anthropic`` | ``gemini`` | ``openai``; FW_VARIANT ``tools`` (one fixed system prompt), ``streamed``
 (the same, where a framework has a streamed run as well, through it), ``system-turn``
 (the system prompt changes at each user turn), ``system-call`` (it changes at every model call, inside
-tool rounds too); FW_DROP ``1``: the Anthropic request opts into the vendor's server-side handling of
+tool rounds too), ``execution`` (the conversation inside ``loom_otel.core.execution()``); FW_DROP ``1``: the Anthropic request opts into the vendor's server-side handling of
 stale blocks (``thinking.block_binding`` with ``drop_block``). Each app runs one conversation: a
 question answered after three tool rounds, then a follow-up in the same conversation, and prints one
 JSON line ``{"answers": [...]}`` (or ``{"error": ...}`` and exits 1).
