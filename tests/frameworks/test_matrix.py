@@ -42,12 +42,13 @@ MODES = ("keep", "redact")
 VARIANTS = {
     "llamaindex": ("system-turn",),
     "openai-agents": ("streamed", "system-turn", "system-call"),
-    "autogen": ("execution",),
+    "autogen": ("execution", "execution-streamed"),
 }
 """The variants beside ``tools`` a framework runs (default the two system ones): a LlamaIndex agent's
 ``system_prompt`` is read at each run, with no hook per model call; the Agents SDK streams with
 ``Runner.run_streamed`` (through ``responses.with_streaming_response``); the AutoGen app names its
-conversation with ``execution()`` (its one system prompt is set when the agent is built)."""
+conversation with ``execution()``, its model calls streamed or not (its one system prompt is set when the
+agent is built)."""
 NO_DROP = {"adk"}
 """Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
 
@@ -76,7 +77,7 @@ KNOWN = _known()
 
 def _params(
     check: str,
-    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call", "execution"),
+    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call", "execution", "execution-streamed"),
     frameworks: Collection[str] = VENDORS.keys(),
 ) -> list[object]:
     params = []
@@ -143,9 +144,8 @@ def test_no_reasoning_text_or_signature_exported_or_journaled(case: Case, mode: 
 
 
 RESTORED = {
-    ("autogen-anthropic-execution", "keep"),
-    ("autogen-anthropic-execution", "redact"),
-    ("autogen-openai-execution", "redact"),
+    *((f"autogen-anthropic-{variant}", mode) for variant in ("execution", "execution-streamed") for mode in MODES),
+    *((f"autogen-openai-{variant}", "redact") for variant in ("execution", "execution-streamed")),
 }
 """Where AutoGen's agent, refused bare, works instrumented: inside ``execution()`` its Anthropic tool rounds
 get back the thinking block AutoGen resent as text, and (redact mode) a DeepSeek-style endpoint gets back

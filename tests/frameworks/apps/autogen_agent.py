@@ -1,7 +1,8 @@
 """An ordinary AutoGen AgentChat app: an ``AssistantAgent`` with one tool looping over its tool calls,
 on AutoGen's Anthropic client with thinking on (AutoGen resends each thought as a text block: refused
 bare, the in-flight tool round must start with its thinking block) or its OpenAI client (an
-OpenAI-compatible reasoning endpoint, ``reasoning_content``). Variant ``execution``: the app names its
+OpenAI-compatible reasoning endpoint, ``reasoning_content``), streamed in variant ``execution-streamed``.
+Variants ``execution`` and ``execution-streamed``: the app names its
 conversation with ``loom_otel.core.execution()``, the one line a user adds to have loom-otel restore the
 thinking AutoGen stripped (a no-op bare: loom-otel is installed, not instrumented)."""
 
@@ -38,11 +39,16 @@ else:
     )
 
 agent = AssistantAgent(
-    "travel", model_client=client, tools=[get_weather], system_message=system_prompt(1), max_tool_iterations=10
+    "travel",
+    model_client=client,
+    tools=[get_weather],
+    system_message=system_prompt(1),
+    max_tool_iterations=10,
+    model_client_stream=VARIANT.endswith("streamed"),
 )
 loop = asyncio.new_event_loop()  # one loop for the conversation: the client's connections belong to it
 conversation: Any = contextlib.nullcontext()
-if VARIANT == "execution":
+if VARIANT.startswith("execution"):
     from loom_otel.core import execution
 
     conversation = execution("travel-conversation")
