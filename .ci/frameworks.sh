@@ -13,6 +13,9 @@ declare -A FRAMEWORKS=(
   [langchain]="langchain langchain-anthropic langgraph"
   [pydantic-ai]="pydantic-ai-slim[anthropic,google]"
   [adk]="google-adk>=2 anthropic"
+  [llamaindex]="llama-index-core>=0.14 llama-index-llms-anthropic anthropic<2"
+  [openai-agents]="openai-agents"
+  [autogen]="autogen-agentchat>=0.7 autogen-ext[anthropic,openai]>=0.7 anthropic<1"
 )
 build() {
   local name="$1" venv=".ci/.cache/fw-$1"
@@ -23,6 +26,6 @@ build() {
   "$venv/bin/python" "tests/frameworks/apps/check_install.py" "$name"
   touch "$venv/.ready"
 }
-for name in "${@:-langchain pydantic-ai adk}"; do
+for name in "${@:-langchain pydantic-ai adk llamaindex openai-agents autogen}"; do
   for n in $name; do build "$n"; done
 done

@@ -37,9 +37,9 @@ def venv(framework: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    framework: str  # langchain | pydantic-ai | adk
-    vendor: str  # anthropic | gemini
-    variant: str  # tools | system-turn | system-call
+    framework: str  # langchain | pydantic-ai | adk | llamaindex | openai-agents | autogen
+    vendor: str  # anthropic | gemini | openai
+    variant: str  # tools | streamed | system-turn | system-call | execution
     drop: bool = False  # Anthropic thinking.block_binding drop_block
 
     @property
@@ -72,6 +72,7 @@ class Run:
     exported: Path | None = None
     journal_dir: Path | None = None
     store: str | None = None
+    held: str | None = None  # the history the app held at the end, where the app reports it
 
     def span_events(self, name: str) -> list[dict[str, object]]:
         """The attributes of every exported span event called ``name``."""
@@ -171,6 +172,50 @@ def _gemini_call(reply: Reply) -> Call:
     return Call(reply.status, tuple(texts), tuple(signatures))
 
 
+_SUMMARY_SEPARATOR = "\n\n"
+"""How loom-otel joins a reasoning item's summary texts into its one part."""
+
+
+def _openai_call(reply: Reply) -> Call:
+    """Each reasoning item is one part: its content texts, else its summary texts joined; its secret is
+    the ``encrypted_content``."""
+    if reply.stream:
+        done = [e["response"] for e in _sse_payloads(reply) if e.get("type") == "response.completed"]
+        output = done[0].get("output", []) if done else []
+    else:
+        output = json.loads(reply.body).get("output", []) if reply.status == 200 else []
+    texts: list[str] = []
+    signatures: list[str] = []
+    for item in output:
+        if item.get("type") == "reasoning":
+            pieces = item.get("content") or item.get("summary") or []
+            texts.append(_SUMMARY_SEPARATOR.join(p.get("text", "") for p in pieces))
+            signatures.append(item.get("encrypted_content") or "")
+    return Call(reply.status, tuple(texts), tuple(signatures))
+
+
+def _chat_call(reply: Reply) -> Call:
+    """Chat Completions (an OpenAI-compatible reasoning endpoint): the message's ``reasoning_content`` is
+    one part; nothing is signed."""
+    if reply.stream:
+        deltas = [c["delta"] for f in _sse_payloads(reply) for c in f.get("choices", [])]
+        text = "".join(d.get("reasoning_content") or "" for d in deltas)
+    else:
+        choices = json.loads(reply.body).get("choices", []) if reply.status == 200 else []
+        text = "".join(c["message"].get("reasoning_content") or "" for c in choices)
+    return Call(reply.status, (text,) if text else (), ())
+
+
+def _call(path: str, reply: Reply) -> Call:
+    if path.startswith("/v1/messages"):
+        return _anthropic_call(reply)
+    if path.startswith("/v1/responses"):
+        return _openai_call(reply)
+    if path.startswith("/v1/chat/completions"):
+        return _chat_call(reply)
+    return _gemini_call(reply)
+
+
 def _calls(sim: RecordingSimulator) -> list[Call]:
     """One per model call: a request sent again as it was (the SDK retrying after the server closed a
     kept-alive connection) is the same call, answered alike by the deterministic simulator."""
@@ -181,12 +226,16 @@ def _calls(sim: RecordingSimulator) -> list[Call]:
         if key in seen:
             continue
         seen.add(key)
-        calls.append(_anthropic_call(reply) if path.startswith("/v1/messages") else _gemini_call(reply))
+        calls.append(_call(path, reply))
     return calls
 
 
 def _environment(case: Case, base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "OPENAI_"))
+    }
     env.update(
         FW_VENDOR=case.vendor,
         FW_VARIANT=case.variant,
@@ -195,6 +244,11 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
         ANTHROPIC_BASE_URL=base_url,  # where an app builds its client from the environment (google-adk)
         ANTHROPIC_API_KEY="sim",
         GOOGLE_API_KEY="sim",
+        OPENAI_API_KEY="sim",
+        # the OpenAI Agents SDK's own trace export goes to api.openai.com, outside OpenTelemetry (the
+        # warning at instrument() names it): turned off where it is deployed, as a user keeping traces in
+        # their own backend does, never in the script
+        OPENAI_AGENTS_DISABLE_TRACING="true",
         # the apps, then this checkout's loom-otel before the one the venv was installed from (a git
         # worktree or a copy runs its own code, never a mix of two)
         PYTHONPATH=os.pathsep.join(str(p) for p in (APPS, ROOT, ROOT / "instrumentation", ROOT / "exporters")),
@@ -207,13 +261,13 @@ def _script(case: Case) -> Path:
     return APPS / f"{case.framework.replace('-', '_')}_agent.py"
 
 
-def _outcome(completed: subprocess.CompletedProcess[str]) -> tuple[bool, list[str], str | None]:
+def _outcome(completed: subprocess.CompletedProcess[str]) -> tuple[bool, list[str], str | None, str | None]:
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        return False, [], f"no result line (exit {completed.returncode}): {completed.stderr[-3000:]}"
+        return False, [], f"no result line (exit {completed.returncode}): {completed.stderr[-3000:]}", None
     result = json.loads(lines[-1])
     ok = completed.returncode == 0 and "error" not in result
-    return ok, list(result.get("answers", [])), result.get("error")
+    return ok, list(result.get("answers", [])), result.get("error"), result.get("held")
 
 
 @cache
@@ -229,8 +283,8 @@ def bare(case: Case) -> Run:
             timeout=TIMEOUT,
             check=False,
         )
-    ok, answers, error = _outcome(completed)
-    return Run(ok, answers, error, completed.stderr, calls=_calls(sim))
+    ok, answers, error, held = _outcome(completed)
+    return Run(ok, answers, error, completed.stderr, calls=_calls(sim), held=held)
 
 
 @cache
@@ -268,8 +322,8 @@ def instrumented(case: Case, mode: str) -> Run:
             )
     finally:
         receiver.stop()
-    ok, answers, error = _outcome(completed)
+    ok, answers, error, held = _outcome(completed)
     exported = workdir / "exported.jsonl"
     captures = list(iter_captures(exported)) if exported.is_file() else []
     records = list(iter_captures(journal)) if journal.is_dir() else []
-    return Run(ok, answers, error, completed.stderr, _calls(sim), captures, records, exported, journal, store)
+    return Run(ok, answers, error, completed.stderr, _calls(sim), captures, records, exported, journal, store, held)

@@ -1,7 +1,10 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai and google-adk agents,
-ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
+"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex, OpenAI Agents SDK
+and AutoGen AgentChat agents,
+ordinary scripts that never import loom_otel (tests/frameworks/apps; but AutoGen's ``execution`` variant,
+which names its conversation with ``execution()``: a user's one-line choice), each in its own venv
 (.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
-simulator over HTTP, Anthropic and Gemini, transcript ``keep`` and ``redact``: three tool rounds, then
+simulator over HTTP, Anthropic, Gemini, OpenAI Responses (the Agents SDK, run and streamed) and Chat
+Completions (AutoGen's OpenAI client), transcript ``keep`` and ``redact``: three tool rounds, then
 a follow-up message in the same conversation; with one system prompt, one per turn and one per model
 call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Collection
 
 import pytest
 
@@ -26,8 +30,27 @@ from .harness import Case, bare, instrumented
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("framework_venv")]
 
-VENDORS = {"langchain": ("anthropic",), "pydantic-ai": ("anthropic", "gemini"), "adk": ("anthropic", "gemini")}
+VENDORS = {
+    "langchain": ("anthropic",),
+    "pydantic-ai": ("anthropic", "gemini"),
+    "adk": ("anthropic", "gemini"),
+    "llamaindex": ("anthropic",),
+    "openai-agents": ("openai",),
+    "autogen": ("anthropic", "openai"),
+}
 MODES = ("keep", "redact")
+VARIANTS = {
+    "llamaindex": ("system-turn",),
+    "openai-agents": ("streamed", "system-turn", "system-call"),
+    "autogen": ("execution", "execution-streamed"),
+}
+"""The variants beside ``tools`` a framework runs (default the two system ones): a LlamaIndex agent's
+``system_prompt`` is read at each run, with no hook per model call; the Agents SDK streams with
+``Runner.run_streamed`` (through ``responses.with_streaming_response``); the AutoGen app names its
+conversation with ``execution()``, its model calls streamed or not (its one system prompt is set when the
+agent is built)."""
+NO_DROP = {"adk"}
+"""Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
 
 
 def _cases() -> list[Case]:
@@ -35,9 +58,9 @@ def _cases() -> list[Case]:
     for framework, vendors in VENDORS.items():
         for vendor in vendors:
             cases.append(Case(framework, vendor, "tools"))
-            for variant in ("system-turn", "system-call"):
+            for variant in VARIANTS.get(framework, ("system-turn", "system-call")):
                 cases.append(Case(framework, vendor, variant))
-                if vendor == "anthropic" and framework != "adk":  # AnthropicLlm has no way to send block_binding
+                if vendor == "anthropic" and framework not in NO_DROP and variant.startswith("system-"):
                     cases.append(Case(framework, vendor, variant, drop=True))
     return cases
 
@@ -52,10 +75,14 @@ KNOWN = _known()
 """(check, case id, mode) -> the issue #11 item that makes exactly that check fail today."""
 
 
-def _params(check: str, variants: tuple[str, ...] = ("tools", "system-turn", "system-call")) -> list[object]:
+def _params(
+    check: str,
+    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call", "execution", "execution-streamed"),
+    frameworks: Collection[str] = VENDORS.keys(),
+) -> list[object]:
     params = []
     for case in _cases():
-        if case.variant not in variants:
+        if case.variant not in variants or case.framework not in frameworks:
             continue
         for mode in MODES:
             reason = KNOWN.get((check, case.id, mode))
@@ -116,7 +143,48 @@ def test_no_reasoning_text_or_signature_exported_or_journaled(case: Case, mode: 
     assert find_leaks(run.secrets(), directories=[run.journal_dir], texts=[run.exported.read_text()]) == []
 
 
-@pytest.mark.parametrize(("case", "mode"), _params("drops", variants=("tools",)))
+RESTORED = {
+    *((f"autogen-anthropic-{variant}", mode) for variant in ("execution", "execution-streamed") for mode in MODES),
+    *((f"autogen-openai-{variant}", "redact") for variant in ("execution", "execution-streamed")),
+}
+"""Where AutoGen's agent, refused bare, works instrumented: inside ``execution()`` its Anthropic tool rounds
+get back the thinking block AutoGen resent as text, and (redact mode) a DeepSeek-style endpoint gets back
+the ``reasoning_content`` AutoGen's OpenAI client does not send (the app never held it); keep mode does not
+put back what the app held and dropped, and without ``execution()`` nothing is restored."""
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("restored", frameworks={"autogen"}))
+def test_autogen_refused_bare_works_inside_execution(case: Case, mode: str) -> None:
+    """Issue 48: AutoGen 0.7 resends the thought as a text block (Anthropic) and no ``reasoning_content``
+    (OpenAI client); both are refused bare with the vendor's 400. Where loom-otel restores the round
+    (only inside the ``execution()`` the app names) the agent works; elsewhere it fails as bare."""
+    alone = bare(case)
+    assert not alone.ok and alone.error is not None and "Error code: 400" in alone.error
+    run = instrumented(case, mode)
+    if (case.id, mode) in RESTORED:
+        assert run.ok, run.error
+        assert len(run.answers) == 2 and all(run.answers)
+    else:
+        assert run.error == alone.error
+
+
+HOLDS = {"llamaindex", "openai-agents"}
+"""The apps that report the history they hold at the end (``run(turn, held=...)``)."""
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("held", frameworks=HOLDS))
+def test_redact_mode_hands_the_app_no_reasoning_text(case: Case, mode: str) -> None:
+    """Issue 48: ``Runner.run_streamed`` goes through ``with_streaming_response``, and redact mode handed
+    the app every reasoning summary; in keep mode the app holds them (so the check can fail)."""
+    run = instrumented(case, mode)
+    assert run.ok and run.held is not None, run.error
+    texts = [text for call in run.calls for text in call.texts if text]
+    assert texts, "the simulator returned no reasoning"
+    held = [text for text in texts if text in run.held or json.dumps(text)[1:-1] in run.held]
+    assert held == ([] if mode == "redact" else texts)
+
+
+@pytest.mark.parametrize(("case", "mode"), _params("drops", variants=("tools", "streamed")))
 def test_no_drop_where_nothing_was_edited(case: Case, mode: str) -> None:
     """One system prompt, the history as the framework keeps it: no block is stale, none is dropped."""
     run = instrumented(case, mode)

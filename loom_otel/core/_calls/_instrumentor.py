@@ -22,6 +22,7 @@ from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._identity import warn_of_baggage_principal
+from loom_otel.core._calls._out_of_reach import warn_of_exports_out_of_reach
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._config import Runtime, runtime_for
 from loom_otel.core._lifecycle import hold, release
@@ -93,6 +94,8 @@ class ReasoningInstrumentor(BaseInstrumentor):
             self._refuse(runtime, unsupported)
             return
         warn_of_baggage_principal(runtime.principal_baggage if runtime.enabled else None)
+        if runtime.enabled:
+            warn_of_exports_out_of_reach()
         if runtime.enabled and runtime.transcript == "redact":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
         elif runtime.enabled and runtime.request_readable != "off":

@@ -11,6 +11,9 @@ IMPORTS = {
     "langchain": ["langchain.agents", "langchain_anthropic", "langgraph"],
     "pydantic-ai": ["pydantic_ai", "pydantic_ai.models.anthropic", "pydantic_ai.models.google"],
     "adk": ["google.adk.agents", "google.adk.runners", "google.adk.models.anthropic_llm"],
+    "llamaindex": ["llama_index.core.agent.workflow", "llama_index.llms.anthropic"],
+    "openai-agents": ["agents"],
+    "autogen": ["autogen_agentchat.agents", "autogen_ext.models.anthropic", "autogen_ext.models.openai"],
 }
 MAJOR = {"adk": ("google-adk", 2)}
 """A framework pip must not backtrack below: asked for ``google-adk`` and ``opentelemetry-distro`` unpinned,
@@ -22,7 +25,13 @@ PACKAGES = [
     "langgraph",
     "pydantic-ai-slim",
     "google-adk",
+    "llama-index-core",
+    "llama-index-llms-anthropic",
+    "openai-agents",
+    "autogen-agentchat",
+    "autogen-ext",
     "anthropic",
+    "openai",
     "google-genai",
     "opentelemetry-api",
     "opentelemetry-sdk",
