@@ -2,8 +2,9 @@
 
 Issue 44 point 4: audit, the chained exporter, live, the viewer and the CLI read core through its public
 faces. Every import statement counts, those under ``TYPE_CHECKING`` too (a type is part of what a consumer
-leans on). A name is counted once per consumer (``module.name``); ``import loom_otel.core._x`` counts the
-module itself. Prints one line per consumer; ``--names`` lists the names. Run from the checkout root."""
+leans on). A name is counted once per consumer (``module.name``); ``import loom_otel.core._x`` and
+``from loom_otel.core import _x`` count the module itself. Prints one line per consumer; ``--names`` lists
+the names. Run from the checkout root."""
 
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ def _imports(path: Path) -> Iterator[tuple[str, str]]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
-                yield node.module, alias.name
+                if node.module == "loom_otel.core" and alias.name.startswith("_"):
+                    yield f"{node.module}.{alias.name}", ""  # from loom_otel.core import _attributes
+                else:
+                    yield node.module, alias.name
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, ""

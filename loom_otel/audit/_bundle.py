@@ -30,7 +30,6 @@ from typing import Final
 
 from loom_otel.audit._captures import CaptureRecord, from_attributes
 from loom_otel.audit._read import PartReading, PartResolver, PartStatus
-from loom_otel.core import _attributes as attr
 from loom_otel.core.journal import (
     CHECKPOINT_NOTE,
     MerkleTree,
@@ -42,6 +41,7 @@ from loom_otel.core.journal import (
     read_lines,
     record_body,
 )
+from loom_otel.core.journal import attributes as attr
 from loom_otel.core.stores import DigestKeyStore, ReasoningStore
 
 __all__ = [

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loom_otel.audit._bundle import BUNDLE_FORMAT, BUNDLE_VERSION, EVIDENCE_TYPES
-from loom_otel.core import _attributes as attr
 from loom_otel.core.journal import (
     CheckpointNote,
     NoteError,
@@ -43,6 +42,7 @@ from loom_otel.core.journal import (
     verify_inclusion,
     verify_note,
 )
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["BundleReport", "check_bundle"]
 

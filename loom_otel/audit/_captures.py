@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from loom_otel.audit._otlp_json import raw_events
-from loom_otel.core import _attributes as attr
+from loom_otel.core.journal import attributes as attr
 from loom_otel.core.journal import canonical_json, chain_hash, iter_records, record_from_event
 
 __all__ = [

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core import _attributes as attr
 from loom_otel.core.journal import (
     CHECKPOINT_NOTE,
     MerkleTree,
@@ -29,6 +28,7 @@ from loom_otel.core.journal import (
     verify_consistency,
     verify_note,
 )
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["CONSISTENCY_FORMAT", "ConsistencyError", "check_consistency", "consistency_document"]
 

@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from loom_otel.audit._otlp_json import records_in_request
-from loom_otel.core import _attributes as attr
 from loom_otel.core.journal import (
     CHECKPOINT_HEAD,
     CHECKPOINT_KEY,
@@ -69,6 +68,7 @@ from loom_otel.core.journal import (
     sha256_hex,
     verify_signature,
 )
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["CrossCheck", "OriginReport", "VerifyReport", "verify"]
 

@@ -1,9 +1,11 @@
 """The journal, public face for the parts that read what core wrote (audit, the chained exporter, the viewer,
-the CLI): its records and their hash chain, the reader of its segments, the writer's handle, and the signed
-checkpoints with their Merkle proofs."""
+the CLI): its records and their hash chain, the reader of its segments, the writer's handle, the signed
+checkpoints with their Merkle proofs, and ``attributes`` (the event names and attribute keys records share
+with the spans)."""
 
 from __future__ import annotations
 
+from loom_otel.core import _attributes as attributes
 from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash, sha256_hex, text_bytes, text_of
 from loom_otel.core._journal._checkpoint import (
@@ -55,6 +57,7 @@ __all__ = [
     "ProofError",
     "RECORD_SPAN",
     "all_segments",
+    "attributes",
     "canonical_json",
     "chain_hash",
     "checkpoint_payload",

@@ -14,7 +14,6 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from loom_otel.core import _attributes as attr
 from loom_otel.core.journal import (
     Journal,
     chain_hash,
@@ -25,6 +24,7 @@ from loom_otel.core.journal import (
     record_body,
     record_from_event,
 )
+from loom_otel.core.journal import attributes as attr
 from loom_otel.core.runtime import force_flush, renew_after_fork, warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refused
