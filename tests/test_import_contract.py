@@ -123,3 +123,42 @@ def test_a_vendor_reaching_past_the_adapter_kit_breaks_the_contract(tmp_path: Pa
     said = " ".join(done.stdout.split())
     assert "imports core through its face, core._adapter_kit (or the public core names) BROKEN" in said
     assert "google_genai._wrappers -> loom_otel.core._calls._skeleton" in said
+
+
+PRIVATE_CORE = "the parts that read what core wrote import it through its public faces, never a private core module"
+LAYERS = "the layers: the CLI over the viewer over the vendors and the chained exporter, over live, audit and core"
+
+
+@pytest.mark.parametrize(
+    ("module", "statement", "contract", "expected"),
+    [
+        (
+            "loom_otel/audit/_read.py",
+            "from loom_otel.core._policy import may_read",
+            PRIVATE_CORE,
+            "loom_otel.audit._read -> loom_otel.core._policy",
+        ),
+        (
+            "loom_otel/exporters/chain/_outbox.py",
+            "from loom_otel.core import _canonical",
+            PRIVATE_CORE,
+            "loom_otel.exporters.chain._outbox -> loom_otel.core._canonical",
+        ),
+        (
+            "loom_otel/live/_hub.py",
+            "import loom_otel.viewer._settings",
+            LAYERS,
+            "loom_otel.live._hub -> loom_otel.viewer._settings",
+        ),
+    ],
+)
+def test_the_read_face_and_the_layers_fail_on_a_planted_import(
+    tmp_path: Path, module: str, statement: str, contract: str, expected: str
+) -> None:
+    copy = _copy(tmp_path)
+    _add_import(copy, module, f"{statement}  # noqa: E402")
+    done = _run(copy, "-c", LINT, "--no-cache")
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"{contract} BROKEN" in said, done.stdout
+    assert expected in said, done.stdout

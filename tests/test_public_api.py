@@ -12,6 +12,11 @@ import pytest
 PUBLIC_MODULES = [
     "loom_otel.core",
     "loom_otel.core.exceptions",
+    "loom_otel.core.journal",
+    "loom_otel.core.observers",
+    "loom_otel.core.policy",
+    "loom_otel.core.runtime",
+    "loom_otel.core.stores",
     "loom_otel.audit",
     "loom_otel.testing",
     "loom_otel.testing.simulator",
@@ -51,8 +56,57 @@ CONTRACT = {
     "loom_otel.exporters.chain": ["ChainedSpanExporter"],
     "loom_otel.testing": ["find_leaks", "instrumented", "reset_runtime"],
     "loom_otel.audit": ["read_reasoning", "read_reasoning_bounded", "verify", "erase_execution"],
-    "loom_otel.live": ["LiveReasoningHub", "ReasoningDelta", "TextDelta", "register_sink", "flush_live"],
+    "loom_otel.live": ["LiveChannel", "LiveReasoningHub", "ReasoningDelta", "TextDelta", "register_sink", "flush_live"],
+    # The read face (issue 44 point 4): what audit, the chained exporter, live, the viewer and the CLI use of core.
+    "loom_otel.core.journal": [
+        "Journal",
+        "MerkleTree",
+        "RECORD_SPAN",
+        "chain_hash",
+        "iter_records",
+        "list_origins",
+        "open_journal",
+        "read_lines",
+        "record_from_event",
+        "segments",
+        "verify_note",
+    ],
+    "loom_otel.core.stores": [
+        "FileReasoningStore",
+        "ReasoningStore",
+        "Retention",
+        "Unsealed",
+        "open_sealed",
+        "store_from_uri",
+        "with_tenant_stores",
+    ],
+    "loom_otel.core.policy": [
+        "Audience",
+        "ReadingPolicy",
+        "TenantPolicy",
+        "load_policy",
+        "may_read",
+        "policy_from_env",
+    ],
+    "loom_otel.core.runtime": ["Runtime", "current_runtime", "default_journal_dir", "force_flush", "renew_after_fork"],
+    "loom_otel.core.observers": ["CallObserver", "Capture", "ModelCall"],
 }
+
+
+def test_the_read_face_is_what_the_consumers_import(tmp_path):
+    """audit, the chained exporter, live, the viewer and the CLI import no private core module
+    (``.ci/private_imports.py`` counts them; import-linter forbids them)."""
+    import runpy
+
+    counter = runpy.run_path(str(Path(__file__).resolve().parents[1] / ".ci" / "private_imports.py"))
+    for label, folder in counter["CONSUMERS"]:
+        assert counter["private_imports"](folder) == set(), label
+    planted = tmp_path / "consumer.py"
+    planted.write_text(
+        "if True:\n    from loom_otel.core._policy import may_read as m\nimport loom_otel.core._fork\nfrom loom_otel.core import _memo, journal\n"
+    )
+    found = counter["private_imports"](tmp_path)
+    assert found == {("loom_otel.core._policy", "may_read"), ("loom_otel.core._fork", ""), ("loom_otel.core._memo", "")}
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

@@ -23,8 +23,8 @@ from typing import Final
 from loom_otel.audit._captures import CaptureRecord, ReasoningSource, SpanLike, iter_captures
 from loom_otel.audit._index import CaptureIndex, StaleIndexError
 from loom_otel.audit._read import PartReading, PartResolver
-from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core.exceptions import ReasoningConfigError
+from loom_otel.core.stores import ReasoningStore
 
 __all__ = ["BoundedReading", "CaptureKey", "ReasoningLimits", "ReasoningQuery", "read_reasoning_bounded"]
 

@@ -30,13 +30,19 @@ from typing import Final
 
 from loom_otel.audit._captures import CaptureRecord, from_attributes
 from loom_otel.audit._read import PartReading, PartResolver, PartStatus
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import chain_hash
-from loom_otel.core._journal._merkle import MerkleTree, leaf_hash
-from loom_otel.core._journal._note import CHECKPOINT_NOTE, NoteError, parse_note
-from loom_otel.core._journal._reader import list_origins, read_lines
-from loom_otel.core._journal._writer import record_body
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
+from loom_otel.core.journal import (
+    CHECKPOINT_NOTE,
+    MerkleTree,
+    NoteError,
+    chain_hash,
+    leaf_hash,
+    list_origins,
+    parse_note,
+    read_lines,
+    record_body,
+)
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.stores import DigestKeyStore, ReasoningStore
 
 __all__ = [
     "BUNDLE_FORMAT",

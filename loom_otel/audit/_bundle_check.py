@@ -31,10 +31,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from loom_otel.audit._bundle import BUNDLE_FORMAT, BUNDLE_VERSION, EVIDENCE_TYPES
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import chain_hash, text_bytes
-from loom_otel.core._journal._merkle import ProofError, leaf_hash, verify_inclusion
-from loom_otel.core._journal._note import CheckpointNote, NoteError, log_origin, verify_note
+from loom_otel.core.journal import (
+    CheckpointNote,
+    NoteError,
+    ProofError,
+    chain_hash,
+    leaf_hash,
+    log_origin,
+    text_bytes,
+    verify_inclusion,
+    verify_note,
+)
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["BundleReport", "check_bundle"]
 

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from loom_otel.audit._otlp_json import raw_events
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import canonical_json, chain_hash
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._records import record_from_event
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.journal import canonical_json, chain_hash, iter_records, record_from_event
 
 __all__ = [
     "CaptureRecord",

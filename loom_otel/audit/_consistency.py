@@ -17,10 +17,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._merkle import MerkleTree, ProofError, leaf_hash, verify_consistency
-from loom_otel.core._journal._note import CHECKPOINT_NOTE, NoteError, parse_note, verify_note
-from loom_otel.core._journal._reader import read_lines
+from loom_otel.core.journal import (
+    CHECKPOINT_NOTE,
+    MerkleTree,
+    NoteError,
+    ProofError,
+    leaf_hash,
+    parse_note,
+    read_lines,
+    verify_consistency,
+    verify_note,
+)
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["CONSISTENCY_FORMAT", "ConsistencyError", "check_consistency", "consistency_document"]
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from loom_otel.audit._read import AttemptReading, ReasoningReading
-from loom_otel.core._layout import parse_layout
+from loom_otel.core.stores import parse_layout
 
 __all__ = ["attempt_document", "reading_document"]
 

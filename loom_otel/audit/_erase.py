@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._tombstones import Tombstone, operator, tombstone_attributes
-from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._writer import Journal, open_journal
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
+from loom_otel.core.journal import Journal, open_journal
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.stores import DigestKeyStore, ReasoningStore
 
 __all__ = ["ErasureResult", "erase_execution"]
 

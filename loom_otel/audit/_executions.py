@@ -17,7 +17,7 @@ from typing import Final
 from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.audit._read import PartResolver, PartStatus, group_steps, recorded_status
 from loom_otel.audit._tombstones import TombstoneIndex
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.stores import ReasoningStore
 
 __all__ = ["ANY_TENANT", "STORED", "ExecutionSummary", "list_executions"]
 

@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Final
 
 from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
-from loom_otel.core._config import APP_NAME
-from loom_otel.core._journal._reader import all_segments
-from loom_otel.core._private import private_directory
+from loom_otel.core.journal import all_segments
+from loom_otel.core.runtime import APP_NAME, private_directory
 
 __all__ = [
     "AudienceRow",

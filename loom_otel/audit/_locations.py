@@ -8,9 +8,8 @@ import os
 from pathlib import Path
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir
-from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.runtime import default_journal_dir
+from loom_otel.core.stores import FileReasoningStore, ReasoningStore
 
 __all__ = ["journal_of"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from loom_otel.core._journal._records import record_from_event
+from loom_otel.core.journal import record_from_event
 
 __all__ = ["raw_events", "records_in_request"]
 

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from loom_otel.audit._captures import CaptureRecord, ReasoningSource, iter_captures
 from loom_otel.audit._standing import Standing, Standings, trusted_keys
 from loom_otel.audit._tombstones import Tombstone, TombstoneIndex
-from loom_otel.core._canonical import text_of
-from loom_otel.core._guard._untrusted import Untrusted
-from loom_otel.core._model import ReasoningKind
-from loom_otel.core._store._protocol import (
+from loom_otel.core.journal import text_of
+from loom_otel.core.policy import Untrusted
+from loom_otel.core.stores import (
     DigestKeyStore,
+    ReasoningKind,
     ReasoningStore,
     Unsealed,
     digest_matches,

@@ -20,9 +20,8 @@ from loom_otel.audit._captures import ReasoningSource, iter_captures
 from loom_otel.audit._erase import ErasureResult, erase_execution
 from loom_otel.audit._tombstones import TombstoneIndex, operator
 from loom_otel.core import environment_variables as env
-from loom_otel.core._journal._writer import Journal, open_journal
-from loom_otel.core._retention import Retention, parse_retention
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.journal import Journal, open_journal
+from loom_otel.core.stores import ReasoningStore, Retention, parse_retention
 
 __all__ = [
     "Expired",

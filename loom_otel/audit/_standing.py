@@ -27,10 +27,8 @@ from typing import Final
 from loom_otel.audit._captures import ReasoningSource, SpanLike
 from loom_otel.audit._verify import verify
 from loom_otel.core import environment_variables as env
-from loom_otel.core._journal._checkpoint import load_public_key
-from loom_otel.core._journal._reader import all_segments
-from loom_otel.core._journal._records import record_from_event
-from loom_otel.core._memo import BoundedMemo
+from loom_otel.core.journal import all_segments, load_public_key, record_from_event
+from loom_otel.core.runtime import BoundedMemo
 
 __all__ = ["Standing", "Standings", "trusted_keys"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from loom_otel.audit._captures import ReasoningSource, iter_captures
 from loom_otel.audit._read import PartResolver, PartStatus
 from loom_otel.audit._tombstones import TombstoneIndex
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.stores import ReasoningStore
 
 __all__ = ["BlobProblem", "StoreCheck", "check_store"]
 

@@ -25,10 +25,8 @@ from typing import Any
 from loom_otel.audit._captures import ReasoningSource, SpanLike, any_value, event_hash, sound_hash
 from loom_otel.audit._otlp_json import raw_events
 from loom_otel.audit._standing import Standing, Standings, trusted_keys
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._records import RECORD_SPAN
+from loom_otel.core.journal import RECORD_SPAN, AttributeValue, iter_records
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["Tombstone", "TombstoneIndex", "iter_tombstones", "operator", "tombstone_attributes"]
 

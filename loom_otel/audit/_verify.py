@@ -53,17 +53,22 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from loom_otel.audit._otlp_json import records_in_request
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash, sha256_hex
-from loom_otel.core._journal._checkpoint import (
+from loom_otel.core.journal import (
     CHECKPOINT_HEAD,
     CHECKPOINT_KEY,
     CHECKPOINT_SIGNATURE,
     CHECKPOINT_SIZE,
+    GENESIS,
+    canonical_json,
+    chain_hash,
     checkpoint_payload,
+    list_origins,
+    read_lines,
+    segments,
+    sha256_hex,
     verify_signature,
 )
-from loom_otel.core._journal._reader import list_origins, read_lines, segments
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["CrossCheck", "OriginReport", "VerifyReport", "verify"]
 

@@ -29,8 +29,8 @@ from loom_otel.cli._store_args import open_store, parse_since, store_url, with_t
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
-from loom_otel.core._layout import describe
 from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.stores import describe
 
 __all__ = ["register", "run_list", "run_reads", "run_show"]
 

@@ -23,8 +23,8 @@ from loom_otel.audit._locations import journal_of
 from loom_otel.audit._tombstones import operator
 from loom_otel.cli._store_args import open_store
 from loom_otel.cli._terminal import clean
-from loom_otel.core._journal._checkpoint import load_public_key
 from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.journal import load_public_key
 
 __all__ = ["register", "run_consistency", "run_export", "verify_bundle", "verify_consistency"]
 

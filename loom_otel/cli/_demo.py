@@ -153,7 +153,7 @@ def _pipeline(places: _Places, phoenix: str | None = None) -> tuple[InMemorySpan
     if phoenix:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        from loom_otel.core._calls._content import ENV as CONTENT
+        from loom_otel.core.runtime import MESSAGE_CONTENT_ENV as CONTENT
 
         os.environ.setdefault(CONTENT, "SPAN_ONLY")
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.rstrip('/')}/v1/traces")))
@@ -168,7 +168,7 @@ def _drive(
     the model calls made, per execution."""
     from loom_otel.cli._demo_agents import anthropic_loop, edited_history, gemini_loop
     from loom_otel.core import ReasoningConfig, execution
-    from loom_otel.core._journal._checkpoint import generate_key
+    from loom_otel.core.journal import generate_key
     from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
     from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
     from loom_otel.testing.simulator import Simulator
@@ -249,7 +249,7 @@ def _read_back(places: _Places, made: dict[str, int]) -> None:
 def _verify(places: _Places) -> bool:
     """``verify`` the journal and the collector's archive, checkpoints signed by the demo's key."""
     from loom_otel.audit import verify
-    from loom_otel.core._journal._checkpoint import load_public_key
+    from loom_otel.core.journal import load_public_key
 
     _say("verify: the journal and the collector archive (checkpoints must carry our signature)")
     ok = True

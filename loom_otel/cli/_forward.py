@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import current_runtime
-from loom_otel.core._journal._reader import all_segments
 from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
+from loom_otel.core.journal import all_segments
+from loom_otel.core.runtime import current_runtime
 
 __all__ = ["register", "run"]
 

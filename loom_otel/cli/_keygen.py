@@ -11,7 +11,7 @@ import sys
 from typing import TextIO
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._journal._checkpoint import generate_key
+from loom_otel.core.journal import generate_key
 
 __all__ = ["register", "run"]
 

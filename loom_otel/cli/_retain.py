@@ -20,9 +20,9 @@ from loom_otel.audit._retention import apply_retention, parse_retention
 from loom_otel.cli._erase import Progress
 from loom_otel.cli._store_args import open_store, with_tenant_stores
 from loom_otel.core import environment_variables as env
-from loom_otel.core._policy import load_policy
-from loom_otel.core._retention import Retention
 from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.policy import load_policy
+from loom_otel.core.stores import Retention
 
 __all__ = ["register", "retention_settings", "run"]
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import default_journal_dir, default_session_key
 from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
+from loom_otel.core.runtime import default_journal_dir, default_session_key
 
 if TYPE_CHECKING:
     import uvicorn

@@ -11,8 +11,7 @@ import time
 from typing import Final
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._store._protocol import ReasoningStore
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core.stores import ReasoningStore, store_from_uri
 
 __all__ = ["open_store", "parse_since", "store_url", "with_tenant_stores"]
 
@@ -59,7 +58,7 @@ def open_store(url: str | None) -> ReasoningStore:
 def with_tenant_stores(store: ReasoningStore, policy: str | None = None) -> ReasoningStore:
     """``store`` with the tenants' own stores the policy file names (``policy``, else ``LOOM_OTEL_POLICY``;
     ``[tenants.<name>] store``): each tenant's blobs are read, erased and checked there only."""
-    from loom_otel.core._policy import load_policy, policy_from_env
-    from loom_otel.core._store import _tenants
+    from loom_otel.core import stores
+    from loom_otel.core.policy import load_policy, policy_from_env
 
-    return _tenants.with_tenant_stores(store, load_policy(policy) if policy else policy_from_env())
+    return stores.with_tenant_stores(store, load_policy(policy) if policy else policy_from_env())

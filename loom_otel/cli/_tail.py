@@ -16,7 +16,7 @@ from typing import Any, Final, TextIO
 
 from loom_otel.cli._terminal import CONTROL
 from loom_otel.core import environment_variables as env
-from loom_otel.core._settings import url_problem
+from loom_otel.core.runtime import url_problem
 
 __all__ = ["register", "run", "sanitize", "sse_events"]
 

@@ -25,8 +25,8 @@ from loom_otel.audit._verify import CrossCheck, OriginReport, VerifyReport, veri
 from loom_otel.cli._bundle import verify_bundle, verify_consistency
 from loom_otel.cli._store_args import open_store, with_tenant_stores
 from loom_otel.cli._terminal import clean
-from loom_otel.core._journal._checkpoint import load_public_key
 from loom_otel.core.exceptions import LoomOtelError
+from loom_otel.core.journal import load_public_key
 
 __all__ = ["register", "run"]
 

@@ -14,10 +14,8 @@ from typing import Final, TypeAlias
 from starlette.requests import HTTPConnection
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._callbacks import logger
-from loom_otel.core._settings import env_bool
-from loom_otel.core._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning, ReasoningConfigError
+from loom_otel.core.runtime import env_bool, logger, warn
 from loom_otel.live._feed import Viewer
 
 __all__ = [

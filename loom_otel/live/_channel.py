@@ -28,15 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
-from loom_otel.core._callbacks import logger, shielded
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._guard._untrusted import Untrusted
+from loom_otel.core.policy import Untrusted
+from loom_otel.core.runtime import logger, renew_after_fork, renew_module_after_fork, shielded
 from loom_otel.live._handoff import DEFAULT_CAPACITY, Handoff, flush_handoffs, handoffs_of
 
 if TYPE_CHECKING:
-    from loom_otel.core._calls._capture import Capture
-    from loom_otel.core._calls._model_call import ModelCall
-    from loom_otel.core._config import Runtime
+    from loom_otel.core.observers import Capture, ModelCall
+    from loom_otel.core.runtime import Runtime
 
 __all__ = [
     "CallEnded",

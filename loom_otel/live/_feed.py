@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.runtime import renew_after_fork
 from loom_otel.live._channel import LiveCall, ReasoningDelta, TextDelta
 
 __all__ = ["Done", "FeedEvent", "Partial", "Reset", "Subscription", "Viewer", "admits"]

@@ -16,8 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
 
-from loom_otel.core._callbacks import logger, shielded
-from loom_otel.core._fork import renew_after_fork
+from loom_otel.core.runtime import logger, renew_after_fork, shielded
 
 __all__ = ["DEFAULT_CAPACITY", "Handoff", "flush_handoffs", "handoffs_of"]
 

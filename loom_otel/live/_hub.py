@@ -31,9 +31,9 @@ import threading
 from collections import OrderedDict, deque
 from typing import Final
 
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._policy import ReadingPolicy, policy_from_env
 from loom_otel.core.exceptions import LiveSubscriberLimitError, ReasoningConfigError
+from loom_otel.core.policy import ReadingPolicy, policy_from_env
+from loom_otel.core.runtime import renew_after_fork
 from loom_otel.live._channel import CallEnded, CallStarted, LiveCall, LiveEvent, ReasoningDelta, TextDelta
 from loom_otel.live._feed import (
     SUBSCRIBER_CAPACITY,

@@ -10,7 +10,7 @@ from typing import Any
 
 from loom_otel.audit import CaptureKey, PartReading, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
 from loom_otel.audit._captures import ReasoningSource
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.live._feed import Done
 
 __all__ = ["part_json", "read_calls"]

@@ -49,8 +49,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from loom_otel.audit._captures import ReasoningSource
-from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core.exceptions import LiveSubscriberLimitError
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.live._auth import (
     Authenticator,
     authenticate,

@@ -9,7 +9,7 @@ forbidden answer the same 404; every read appends a chained ``loom.reasoning.rea
 
 from __future__ import annotations
 
-from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
+from loom_otel.core.policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
 from loom_otel.live._auth import header_authenticator, jwt_authenticator, tokens_file_authenticator
 from loom_otel.viewer._app import create_app
 from loom_otel.viewer._reads import ReadRecord, read_records

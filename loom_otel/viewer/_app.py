@@ -37,9 +37,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loom_otel.audit._document import reading_document
 from loom_otel.audit._index import ExecutionFilter, ListedExecution
 from loom_otel.audit._standing import trusted_keys
-from loom_otel.core._policy import ReadingPolicy
-from loom_otel.core._store._protocol import ReasoningStore
-from loom_otel.core._viewer_link import OPEN_PATH, opened_path
+from loom_otel.core.policy import ReadingPolicy
+from loom_otel.core.runtime import OPEN_PATH, opened_path
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
 from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub

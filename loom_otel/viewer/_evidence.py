@@ -14,9 +14,9 @@ from __future__ import annotations
 from loom_otel.audit._bundle import NoRecordError, export_bundle
 from loom_otel.audit._captures import from_attributes
 from loom_otel.audit._read import PartReading, PartResolver
-from loom_otel.core import _attributes as attr
-from loom_otel.core._policy import Audience, ReadingPolicy, may_read
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.viewer._reading import Evidence
 from loom_otel.viewer._reads import ReadLog
 

@@ -12,8 +12,8 @@ from loom_otel.audit._index import CaptureIndex, ListedExecution, StaleIndexErro
 from loom_otel.audit._read import PartResolver, PartStatus
 from loom_otel.audit._standing import Standings
 from loom_otel.audit._tombstones import TombstoneIndex
-from loom_otel.core._policy import Audience, ReadingPolicy, may_read
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.viewer._reading import Evidence
 
 __all__ = ["Gone", "gone_parts"]

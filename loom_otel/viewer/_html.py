@@ -12,8 +12,8 @@ from urllib.parse import quote, urlencode
 
 from loom_otel.audit._index import ListedExecution
 from loom_otel.audit._read import PartReading
-from loom_otel.core._layout import describe
-from loom_otel.core._viewer_link import execution_path
+from loom_otel.core.runtime import execution_path
+from loom_otel.core.stores import describe
 from loom_otel.viewer._gone import Gone
 from loom_otel.viewer._reading import ExecutionPage
 from loom_otel.viewer._who_read import ListedRead, PartReads

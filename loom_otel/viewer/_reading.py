@@ -24,8 +24,8 @@ from loom_otel.audit._index import (
 from loom_otel.audit._read import AttemptReading, PartResolver, ReasoningReading, StepReading, attempt_reading
 from loom_otel.audit._standing import Standings
 from loom_otel.audit._tombstones import TombstoneIndex
-from loom_otel.core._policy import Audience, ReadingPolicy, may_read
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.stores import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive
 
 __all__ = ["Evidence", "ExecutionPage", "list_page", "read_page"]

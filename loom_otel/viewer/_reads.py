@@ -18,10 +18,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from loom_otel.audit._captures import sound_hash
 from loom_otel.audit._read import PartReading
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal, open_journal
+from loom_otel.core.journal import AttributeValue, Journal, iter_records, open_journal
+from loom_otel.core.journal import attributes as attr
 
 __all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "read_record", "read_records"]
 

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core._canonical import canonical_json
-from loom_otel.core._private import private_directory
 from loom_otel.core.exceptions import ReasoningConfigError
+from loom_otel.core.journal import canonical_json
+from loom_otel.core.runtime import private_directory
 
 __all__ = ["SESSION_COOKIE", "SESSION_SECONDS", "Sessions", "load_session_key"]
 

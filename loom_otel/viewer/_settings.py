@@ -13,11 +13,10 @@ from urllib.parse import urlsplit
 from starlette.applications import Starlette
 
 from loom_otel.audit._standing import trusted_keys
-from loom_otel.core._config import unusable_directory
-from loom_otel.core._policy import ReadingPolicy, load_policy
-from loom_otel.core._store._tenants import with_tenant_stores
-from loom_otel.core._store._uri import store_from_uri
 from loom_otel.core.exceptions import ReasoningConfigError
+from loom_otel.core.policy import ReadingPolicy, load_policy
+from loom_otel.core.runtime import unusable_directory
+from loom_otel.core.stores import store_from_uri, with_tenant_stores
 from loom_otel.live._auth import Authenticator, header_authenticator, jwt_authenticator, tokens_file_authenticator
 from loom_otel.viewer._archive import RemoteArchive, is_remote
 from loom_otel.viewer._sessions import load_session_key

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, StaleIndexError
-from loom_otel.core._journal._reader import Position, list_origins, read_lines, segments
-from loom_otel.core._policy import Audience, ReadingPolicy, may_read
+from loom_otel.core.journal import Position, list_origins, read_lines, segments
+from loom_otel.core.policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
 from loom_otel.viewer._reads import ReadRecord, read_record
 

@@ -35,7 +35,7 @@ from typing import Final, Protocol
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from loom_otel.core._providers import span_providers
+from loom_otel.core.runtime import span_providers
 
 __all__ = ["EXIT_TIMEOUT", "ExitDelivery", "deliver_on_exit", "flush_span_pipeline"]
 

@@ -14,14 +14,18 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import chain_hash
-from loom_otel.core._durability import force_flush
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._journal._reader import list_origins, origin_is_live
-from loom_otel.core._journal._records import record_from_event
-from loom_otel.core._journal._writer import Journal, local_journals, local_origins, record_body
-from loom_otel.core._limits import warn_if_truncating
+from loom_otel.core.journal import (
+    Journal,
+    chain_hash,
+    list_origins,
+    local_journals,
+    local_origins,
+    origin_is_live,
+    record_body,
+    record_from_event,
+)
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.runtime import force_flush, renew_after_fork, warn_if_truncating
 from loom_otel.exporters.chain._exit import deliver_on_exit
 from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refused
 from loom_otel.exporters.chain._logs import beside, build_log_records, logs_from_environment
@@ -535,9 +539,8 @@ def _journal_directory(journal: Journal | str | os.PathLike[str] | None) -> Path
         return journal.directory
     if journal is not None:
         return Path(journal).expanduser().absolute()
-    from loom_otel.core._config import current_runtime
-    from loom_otel.core._zero_code import refuse, under_zero_code
     from loom_otel.core.exceptions import ReasoningConfigError
+    from loom_otel.core.runtime import current_runtime, refuse, under_zero_code
 
     try:
         return current_runtime().journal_dir

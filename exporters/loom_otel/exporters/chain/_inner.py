@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._zero_code import refuse, under_zero_code
 from loom_otel.core.exceptions import ReasoningConfigError
+from loom_otel.core.runtime import refuse, under_zero_code
 
 __all__ = [
     "NoneSpanExporter",

@@ -31,7 +31,7 @@ from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-from loom_otel.core._journal._records import event_for_record
+from loom_otel.core.journal import event_for_record
 from loom_otel.exporters.chain._inner import inner_name
 
 __all__ = ["LOGS_GROUP", "beside", "build_log_records", "logs_exporter_named", "logs_from_environment"]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core._journal._reader import MAX_LINE_BYTES, Position, read_lines, segments
+from loom_otel.core.journal import MAX_LINE_BYTES, Position, read_lines, segments
 
 __all__ = ["Outbox"]
 

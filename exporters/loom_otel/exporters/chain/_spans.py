@@ -29,9 +29,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
+from loom_otel.core.journal import RECORD_SPAN, event_for_record
+from loom_otel.core.journal import attributes as attr
+from loom_otel.core.runtime import renew_after_fork
 
 __all__ = ["RecordSpans", "joins_a_trace", "parent_of"]
 
