@@ -493,10 +493,12 @@ class FileReasoningStore:
                 home = self._shard_dir(scope)
             entries = self._written if known is None else known.entries
             entry = entries.get(ref)
-            if entry is not None:
-                if _record(entry, ref, body=False) is not None:
-                    return ref  # content-addressed: already kept
-                del entries[ref]  # erased by someone else since we looked
+        if entry is not None:  # read outside the lock: a system call there makes the other threads wait
+            if _record(entry, ref, body=False) is not None:
+                return ref  # content-addressed: already kept
+            with self._lock:
+                if entries.get(ref) == entry:
+                    del entries[ref]  # erased by someone else since we looked
         self._append(known, home, ref, (frame, *blob), blob_len, named=envelope.named)
         return ref
 
