@@ -81,6 +81,31 @@ def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Pa
     assert not any(tmp_path.glob("loom-bench-*"))
 
 
+def test_the_concurrency_benchmark_compares_with_the_official_instrumentation_and_times_each_lock_wait(
+    tmp_path: Path,
+) -> None:
+    """Issue 49: the ratio to the official instrumentation's, and the longest single wait on a lock."""
+    args = ["--rounds", "1", "--calls", "4", "--tasks", "2", "--threads", "2", "--root", str(tmp_path)]
+    out = _run(tmp_path, "bench_concurrency.py", *args)
+    header = next(line for line in out.splitlines() if line.startswith("workload "))
+    assert "of official" in header and "longest wait ms" in header and "waits > 1 ms" in header
+    rows = [line for line in out.splitlines() if line.startswith("async stream x2") and " loom-otel default " in line]
+    assert len(rows) == 1, out
+    if any(" official OTel (no content) " in line for line in out.splitlines()):
+        assert rows[0].split("loom-otel default")[1].split()[1] != "-", rows[0]  # a ratio to the official's
+
+
+def test_the_disk_benchmark_measures_latency_beside_another_writer(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path, "bench_disk.py", *("--calls", "3", "--rounds", "1", "--noise-mib", "4", "--root", str(tmp_path))
+    )
+    for durability in ("batch", "always"):
+        for disk in ("quiet", "writer"):
+            assert any(line.split()[:2] == [durability, disk] for line in out.splitlines()), (durability, disk, out)
+        assert f"p99 moved by the other program, {durability}: " in out
+    assert not any(tmp_path.glob("loom-bench-*"))  # the run's stores, journals and the writer's file are removed
+
+
 @pytest.mark.parametrize("call", ["create", "stream", "gemini-generate", "gemini-stream"])
 def test_the_instruction_count_benchmark_runs_every_variant(call: str, tmp_path: Path) -> None:
     """Without valgrind (``--counter none``): every variant, each part taken out included, instruments

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from loom_otel.audit._captures import ReasoningSource, iter_captures
 from loom_otel.audit._read import PartResolver, PartStatus
 from loom_otel.audit._tombstones import TombstoneIndex
-from loom_otel.core.stores import ReasoningStore
+from loom_otel.core.stores import FileReasoningStore, PackGap, ReasoningStore, TenantStores
 
-__all__ = ["BlobProblem", "StoreCheck", "check_store"]
+__all__ = ["BlobProblem", "StoreCheck", "check_store", "pack_gaps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,15 +29,17 @@ class BlobProblem:
 @dataclass(frozen=True, slots=True)
 class StoreCheck:
     """``parts``: the parts kept in the store that the records name; ``ok``: read back whole.
-    ``mismatched``: present but not what was recorded (changed, or sealed to another execution);
-    ``erased``: absent, and a tombstone of the source records the erasure; ``missing``: absent with no
-    tombstone (lost evidence)."""
+        ``mismatched``: present but not what was recorded (changed, or sealed to another execution);
+        ``erased``: absent, and a tombstone of the source records the erasure; ``missing``: absent with no
+        tombstone (lost evidence). ``gaps``: bytes of the file stores' packs that are no whole record (a write
+    that failed: its capture failed closed, so no record names it and no evidence is lost; or a torn tail)."""
 
     parts: int
     ok: int
     mismatched: tuple[BlobProblem, ...]
     erased: tuple[BlobProblem, ...]
     missing: tuple[BlobProblem, ...]
+    gaps: tuple[PackGap, ...] = ()
 
 
 def check_store(source: ReasoningSource, store: ReasoningStore) -> StoreCheck:
@@ -66,4 +68,11 @@ def check_store(source: ReasoningSource, store: ReasoningStore) -> StoreCheck:
             problem = BlobProblem(record.origin, record.seq, record.execution_id, record.tenant, index, status)
             found.get(status, mismatched).append(problem)
     erased, missing = found[PartStatus.ERASED], found[PartStatus.MISSING]
-    return StoreCheck(parts, ok, tuple(mismatched), tuple(erased), tuple(missing))
+    return StoreCheck(parts, ok, tuple(mismatched), tuple(erased), tuple(missing), pack_gaps(store))
+
+
+def pack_gaps(store: ReasoningStore) -> tuple[PackGap, ...]:
+    """The gaps in the packs of ``store`` and of the tenants' own stores it holds (file stores only)."""
+    if isinstance(store, TenantStores):
+        return tuple(gap for each in (store.default, *store.tenants.values()) for gap in pack_gaps(each))
+    return store.pack_gaps() if isinstance(store, FileReasoningStore) else ()

@@ -145,6 +145,7 @@ def _store_dict(blobs: StoreCheck) -> dict[str, object]:
         "mismatched": where(blobs.mismatched),
         "erased": where(blobs.erased),
         "missing": where(blobs.missing),
+        "gaps": [{"pack": g.pack, "offset": g.offset, "length": g.length} for g in blobs.gaps],
     }
 
 
@@ -161,6 +162,12 @@ def _store_lines(blobs: StoreCheck) -> list[str]:
         shown = [f"{p.origin} seq {p.seq} part {p.index} (execution {p.execution_id})" for p in problems[:_SHOWN]]
         if shown:
             lines.append(f"store: {label}: {'; '.join(shown)}{'; ...' if len(problems) > _SHOWN else ''}")
+    if blobs.gaps:
+        shown = [f"{g.pack} at {g.offset} ({g.length} bytes)" for g in blobs.gaps[:_SHOWN]]
+        lines.append(
+            f"store: {len(blobs.gaps)} gap(s) in packs (a write that failed: its capture failed closed, no record "
+            f"names it; or a torn tail): {'; '.join(shown)}{'; ...' if len(blobs.gaps) > _SHOWN else ''}"
+        )
     return lines
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from loom_otel.core._layout import describe, parse_layout
 from loom_otel.core._model import ReasoningKind
 from loom_otel.core._retention import Retention, parse_retention
-from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._store._file import FileReasoningStore, PackGap
 from loom_otel.core._store._protocol import (
     DigestKeyStore,
     MemoryReasoningStore,
@@ -17,16 +17,18 @@ from loom_otel.core._store._protocol import (
     open_sealed,
     scope_of,
 )
-from loom_otel.core._store._tenants import with_tenant_stores
+from loom_otel.core._store._tenants import TenantStores, with_tenant_stores
 from loom_otel.core._store._uri import store_from_uri
 
 __all__ = [
     "DigestKeyStore",
     "FileReasoningStore",
     "MemoryReasoningStore",
+    "PackGap",
     "ReasoningKind",
     "ReasoningStore",
     "Retention",
+    "TenantStores",
     "Unsealed",
     "describe",
     "digest_matches",

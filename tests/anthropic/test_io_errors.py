@@ -33,7 +33,7 @@ def test_a_full_store_names_its_directory_the_system_message_and_the_consequence
     config = ReasoningConfig(store=store, journal=tmp_path / "journal")
     sim = Simulator(reasoning_text=f"thinking {CANARY}")
     with instrumented(AnthropicInstrumentor(), config=config):
-        monkeypatch.setattr(_file.os, "writev", _full_disk)  # the pack append: what a full disk refuses
+        monkeypatch.setattr(_file.os, "pwritev", _full_disk)  # the pack write: what a full disk refuses
         with pytest.raises(ReasoningCaptureError) as info:
             MODES[mode](sim, request())
         monkeypatch.undo()

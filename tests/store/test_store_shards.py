@@ -303,9 +303,9 @@ def test_a_scope_dropped_from_the_index_is_read_again_from_its_first_record(
     frames = 0
     real = _file_store._records
 
-    def counted(fd: int, offset: int, size: int) -> Any:
+    def counted(fd: int, offset: int, size: int, **options: Any) -> Any:
         nonlocal frames
-        for record in real(fd, offset, size):
+        for record in real(fd, offset, size, **options):
             frames += 1
             yield record
 

@@ -15,15 +15,23 @@ record can be rebuilt from an exported event and its hash checked (``_records``)
 
 Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before ``append`` returns;
 ``batch`` is a background group commit: ``append`` returns once its record is written to the OS, and
-one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile (none when a
-store's ``syncfs`` of the same file system, started after the last of them was written, already did);
-``os`` leaves it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores'
+one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile; a calling thread
+never waits on a device flush (a segment's rotation hands the closed segment and the origin directory
+to the group commit too); ``os`` leaves it to the OS (``flush`` and ``close`` still sync). Only the
+journal's own files are synced, never the whole file system. In every mode the registered stores'
 blobs are synced before the records that name them (``_durability``).
 
-Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
-line; the writer that hit a short write truncates it away and moves to a new segment, and a dead
-process's torn line stays where it is, to be reported by ``verify`` and by the forwarder (never
-silently dropped, never appended to: the next process starts its own origin). While a writer is
+Writing: ``append`` chains its record under the journal's lock (no system call there) and queues its
+line; the lines are then written in order by one thread at a time, each ``write`` taking every line
+queued by then (a thread whose line another's ``write`` took returns when it is written), so threads
+do not wait on one another's system calls while holding the chain. A ``write`` that fails fails every
+record not written yet (each caller gets the ``OSError`` and fails closed) and rewinds the chain to
+the last record written, so the chain on disk never has a hole.
+
+Crash safety: a record is written whole, in one ``write`` with the lines queued with it. A crash (or a
+full disk) can leave a torn last line; the writer that hit a short write truncates it away and moves to
+a new segment, and a dead process's torn line stays where it is, to be reported by ``verify`` and by
+the forwarder (never silently dropped, never appended to: the next process starts its own origin). While a writer is
 alive it holds an exclusive ``flock`` on its origin directory, which is how readers tell a live chain
 from a dead one. Thread-safe; asyncio code may call ``append`` directly (it never awaits). Fork-safe:
 a child process starts its own origin, with new locks and threads (``_fork``).
@@ -84,7 +92,7 @@ CHECKPOINT_EVERY: Final = 1000
 CHECKPOINT_INTERVAL: Final = 30.0
 
 _logger = logging.getLogger(__name__)
-_sync = getattr(os, "fdatasync", os.fsync)
+_sync: Final = _durability.sync_file
 
 
 class _FromEnvironment:
@@ -209,6 +217,16 @@ class Journal:
 
     def _start_chain(self) -> None:
         self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        """Held by the one thread writing the queued lines (taken before ``_lock`` when both are)."""
+        self._queue: list[bytes] = []
+        """Lines chained and not written yet, in order."""
+        self._written_seq = 0
+        self._generation = 0
+        """How many times a failed write rewound the chain; with ``_discarded``, tells a caller whose record
+        was dropped by a rewind from one whose record was written before it."""
+        self._discarded: dict[int, int] = {}
+        """generation -> the first seq a failed write dropped in it."""
         self._synced_cond = threading.Condition(threading.Lock())
         self._syncing = False
         self._synced = 0
@@ -223,13 +241,15 @@ class Journal:
         self._in_segment = 0
         self._segment_size = 0
         self._fd = -1
-        self._device = -1
-        """The open segment's file system (``st_dev``), read once when it is opened."""
         self._dir_fd = -1
-        self._written_mark = 0
-        """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
+        self._retired: list[int] = []
+        """``batch``: segments closed by a rotation, their descriptors kept for the group commit to sync."""
+        self._dir_dirty = False
+        """``batch``: the origin directory has a new segment the group commit has not synced yet."""
         self._checkpoint_seq = 0
         self._checkpoint_at = time.monotonic()
+        self._written_state = self._chain_state()
+        """``_chain_state()`` at the last record written: where a failed write rewinds the chain to."""
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
         self._dirty = threading.Event()
@@ -246,9 +266,10 @@ class Journal:
             entry = self._append_locked(type_, encoded, time.time_ns())
             if self._seq - self._checkpoint_seq >= self._every:
                 self._checkpoint_locked()
-            target = self._seq
+            target, generation = self._seq, self._generation
             if self._timer is None and self._interval > 0:
                 self._start_timer()
+        self._write_through(generation, target)
         self._schedule_sync(target)
         return entry
 
@@ -258,13 +279,15 @@ class Journal:
             if self._seq == self._checkpoint_seq:
                 return None
             entry = self._checkpoint_locked()
-            target = self._seq
+            target, generation = self._seq, self._generation
+        self._write_through(generation, target)
         self._await_sync(target)
         return entry
 
     def _append_locked(self, type_: str, attributes: bytes, now: int) -> JournalEntry:
-        """Append a record whose ``attributes`` are already canonical JSON (``canonical_json``)."""
-        if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
+        """Chain a record whose ``attributes`` are already canonical JSON (``canonical_json``) and queue its
+        line (``_write_through`` writes it)."""
+        if self._fd < 0:
             self._open_segment()
         seq = self._seq + 1
         # canonical_json(record), its keys in sorted order: attributes, origin, prev, seq, time, type, v
@@ -281,33 +304,73 @@ class Journal:
         )
         digest = chain_hash(self._head, body)
         line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
-        if self.durability == "always":
-            _durability.sync_dependents()  # the blobs the record names are on the disk before it exists
         entry = JournalEntry(self.origin, seq, self._head, digest, now)
-        self._write(line)
-        if self.durability == "always":
-            _sync(self._fd)
+        self._queue.append(line)
         self._seq, self._head = entry.seq, entry.hash
         self._tree.append(leaf_hash(bytes.fromhex(digest)))
-        self._in_segment += 1
-        self._segment_size += len(line)
         return entry
 
-    def _write(self, line: bytes) -> None:
-        try:
-            written = os.write(self._fd, line)
-            if written != len(line):
-                raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
-            self._written_mark = _durability.syncfs_mark()
-        except OSError:
-            # Never leave a torn line in a live segment: cut it off, or abandon the segment.
+    def _chain_state(self) -> tuple[int, str, CompactRange, int, float]:
+        """The chain as it stands (under the lock): what a failed write rewinds to."""
+        tree = CompactRange(self._tree.size, self._tree.peaks)
+        return self._seq, self._head, tree, self._checkpoint_seq, self._checkpoint_at
+
+    def _write_through(self, generation: int, seq: int, *, dropped_ok: bool = False) -> None:
+        """Return once record ``seq`` (chained in ``generation``) is written to the OS: by this thread,
+        with every line queued by then, or by the thread that took it. ``OSError`` when the write failed
+        or a failed write dropped the record (unless ``dropped_ok``: ``flush`` and ``close``)."""
+        with self._write_lock:
+            with self._lock:
+                first_dropped = self._discarded.get(generation)
+                if first_dropped is not None and seq >= first_dropped:
+                    if dropped_ok:
+                        return
+                    raise OSError("an audit journal write failed before this record was written: it was not kept")
+                if generation < self._generation or seq <= self._written_seq or not self._queue:
+                    return
+                if self._fd < 0:
+                    self._open_segment()
+                lines, self._queue = self._queue, []
+                upto, state, fd = self._seq, self._chain_state(), self._fd
+            data = b"".join(lines)
             try:
-                os.ftruncate(self._fd, self._segment_size)
-            except OSError:
-                _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
-            os.close(self._fd)
-            self._fd = -1
-            raise
+                if self.durability == "always":
+                    _durability.sync_dependents()  # the blobs the records name are on the disk before them
+                written = os.write(fd, data)
+                if written != len(data):
+                    raise OSError(f"short write to the audit journal ({written} of {len(data)} bytes)")
+                if self.durability == "always":
+                    _sync(fd)
+            except BaseException:
+                with self._lock:
+                    self._rewind(fd)
+                raise
+            with self._lock:
+                self._written_seq, self._written_state = upto, state
+                self._in_segment += len(lines)
+                self._segment_size += len(data)
+                if self.durability == "always":
+                    with self._synced_cond:
+                        self._synced = max(self._synced, upto)
+                        self._synced_cond.notify_all()
+                if self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
+                    self._close_segment()  # the next record opens the next segment
+
+    def _rewind(self, fd: int) -> None:
+        """A write failed (under the lock): every record not written is dropped, the chain goes back to
+        the last one written, and the segment is cut back to it (or abandoned) so no torn line stays."""
+        self._discarded[self._generation] = self._written_seq + 1
+        self._generation += 1
+        seq, head, tree, checkpoint_seq, checkpoint_at = self._written_state
+        self._seq, self._head, self._tree = seq, head, CompactRange(tree.size, tree.peaks)
+        self._checkpoint_seq, self._checkpoint_at = checkpoint_seq, checkpoint_at
+        self._queue = []
+        try:
+            os.ftruncate(fd, self._segment_size)
+        except OSError:
+            _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
+        os.close(fd)
+        self._fd = -1
 
     def _checkpoint_locked(self) -> JournalEntry:
         if not self._signer_loaded:
@@ -337,25 +400,60 @@ class Journal:
                 self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         self._segment += 1
         self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        self._device = os.fstat(self._fd).st_dev
         self._in_segment = 0
         self._segment_size = 0
-        if self.durability != "os":
+        if self.durability == "batch":
+            self._dir_dirty = True  # synced by the group commit, before the records in the segment
+        elif self.durability == "always":
             os.fsync(self._dir_fd)
 
     def _segment_path(self, segment: int) -> Path:
         return self.directory / self.origin / f"{segment:08d}.jsonl"
 
-    def _close_segment(self) -> None:
+    def _close_segment(self, *, now: bool = False) -> None:
+        """Close the open segment: synced first under ``always`` (or with ``now``); under ``batch`` its
+        descriptor goes to the group commit, which syncs and closes it (the calling thread does not wait)."""
+        if self.durability == "batch" and not now:
+            self._retired.append(self._fd)
+            self._fd = -1
+            return
         try:
             if self.durability != "os":
                 _sync(self._fd)
                 with self._synced_cond:
-                    self._synced = max(self._synced, self._seq)
+                    self._synced = max(self._synced, self._written_seq)
                     self._synced_cond.notify_all()
         finally:
             os.close(self._fd)
-            self._fd, self._device = -1, -1
+            self._fd = -1
+
+    def _sync_retired(self) -> None:
+        """Sync the segments a rotation closed and the origin directory's new entries (``batch``); on
+        ``OSError`` what is left stays for the next call. The directory is opened by its path: a duplicate
+        of the descriptor holding its ``flock`` would hold the lock too, past a ``close``."""
+        with self._lock:
+            retired, self._retired = self._retired, []
+            directory, self._dir_dirty = self._dir_dirty, False
+        try:
+            while retired:
+                _sync(retired[0])
+                os.close(retired.pop(0))
+            if directory:
+                try:
+                    dir_fd = os.open(self.directory / self.origin, os.O_RDONLY)
+                except FileNotFoundError:  # removed since: nothing of it is left to keep
+                    directory = False
+                else:
+                    try:
+                        os.fsync(dir_fd)
+                    finally:
+                        os.close(dir_fd)
+                    directory = False
+        except BaseException:
+            with self._lock:
+                self._retired[:0] = retired
+                self._dir_dirty = self._dir_dirty or directory
+            raise
 
     def _schedule_sync(self, target: int) -> None:
         """``batch``: hand the sync to the group-commit thread; ``always`` synced already; ``os``: none."""
@@ -378,7 +476,8 @@ class Journal:
     def flush(self) -> None:
         """Sync every record appended so far, and first the blobs they name (any durability)."""
         with self._lock:
-            target = self._seq
+            target, generation = self._seq, self._generation
+        self._write_through(generation, target, dropped_ok=True)
         self._await_sync(target, force=True)
 
     def _await_sync(self, target: int, *, force: bool = False) -> None:
@@ -399,9 +498,10 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, mark, device, segment = self._seq, self._written_mark, self._device, self._segment
+                upto, segment, open_ = self._written_seq, self._segment, self._fd >= 0
             _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-            if device >= 0 and not _durability.synced_since(device, mark):  # else a store's syncfs did it
+            self._sync_retired()
+            if open_ or segment > 0:
                 self._sync_segment(segment)
             synced = True
         finally:
@@ -442,10 +542,11 @@ class Journal:
     def _timed_checkpoint(self) -> None:
         with self._lock:
             due = time.monotonic() - self._checkpoint_at >= self._interval
-            if self._fd < 0 or self._seq == self._checkpoint_seq or not due:
+            if self._dir_fd < 0 or self._seq == self._checkpoint_seq or not due:  # not live, or covered
                 return
             self._checkpoint_locked()
-            target = self._seq
+            target, generation = self._seq, self._generation
+        self._write_through(generation, target)
         self._await_sync(target)
 
     # -- state ---------------------------------------------------------------------------------
@@ -462,27 +563,46 @@ class Journal:
 
     def close(self) -> None:
         """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens)."""
-        with self._lock:
-            self._timer_stop.set()
-            self._timer = None
-            self._flusher_stop.set()
-            self._dirty.set()  # wake it: it ends
-            self._flusher = None
-            try:
-                if self._fd >= 0 and self._seq != self._checkpoint_seq:
+        target = generation = 0
+        try:
+            with self._lock:
+                self._timer_stop.set()
+                self._timer = None
+                self._flusher_stop.set()
+                self._dirty.set()  # wake it: it ends
+                self._flusher = None
+                target, generation = self._seq, self._generation
+                if self._dir_fd >= 0 and self._seq != self._checkpoint_seq:  # live: a rotation may have closed _fd
                     self._checkpoint_locked()
-            finally:
+                    target = self._seq
+            self._write_through(generation, target, dropped_ok=True)
+        finally:
+            with self._write_lock, self._lock:
                 try:
                     _durability.sync_dependents()
                 finally:
                     if self._fd >= 0:
-                        self._close_segment()
+                        self._close_segment(now=True)
+                    self._close_retired()
                 if self._dir_fd >= 0:
                     os.close(self._dir_fd)
                     self._dir_fd = -1
 
+    def _close_retired(self) -> None:
+        """``close`` (under the lock): sync and close what the group commit has not yet."""
+        retired, self._retired = self._retired, []
+        try:
+            for fd in retired:
+                _sync(fd)
+            if self._dir_dirty and self._dir_fd >= 0:
+                os.fsync(self._dir_fd)
+                self._dir_dirty = False
+        finally:
+            for fd in retired:
+                os.close(fd)
+
     def _after_fork_in_child(self) -> None:
-        for fd in (self._fd, self._dir_fd):
+        for fd in (self._fd, self._dir_fd, *self._retired):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)

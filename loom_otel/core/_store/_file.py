@@ -19,7 +19,7 @@ records a writer wrote into a scope it never read are kept by ref alone (``_writ
 Erasure removes the scope's directory and overwrites the scope's records in its shard in place (frame
 marked erased, ref and blob zeroed, then synced): no text is left in any file.
 
-Each process appends to its own packs, so a capture costs one ``writev`` on an open file. A new named
+Each process appends to its own packs, so a capture costs one ``pwritev`` on an open file. A new named
 execution's directory and pack come ready-made: a writer keeps a pool of them in a private dot-directory
 (``blobs/.pools/.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and renames one to
 ``blobs/<scope>`` at the execution's first blob, so a new ``execution()`` costs one ``rename`` on the
@@ -31,10 +31,15 @@ packs for the shards: from a writer's first shared record on, it makes one per s
 pack in yet, and the writer's first record in a shard renames one there, instead of an ``open(O_CREAT)``
 in nearly every shard over a fresh writer's first few hundred new conversations.
 
-A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
-(``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
-torn tail left by a crash is ignored by readers and the writer's next record starts a new pack, so a
-reader never sees part of a blob (the guarantee the write-then-rename of per-blob files gave). For the
+A pack record is ``FRAME(magic, ref length, blob length, CRC-32 of ref and blob) | ref | blob``
+(``LOOMPK2``; packs of the first format, ``LOOMPK1`` without the CRC, are still read and erased); the
+blob is the sealed form (``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record's place is
+reserved under the store's lock and written outside it with one ``pwritev``, so threads write side by
+side. A record is visible only when it is whole: bytes that are no whole record (a write that failed,
+one still under way, a torn tail left by a crash) are a gap that readers skip to the next record whose
+checksum holds, and look at again next time (it may be a write under way); a failed write's capture
+failed closed, so no record names it, and ``pack_gaps`` (``verify --store``) lists the gaps. After a
+failed write the writer's next record starts a new pack, so a reader never sees part of a blob. For the
 same ref the last whole record wins; a read checks the record's frame and ref where it was indexed, so
 one erased by another process meanwhile reads as nothing.
 
@@ -44,8 +49,9 @@ the record again into a fresh pack: a capture racing an erasure is kept, as if i
 Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
 synced yet (packs written, directories made or renamed into place, by the paths they have now); the
 journal syncs it before the records that name it (``_durability``: ``always`` before the append
-returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``). On Linux one ``syncfs``
-covers every pending pack and directory.
+returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``): ``fdatasync`` of each pack
+written and ``fsync`` of each directory changed, never the whole file system (another program's writes on
+the same disk are not flushed with loom-otel's).
 """
 
 from __future__ import annotations
@@ -60,10 +66,12 @@ import threading
 import time
 import uuid
 import weakref
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final, NamedTuple, TypeVar
 
 from loom_otel.core import _durability
 from loom_otel.core._fork import renew_after_fork
@@ -77,13 +85,26 @@ from loom_otel.core._store._protocol import (
 from loom_otel.core._store._sealed import REF, Unsealed, opens, unseal_audience
 from loom_otel.core.exceptions import ReasoningConfigError
 
-__all__ = ["FileReasoningStore"]
+__all__ = ["FileReasoningStore", "PackGap"]
 
-_FRAME: Final = struct.Struct(">8sHQ")
-_FRAME_MAGIC: Final = b"LOOMPK1\n"
-_ERASED_MAGIC: Final = b"LOOMPK0\n"
-"""The frame of a record erased in place: its ref and blob are zeros, its length stays (readers skip it)."""
-_MAGICS: Final = frozenset({_FRAME_MAGIC, _ERASED_MAGIC})
+_FRAME: Final = struct.Struct(">8sHQI")
+"""A record's frame (written since version 2): magic, ref length, blob length, CRC-32 of the ref and blob."""
+_FRAME_MAGIC: Final = b"LOOMPK2\n"
+_ERASED_MAGIC: Final = b"LOOMPZ2\n"
+"""The frame of a record erased in place: its ref and blob are zeros (the CRC is theirs), its length stays."""
+_FRAME_V1: Final = struct.Struct(">8sHQ")
+"""The frame of packs written before version 2 (no checksum): still read, and erased in place."""
+_FRAME_MAGIC_V1: Final = b"LOOMPK1\n"
+_ERASED_MAGIC_V1: Final = b"LOOMPK0\n"
+_FRAMES: Final = {
+    _FRAME_MAGIC: (_FRAME, False),
+    _ERASED_MAGIC: (_FRAME, True),
+    _FRAME_MAGIC_V1: (_FRAME_V1, False),
+    _ERASED_MAGIC_V1: (_FRAME_V1, True),
+}
+"""magic -> (its frame, whether the record is erased)."""
+_RESYNC_READ: Final = 1 << 20
+"""Bytes read at a time while looking for the next whole record after a gap."""
 _OPEN_PACKS: Final = 128
 """Open pack files kept per store (the 64 shared shards, and recently written named executions)."""
 _PENDING_PACKS: Final = 4096
@@ -156,15 +177,18 @@ class _Scope:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
                 continue
+            gaps: list[tuple[int, int]] = []
             try:
                 end = start
-                for offset, ref, blob_len, record_end in _records(fd, start, size):
+                for record in _records(fd, start, size, gaps=gaps):
+                    ref = record.ref
                     if ref is not None and (prefix is None or ref.startswith(prefix)):
-                        self.entries[ref] = (path, offset, blob_len)
-                    end = record_end
+                        self.entries[ref] = (path, record.offset, record.blob_len)
+                    end = record.end
             finally:
                 os.close(fd)
-            self.scanned[path] = end
+            # From the first gap on, looked at again next time: it may be a write still under way.
+            self.scanned[path] = gaps[0][0] if gaps else end
 
     def bookmark(self) -> tuple[str | int, ...]:
         """Where indexing this scope again may start in each pack, with nothing of it missed: before its
@@ -204,48 +228,142 @@ _HEAD_READ: Final = _FRAME.size + 128
 """Bytes read per record while indexing: the frame and a ref (97 characters) in one ``pread``."""
 
 
-def _records(fd: int, offset: int, size: int) -> Iterator[tuple[int, str | None, int, int]]:
-    """The whole records of a pack from ``offset``: (record offset, ref or ``None`` when erased, blob
-    length, record end), one ``pread`` each (the blobs are skipped, never read). Stops at a torn tail
-    (or garbage): nothing from there on is a whole record."""
-    while offset + _FRAME.size <= size:
+class _Found(NamedTuple):
+    """A whole record of a pack: where it starts, its ref (``None`` when erased), its blob's length, where
+    it ends, and its frame (the version it was written in: an erasure writes the same)."""
+
+    offset: int
+    ref: str | None
+    blob_len: int
+    end: int
+    frame: struct.Struct
+
+
+def _frame_at(head: bytes, offset: int, size: int) -> tuple[struct.Struct, bool, int, int, int] | None:
+    """The frame that ``head`` (read at ``offset``) starts with, when it is one and its record fits in
+    ``size``: (frame, erased, ref length, blob length, record end); ``None`` otherwise."""
+    known = _FRAMES.get(head[:8])
+    if known is None:
+        return None
+    frame, erased = known
+    if len(head) < frame.size:
+        return None
+    _, ref_len, blob_len = frame.unpack_from(head)[:3]
+    end = offset + frame.size + ref_len + blob_len
+    return None if end > size else (frame, erased, ref_len, blob_len, end)
+
+
+def _checksum_holds(fd: int, offset: int, frame: struct.Struct, ref_len: int, blob_len: int) -> bool:
+    """Whether a version-2 record's ref and blob are what its frame's CRC says (whole, as written)."""
+    if frame is not _FRAME:
+        return True  # version 1 carries none: its frame is all there is to check
+    data = os.pread(fd, frame.size + ref_len + blob_len, offset)
+    crc = _FRAME.unpack_from(data)[3] if len(data) >= _FRAME.size else -1
+    return zlib.crc32(memoryview(data)[_FRAME.size :]) == crc
+
+
+def _next_record(fd: int, offset: int, size: int) -> int | None:
+    """Where the next whole version-2 record starts after a gap at ``offset``: a frame whose record fits
+    and whose checksum holds (a gap's own bytes, or a text quoting a frame, do not pass). ``None``: none."""
+    position = offset + 1
+    while position + _FRAME.size <= size:
+        chunk = os.pread(fd, _RESYNC_READ + _FRAME.size, position)
+        if len(chunk) < _FRAME.size:
+            return None
+        hits = [at for at in (chunk.find(_FRAME_MAGIC), chunk.find(_ERASED_MAGIC)) if at >= 0]
+        if not hits:
+            position += max(1, len(chunk) - _FRAME.size)
+            continue
+        at = position + min(hits)
+        found = _frame_at(os.pread(fd, _FRAME.size, at), at, size)
+        if found is not None and _checksum_holds(fd, at, found[0], found[2], found[3]):
+            return at
+        position = at + 1
+    return None
+
+
+def _records(
+    fd: int, offset: int, size: int, *, gaps: list[tuple[int, int]] | None = None, check: bool = False
+) -> Iterator[_Found]:
+    """The whole records of a pack from ``offset``, one ``pread`` each (the blobs are skipped, never read,
+    unless ``check``: then every checksum is checked). Bytes that are no whole record (a write that
+    failed, one still under way in another thread, a torn tail) are a gap: it is skipped to the next
+    whole record and, with ``gaps``, listed there as (start, end)."""
+    while offset < size:
         head = os.pread(fd, _HEAD_READ, offset)
-        if len(head) < _FRAME.size:
-            return
-        magic, ref_len, blob_len = _FRAME.unpack_from(head)
-        end = offset + _FRAME.size + ref_len + blob_len
-        if magic not in _MAGICS or end > size:
-            return
+        found = _frame_at(head, offset, size)
+        if found is None or (check and not _checksum_holds(fd, offset, found[0], found[2], found[3])):
+            following = _next_record(fd, offset, size)
+            if gaps is not None:
+                gaps.append((offset, size if following is None else following))
+            if following is None:
+                return
+            offset = following
+            continue
+        frame, erased, ref_len, blob_len, end = found
         ref: str | None = None
-        if magic == _FRAME_MAGIC:
-            raw = head[_FRAME.size : _FRAME.size + ref_len]
+        if not erased:
+            raw = head[frame.size : frame.size + ref_len]
             if len(raw) < ref_len:
-                raw = os.pread(fd, ref_len, offset + _FRAME.size)
+                raw = os.pread(fd, ref_len, offset + frame.size)
             ref = raw.decode("ascii", "replace")
-        yield offset, ref, blob_len, end
+        yield _Found(offset, ref, blob_len, end, frame)
         offset = end
 
 
 def _record(entry: _Entry, ref: str, *, body: bool = True) -> bytes | None:
     """The blob of ``ref`` at ``entry`` if a whole, unerased record of it is still there (``b""`` with
-    ``body=False``: only its frame is read); ``None`` otherwise (erased, removed, rewritten)."""
+    ``body=False``: only its frame and ref are read, not the checksum); ``None`` otherwise (erased,
+    removed, rewritten, a write that failed)."""
     path, offset, blob_len = entry
     ref_bytes = ref.encode("ascii")
-    head = _FRAME.size + len(ref_bytes)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     try:
-        data = os.pread(fd, head + blob_len if body else head, offset)
+        data = os.pread(fd, _FRAME.size + len(ref_bytes) + (blob_len if body else 0), offset)
     finally:
         os.close(fd)
-    if len(data) < head or _FRAME.unpack_from(data) != (_FRAME_MAGIC, len(ref_bytes), blob_len):
+    known = _FRAMES.get(data[:8])
+    if known is None or known[1]:
         return None
-    if data[_FRAME.size : head] != ref_bytes:
+    frame = known[0]
+    head = frame.size + len(ref_bytes)
+    if len(data) < head or frame.unpack_from(data)[1:3] != (len(ref_bytes), blob_len):
         return None
-    blob = data[head:]
-    return blob if len(blob) == (blob_len if body else 0) else None
+    if data[frame.size : head] != ref_bytes:
+        return None
+    if not body:
+        return b""
+    blob = data[head : head + blob_len]
+    if len(blob) != blob_len:
+        return None
+    if frame is _FRAME and zlib.crc32(memoryview(data)[frame.size : head + blob_len]) != frame.unpack_from(data)[3]:
+        return None
+    return blob
+
+
+def _frame(ref_bytes: bytes, blob: tuple[bytes, ...]) -> tuple[bytes, int]:
+    """A record's frame and ref (what precedes its blob), and the record's size."""
+    blob_len = sum(map(len, blob))
+    crc = zlib.crc32(ref_bytes)
+    for chunk in blob:
+        crc = zlib.crc32(chunk, crc)
+    return _FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len, crc) + ref_bytes, blob_len
+
+
+def _write_at(fd: int, chunks: tuple[bytes, ...], offset: int, size: int) -> None:
+    """Write a record at ``offset`` (reserved for it); ``OSError`` when it cannot be written whole."""
+    written = os.pwritev(fd, chunks, offset)
+    if written < size:  # rare (a signal, a nearly full disk): the rest, then an error if it cannot
+        rest = memoryview(b"".join(chunks))[written:]
+        while rest:
+            more = os.pwrite(fd, rest, offset + written)
+            if more <= 0:
+                raise OSError(errno.ENOSPC, f"short write to reasoning pack ({written} of {size} bytes)")
+            written += more
+            rest = rest[more:]
 
 
 def _erase_records(directory: str, erased: Callable[[str], bool]) -> set[str]:
@@ -266,10 +384,15 @@ def _erase_records(directory: str, erased: Callable[[str], bool]) -> set[str]:
             continue
         try:
             changed = False
-            for offset, ref, blob_len, _ in _records(fd, 0, os.fstat(fd).st_size):
+            for record in _records(fd, 0, os.fstat(fd).st_size):
+                ref = record.ref
                 if ref is not None and erased(ref):
-                    tomb = _FRAME.pack(_ERASED_MAGIC, len(ref), blob_len) + bytes(len(ref) + blob_len)
-                    os.pwrite(fd, tomb, offset)
+                    zeros = bytes(len(ref) + record.blob_len)
+                    if record.frame is _FRAME:
+                        frame = _FRAME.pack(_ERASED_MAGIC, len(ref), record.blob_len, zlib.crc32(zeros))
+                    else:
+                        frame = _FRAME_V1.pack(_ERASED_MAGIC_V1, len(ref), record.blob_len)
+                    os.pwrite(fd, frame + zeros, record.offset)
                     found.add(ref)
                     changed = True
             if changed:
@@ -279,15 +402,29 @@ def _erase_records(directory: str, erased: Callable[[str], bool]) -> set[str]:
     return found
 
 
-class _Pack:
-    """One open pack of this writer: its descriptor, its path and where its next record starts."""
+@dataclass(frozen=True, slots=True)
+class PackGap:
+    """Bytes of a pack that are no whole record (``FileReasoningStore.pack_gaps``): the pack's path under
+    the store's root, where the gap starts and how long it is."""
 
-    __slots__ = ("end", "fd", "path")
+    pack: str
+    offset: int
+    length: int
+
+
+class _Pack:
+    """One open pack of this writer: its descriptor, its path, where its next record starts (reserved
+    under the store's lock), and how many writes to it are under way outside the lock: a pack dropped
+    meanwhile (``released``) is closed by the last of them."""
+
+    __slots__ = ("end", "fd", "path", "released", "users")
 
     def __init__(self, fd: int, path: str) -> None:
         self.fd = fd
         self.path = path
         self.end = 0
+        self.users = 0
+        self.released = False
 
 
 class FileReasoningStore:
@@ -345,6 +482,8 @@ class FileReasoningStore:
         ref = envelope.ref
         scope = ref[:32]
         blob = envelope.sealed()
+        ref_bytes = ref.encode("ascii")
+        frame, blob_len = _frame(ref_bytes, blob)  # the checksum outside the lock
         with self._lock:
             if envelope.named:
                 known: _Scope | None = self._scope(scope, writing=True)
@@ -354,44 +493,53 @@ class FileReasoningStore:
                 home = self._shard_dir(scope)
             entries = self._written if known is None else known.entries
             entry = entries.get(ref)
-            if entry is not None:
-                if _record(entry, ref, body=False) is not None:
-                    return ref  # content-addressed: already kept
-                del entries[ref]  # erased by someone else since we looked
-            entry, end = self._append(known, home, ref, blob, named=envelope.named)
-            if known is None:
-                self._remember(ref, entry)
-            else:
-                known.add(ref, entry, end)
+        if entry is not None:  # read outside the lock: a system call there makes the other threads wait
+            if _record(entry, ref, body=False) is not None:
+                return ref  # content-addressed: already kept
+            with self._lock:
+                if entries.get(ref) == entry:
+                    del entries[ref]  # erased by someone else since we looked
+        self._append(known, home, ref, (frame, *blob), blob_len, named=envelope.named)
         return ref
 
     def _append(
-        self, known: _Scope | None, home: str, ref: str, blob: tuple[bytes, ...], *, named: bool
-    ) -> tuple[_Entry, int]:
-        """Append one record to this writer's pack in ``home`` (a named scope's directory, or a shard):
-        where it is and where the pack now ends. An erasure removes a named scope's packs, so one may be
-        gone by the time the record is in it; a shard's packs are never removed (erasure overwrites
-        records in place)."""
-        ref_bytes = ref.encode("ascii")
-        blob_len = sum(map(len, blob))
-        chunks = (_FRAME.pack(_FRAME_MAGIC, len(ref_bytes), blob_len) + ref_bytes, *blob)
-        size = _FRAME.size + len(ref_bytes) + blob_len
+        self, known: _Scope | None, home: str, ref: str, chunks: tuple[bytes, ...], blob_len: int, *, named: bool
+    ) -> None:
+        """Write one record (``chunks``: frame and ref, then the blob) into this writer's pack in ``home``
+        (a named scope's directory, or a shard) and index it. The record's place is reserved under the
+        lock and written outside it (``pwritev``), so threads write side by side; a write that fails
+        leaves a gap that readers skip (``_records``), and the next records go to a new pack. An
+        erasure removes a named scope's packs, so one may be gone by the time the record is in it; a
+        shard's packs are never removed (erasure overwrites records in place)."""
+        size = sum(map(len, chunks))
         for _ in range(2):
-            pack = self._pack(home, known, named=named)
+            with self._lock:
+                pack = self._pack(home, known, named=named)
+                offset, pack.end = pack.end, pack.end + size
+                pack.users += 1
             try:
-                written = os.writev(pack.fd, chunks)
-                if self.fsync:
-                    self._dirty.add(pack.path)
-                    _durability.pending(self)
-                if written != size:
-                    raise OSError(f"short write to reasoning pack ({written} bytes)")
+                _write_at(pack.fd, chunks, offset, size)
+                gone = named and os.fstat(pack.fd).st_nlink == 0
             except BaseException:
-                self._drop_pack(home)  # the next record goes to a new pack: a torn tail stays a tail
+                with self._lock:
+                    self._done_with(pack)
+                    self._drop_pack(home, pack)  # the next record goes to a new pack: the gap stays a gap
                 raise
-            offset, pack.end = pack.end, pack.end + written
-            if not named or os.fstat(pack.fd).st_nlink > 0:
-                return (pack.path, offset, blob_len), pack.end
-            self._drop_pack(home)  # erased while we wrote: write it again into a fresh pack
+            with self._lock:
+                self._done_with(pack)
+                if gone:
+                    self._drop_pack(home, pack)  # erased while we wrote: write it again into a fresh pack
+                    continue
+                if self.fsync:  # only once written: a sync taken meanwhile did not cover it
+                    self._dirty.add(pack.path)
+                entry = (pack.path, offset, blob_len)
+                if known is None:
+                    self._remember(ref, entry)
+                else:
+                    known.add(ref, entry, offset + size)
+            if self.fsync:
+                _durability.pending(self)
+            return
         raise OSError("reasoning pack was removed twice while being written")
 
     def _remember(self, ref: str, entry: _Entry) -> None:
@@ -564,13 +712,24 @@ class FileReasoningStore:
                 self._pool.forget()
             self._pool, self._pool_finalizer, self._shard_packs_asked = None, None, False
 
-    def _drop_pack(self, home: str) -> None:
-        pack = self._packs.pop(home, None)
-        if pack is not None:
-            self._release(pack)
+    def _drop_pack(self, home: str, pack: _Pack | None = None) -> None:
+        """Close this writer's pack in ``home`` (only if it is still ``pack``, when given)."""
+        if pack is not None and self._packs.get(home) is not pack:
+            return
+        dropped = self._packs.pop(home, None)
+        if dropped is not None:
+            self._release(dropped)
+
+    def _done_with(self, pack: _Pack) -> None:
+        """A write to ``pack`` ended (under the lock): the last one closes a pack dropped meanwhile."""
+        pack.users -= 1
+        if pack.released and pack.users == 0:
+            os.close(pack.fd)
 
     def _release(self, pack: _Pack) -> None:
-        os.close(pack.fd)
+        pack.released = True
+        if pack.users == 0:  # else the last write under way closes it (``_done_with``)
+            os.close(pack.fd)
         if len(self._dirty) > _PENDING_PACKS:  # nobody syncs (journal durability ``os``): do it here
             self._sync_taken(self._dirty, self._dirty_dirs)
             self._dirty, self._dirty_dirs = set(), set()
@@ -597,14 +756,14 @@ class FileReasoningStore:
                 raise
 
     def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
-        try:
-            synced = _durability.sync_filesystem(self._blobs_dir)
-        except FileNotFoundError:  # the store's directory is gone, and with it what was pending
-            synced = True
-        if not synced:
-            for path in sorted(paths) + sorted(dirs, key=len, reverse=True):  # the blobs directory last
-                with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
-                    _fsync_path(path)
+        """Sync this writer's own files only (never the whole file system): the packs' data, then the
+        directories whose entries changed, deepest first (the blobs directory last)."""
+        for path in sorted(paths):
+            with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                _fsync_path(path, data=True)
+        for path in sorted(dirs, key=len, reverse=True):
+            with contextlib.suppress(FileNotFoundError):
+                _fsync_path(path)
 
     def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
         """What this writer knows of ``scope``, indexed from disk when it is new to it, except with
@@ -681,7 +840,8 @@ class FileReasoningStore:
         scope = ref[:32]
         with self._lock:
             known = self._scope(scope, writing=True)
-            known.add(ref, *self._append(known, f"{self._blobs_dir}/{scope}", ref, (blob,), named=True))
+        frame, blob_len = _frame(ref.encode("ascii"), (blob,))
+        self._append(known, f"{self._blobs_dir}/{scope}", ref, (frame, blob), blob_len, named=True)
 
     # -- removing ------------------------------------------------------------------------------------
 
@@ -713,6 +873,39 @@ class FileReasoningStore:
             shutil.rmtree(directory, ignore_errors=True)
             shared = _erase_records(self._shard_dir(scope), lambda ref: ref.startswith(scope + "/"))
         return len(known.entries.keys() | shared)
+
+    # -- checking ------------------------------------------------------------------------------------
+
+    def pack_gaps(self) -> tuple[PackGap, ...]:
+        """Every gap in the packs (``verify --store``): bytes that are no whole record, every checksum read.
+        A gap is a write that failed (its capture failed closed: no record names it), one under way
+        now, or a torn tail left by a crash; a record a journal names that falls in one reads as missing."""
+        gaps: list[PackGap] = []
+        for top in (self._blobs_dir, self._packs_dir):
+            try:
+                homes = sorted(name for name in os.listdir(top) if not name.startswith("."))
+            except FileNotFoundError:
+                continue
+            for home in homes:
+                try:
+                    names = sorted(name for name in os.listdir(f"{top}/{home}") if name.endswith(".pack"))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for name in names:
+                    path = f"{top}/{home}/{name}"
+                    try:
+                        fd = os.open(path, os.O_RDONLY)
+                    except FileNotFoundError:
+                        continue
+                    found: list[tuple[int, int]] = []
+                    try:
+                        for _ in _records(fd, 0, os.fstat(fd).st_size, gaps=found, check=True):
+                            pass
+                    finally:
+                        os.close(fd)
+                    relative = os.path.relpath(path, self.root)
+                    gaps += (PackGap(relative, start, end - start) for start, end in found)
+        return tuple(gaps)
 
     # -- digest keys ---------------------------------------------------------------------------------
 
@@ -767,10 +960,14 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _fsync_path(path: str) -> None:
-    """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
+def _fsync_path(path: str, *, data: bool = False) -> None:
+    """``fsync`` a directory by its path, or with ``data`` a pack (``fdatasync``: its bytes and size);
+    a descriptor opened read-only syncs the same inode."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        if data:
+            _durability.sync_file(fd)
+        else:
+            os.fsync(fd)
     finally:
         os.close(fd)

@@ -47,8 +47,9 @@ slows the calling thread's own writes while it runs (file creation is file-syste
 writer of one named execution now and then needs one; a writer of many grows it (``_MAX_SIZE``)."""
 _MAX_SIZE: Final = 128
 """The most a pool grows to: each time a burst empties it, it aims for twice as many."""
-PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-"""How a new pack is opened: made here (never another's), appended to only."""
+PACK_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+"""How a new pack is opened: made here (never another's). Not ``O_APPEND``: each record is written with
+``pwritev`` at the offset reserved for it (on Linux ``O_APPEND`` would make ``pwritev`` ignore it)."""
 _JOIN_SECONDS: Final = 10.0
 """How long ``close`` waits for the filling thread (it is at most one ``mkdir`` away from stopping)."""
 
