@@ -126,7 +126,16 @@ def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
     forms = [skeleton(data)]
     if not text.isascii():
         forms.append(skeleton(json.dumps(text).encode()))
-    return forms, [skeleton(base64.b64encode(data[shift:]))[:_BASE64_CHARS] for shift in range(3)]
+    return forms, [_base64_head(data[shift:]) for shift in range(3)]
+
+
+def _base64_head(data: bytes) -> bytes:
+    """The first ``_BASE64_CHARS`` letters and digits of ``data``'s base64 (of a prefix whose length is a
+    multiple of 3, as that encodes to a prefix of the whole's; the whole when the prefix holds too few)."""
+    head = skeleton(base64.b64encode(data[: _BASE64_CHARS * 3 // 2]))[:_BASE64_CHARS]
+    if len(head) < _BASE64_CHARS and len(data) > _BASE64_CHARS * 3 // 2:
+        head = skeleton(base64.b64encode(data))[:_BASE64_CHARS]
+    return head
 
 
 class _Registry:

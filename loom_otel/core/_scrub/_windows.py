@@ -7,15 +7,15 @@ line ends) only add or change such bytes, except for the letters of an escape (`
 skeleton of an encoded copy as long runs broken by a few letters, and base64 copies are indexed as
 their own forms (three byte alignments).
 
-The windows of ``WINDOW`` bytes at every ``STEP``-th position of a secret's forms are indexed (dicts,
-bounded by ``budget`` windows: the oldest half is dropped whole). A text is checked by cutting its
-skeleton into windows at the first ``STEP`` positions of every ``WINDOW`` bytes (C-level ``struct``
-unpacking and ``isdisjoint``: the fast pre-filter, a few nanoseconds per byte), which finds every common
-run of at least ``MIN_RUN`` bytes, whatever its offset. Only a text that shares a window is searched
-further: each hit is extended both ways along the form (binary search on slices), over escape letters
-(a resynchronisation on the next ``_SYNC`` bytes), and kept when the run is ``MIN_RUN`` bytes or more:
-a prefix long enough to be unambiguous, a value cut by an attribute limit, a stream delta, or the whole
-secret.
+The windows of ``WINDOW`` bytes at one position in ``STEP`` of a secret's forms are indexed (a sample:
+dicts, bounded by ``budget`` windows: the oldest half is dropped whole). A text is checked by cutting its
+skeleton into windows at every position (C-level ``struct`` unpacking and ``isdisjoint``: the fast
+pre-filter, a few nanoseconds per byte): any common run of at least ``MIN_RUN = WINDOW + STEP - 1``
+bytes holds a sampled window whole, so it is found whatever its offset. Only a text that shares a window
+is searched further: each hit is extended both ways along the form (binary search on slices), over
+escape letters (a resynchronisation on the next ``_SYNC`` bytes), and kept when the run is ``MIN_RUN``
+bytes or more: a prefix long enough to be unambiguous, a value cut by an attribute limit, a stream
+delta, or the whole secret.
 """
 
 from __future__ import annotations
@@ -30,15 +30,17 @@ from typing import Final
 __all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "shared_stretches", "skeleton"]
 
 WINDOW: Final = 12
-STEP: Final = 8
-"""Forms are indexed at every ``STEP``-th position, texts checked at the first ``STEP`` positions of
-every ``WINDOW`` bytes: one of those meets an indexed position of any run long enough."""
-MIN_RUN: Final = 2 * WINDOW + STEP - 2
+STEP: Final = 19
+"""Forms are indexed at every ``STEP``-th position (a sample), texts checked at every position: a run of
+``WINDOW + STEP - 1`` bytes holds an indexed window whole, wherever it sits."""
+MIN_RUN: Final = WINDOW + STEP - 1
 """The shortest run of skeleton bytes (letters and digits) found wherever it sits (30)."""
 _DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
 _BLOCK: Final = 64
 _CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
 _CHUNK: Final = struct.Struct(f"{WINDOW}s")
+_SAMPLES: Final = struct.Struct(f"{WINDOW}s{STEP - WINDOW}x" * _BLOCK)
+_SAMPLE: Final = struct.Struct(f"{WINDOW}s{STEP - WINDOW}x")
 _SYNC: Final = 4
 _RESYNC: Final = sorted(
     [(k, 0) for k in range(1, 7)]
@@ -69,18 +71,27 @@ def _cut(skel: bytes) -> Iterator[bytes]:
 
 
 def _windows_of(skel: bytes) -> Iterator[bytes]:
-    """The windows of a text checked: at the first ``STEP`` positions of every ``WINDOW`` bytes."""
-    return chain.from_iterable(_cut(skel[shift:]) for shift in range(STEP))
+    """The windows of a text checked: at every position (``WINDOW`` cuts, each C-level)."""
+    return chain.from_iterable(_cut(skel[shift:]) for shift in range(min(WINDOW, len(skel))))
 
 
 def _positions(size: int) -> Iterator[int]:
     """Where the windows ``_windows_of`` a skeleton of ``size`` bytes start, in the same order."""
-    return chain.from_iterable(range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(STEP))
+    return chain.from_iterable(
+        range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(min(WINDOW, size))
+    )
 
 
 def _every(form: bytes) -> Iterator[bytes]:
-    """The windows of ``form`` at every ``STEP``-th position."""
-    return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
+    """The windows of ``form`` at every ``STEP``-th position, the last one included (C-level)."""
+    whole = len(form) // (STEP * _BLOCK) * (STEP * _BLOCK)
+    end = len(form) // STEP * STEP
+    last = form[end : end + WINDOW]
+    return chain(
+        chain.from_iterable(_SAMPLES.iter_unpack(form[:whole])),
+        chain.from_iterable(_SAMPLE.iter_unpack(form[whole:end])),
+        (last,) if len(last) == WINDOW else (),
+    )
 
 
 _Form = tuple[bytes, str, bool, int, int]
@@ -126,7 +137,7 @@ class WindowIndex:
             for number, (skel, is_encoded) in enumerate(kept, first):
                 young.forms[number] = (skel, replacement, is_encoded, first, len(kept))
                 young.windows.update(dict.fromkeys(_every(skel), number))
-                young.size += max(0, len(skel) - WINDOW + STEP) // STEP
+                young.size += (len(skel) - WINDOW) // STEP + 1
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
 
@@ -135,8 +146,8 @@ class WindowIndex:
             self._young, self._old = _Generation(), _Generation()
 
     def shared(self, skel: bytes) -> tuple[list[bytes], set[bytes]]:
-        """The windows of ``skel`` checked (those at the first ``STEP`` positions of every ``WINDOW``
-        bytes) and those of them a form has: the pre-filter, one C-level pass."""
+        """The windows of ``skel`` checked (at every position) and those of them a form has: the
+        pre-filter, one C-level pass."""
         if len(skel) < WINDOW:
             return [], set()
         windows = list(_windows_of(skel))
@@ -271,12 +282,13 @@ def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
 
 def shared_stretches(form: bytes, other: bytes) -> list[tuple[int, int]]:
     """The stretches (start, end) of ``form`` that ``other`` holds too, each of at least ``MIN_RUN``
-    bytes, merged and in order: ``other``'s windows at every ``STEP``-th position (the fewer, for the
-    larger text) against ``form``'s checked windows (the same C-level pre-filter as a record's), then each
-    shared window extended both ways along its first ``_FEW`` places in each."""
+    bytes, merged and in order: the larger text's windows at every ``STEP``-th position against the
+    smaller one's at every position (the same C-level pre-filter as a record's), then each shared window
+    extended both ways along its first ``_FEW`` places in each."""
     if len(form) < MIN_RUN or len(other) < MIN_RUN:
         return []
-    shared = set(_every(other)).intersection(_windows_of(form))
+    larger, smaller = (form, other) if len(form) > len(other) else (other, form)
+    shared = set(_every(larger)).intersection(_windows_of(smaller))
     found: list[tuple[int, int]] = []
     for at, window in sorted((form.find(window), window) for window in shared):
         if any(start <= at < end for start, end in found):
