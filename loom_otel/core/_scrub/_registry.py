@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub._visible import shown, visible_skeleton
-from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, shared_stretches, skeleton
+from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, sample, shared_stretches, skeleton
 
 __all__ = [
     "REMOVED",
@@ -102,14 +102,12 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
-def _unseen(text: str, seen: bytes) -> list[str]:
-    """The pieces of ``text`` between its stretches that ``seen`` (a skeleton of visible text) holds."""
-    if not seen:
-        return [text]
-    data = text.encode("utf-8", "surrogatepass")
-    stretches = shared_stretches(skeleton(data), seen)
+def _unseen(text: str, data: bytes, skel: bytes, seen: bytes, sampled: Sequence[bytes]) -> list[str] | None:
+    """The pieces of ``text`` (``data`` its UTF-8, ``skel`` its skeleton, ``sampled`` the sample of it)
+    between its stretches that ``seen`` (a skeleton of visible text) holds; ``None`` when it holds none."""
+    stretches = shared_stretches(skel, seen, sampled) if seen else []
     if not stretches:
-        return [text]
+        return None
     places = SkeletonMap(data)
     pieces, last = [], 0
     for start, end in stretches:
@@ -120,10 +118,10 @@ def _unseen(text: str, seen: bytes) -> list[str]:
     return [piece.decode("utf-8", "surrogatepass") for piece in pieces if piece]
 
 
-def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
-    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64."""
-    data = text.encode("utf-8", "surrogatepass")
-    forms = [skeleton(data)]
+def _text_forms(text: str, data: bytes, skel: bytes) -> tuple[list[bytes], list[bytes]]:
+    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64
+    (``data``: its UTF-8, ``skel``: its skeleton)."""
+    forms = [skel]
     if not text.isascii():
         forms.append(skeleton(json.dumps(text).encode()))
     return forms, [_base64_head(data[shift:]) for shift in range(3)]
@@ -186,10 +184,18 @@ class _Registry:
     def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> None:
         """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly."""
         if self._add(text, replacement, kept, trace_id, seen):
-            forms: list[bytes] = []
-            encoded: list[bytes] = []
-            for piece in _unseen(text, seen):
-                piece_forms, piece_encoded = _text_forms(piece)
+            data = text.encode("utf-8", "surrogatepass")
+            skel = skeleton(data)
+            sampled = list(sample(skel))
+            pieces = _unseen(text, data, skel, seen, sampled)
+            if pieces is None:
+                forms, encoded = _text_forms(text, data, skel)
+                self.windows.add(forms, encoded, replacement, sampled)
+                return
+            forms, encoded = [], []
+            for piece in pieces:
+                piece_data = piece.encode("utf-8", "surrogatepass")
+                piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
                 forms += piece_forms
                 encoded += piece_encoded
             self.windows.add(forms, encoded, replacement)

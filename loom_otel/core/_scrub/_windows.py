@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, count
 from typing import Final
 
-__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "shared_stretches", "skeleton"]
+__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "sample", "shared_stretches", "skeleton"]
 
 WINDOW: Final = 12
 STEP: Final = 19
@@ -52,6 +52,8 @@ _RESYNC: Final = sorted(
 text (``n``, ``quot``, ``amp``), a character written as an escape (``xe9``, ``u00e9``, ``9730``,
 ``ud83dude00``) in place of its UTF-8 bytes, or a character the text lost (up to 4 bytes)."""
 _MAP_BLOCK: Final = 512
+_SHORT: Final = 640
+"""Below this many bytes a text's windows are sliced one by one (fewer steps than ``WINDOW`` cuts)."""
 _FEW: Final = 8
 
 
@@ -70,20 +72,24 @@ def _cut(skel: bytes) -> Iterator[bytes]:
     )
 
 
-def _windows_of(skel: bytes) -> Iterator[bytes]:
-    """The windows of a text checked: at every position (``WINDOW`` cuts, each C-level)."""
-    return chain.from_iterable(_cut(skel[shift:]) for shift in range(min(WINDOW, len(skel))))
+def _windows_of(skel: bytes) -> list[bytes]:
+    """The windows of a text checked: at every position (slices for a short text, else ``WINDOW`` cuts,
+    each C-level: they cost a few microseconds to start)."""
+    if len(skel) < _SHORT:
+        return [skel[at : at + WINDOW] for at in range(len(skel) - WINDOW + 1)]
+    return list(chain.from_iterable(_cut(skel[shift:]) for shift in range(WINDOW)))
 
 
 def _positions(size: int) -> Iterator[int]:
     """Where the windows ``_windows_of`` a skeleton of ``size`` bytes start, in the same order."""
-    return chain.from_iterable(
-        range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(min(WINDOW, size))
-    )
+    if size < _SHORT:
+        return iter(range(size - WINDOW + 1))
+    return chain.from_iterable(range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(WINDOW))
 
 
-def _every(form: bytes) -> Iterator[bytes]:
-    """The windows of ``form`` at every ``STEP``-th position, the last one included (C-level)."""
+def sample(form: bytes) -> Iterator[bytes]:
+    """The windows of ``form`` at every ``STEP``-th position, the last one included (C-level): what is
+    indexed of it."""
     whole = len(form) // (STEP * _BLOCK) * (STEP * _BLOCK)
     end = len(form) // STEP * STEP
     last = form[end : end + WINDOW]
@@ -126,17 +132,21 @@ class WindowIndex:
     def __bool__(self) -> bool:
         return bool(self._young.windows or self._old.windows)
 
-    def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
-        """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
-        kept = [(f, False) for f in forms if len(f) >= MIN_RUN] + [(f, True) for f in encoded if len(f) >= MIN_RUN]
+    def add(
+        self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str, first: Sequence[bytes] = ()
+    ) -> None:
+        """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``); ``first``:
+        the ``sample`` of ``forms[0]`` when it was taken already."""
+        kept = [(f, False, first if i == 0 and first else None) for i, f in enumerate(forms) if len(f) >= MIN_RUN]
+        kept += [(f, True, None) for f in encoded if len(f) >= MIN_RUN]
         with self._lock:
             young = self._young
-            first = next(self._numbers)
+            start = next(self._numbers)
             for _ in kept[1:]:
                 next(self._numbers)
-            for number, (skel, is_encoded) in enumerate(kept, first):
-                young.forms[number] = (skel, replacement, is_encoded, first, len(kept))
-                young.windows.update(dict.fromkeys(_every(skel), number))
+            for number, (skel, is_encoded, windows) in enumerate(kept, start):
+                young.forms[number] = (skel, replacement, is_encoded, start, len(kept))
+                young.windows.update(dict.fromkeys(sample(skel) if windows is None else windows, number))
                 young.size += (len(skel) - WINDOW) // STEP + 1
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
@@ -150,7 +160,7 @@ class WindowIndex:
         pre-filter, one C-level pass."""
         if len(skel) < WINDOW:
             return [], set()
-        windows = list(_windows_of(skel))
+        windows = _windows_of(skel)
         shared = self._young.windows.keys() & windows
         if self._old.windows:
             shared |= self._old.windows.keys() & windows
@@ -280,15 +290,18 @@ def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
             return i
 
 
-def shared_stretches(form: bytes, other: bytes) -> list[tuple[int, int]]:
+def shared_stretches(form: bytes, other: bytes, sampled: Sequence[bytes] = ()) -> list[tuple[int, int]]:
     """The stretches (start, end) of ``form`` that ``other`` holds too, each of at least ``MIN_RUN``
     bytes, merged and in order: the larger text's windows at every ``STEP``-th position against the
     smaller one's at every position (the same C-level pre-filter as a record's), then each shared window
-    extended both ways along its first ``_FEW`` places in each."""
+    extended both ways along its first ``_FEW`` places in each (``sampled``: ``form``'s sample, when
+    taken already)."""
     if len(form) < MIN_RUN or len(other) < MIN_RUN:
         return []
-    larger, smaller = (form, other) if len(form) > len(other) else (other, form)
-    shared = set(_every(larger)).intersection(_windows_of(smaller))
+    if len(form) > len(other):
+        shared = set(sampled or sample(form)).intersection(_windows_of(other))
+    else:
+        shared = set(sample(other)).intersection(_windows_of(form))
     found: list[tuple[int, int]] = []
     for at, window in sorted((form.find(window), window) for window in shared):
         if any(start <= at < end for start, end in found):
