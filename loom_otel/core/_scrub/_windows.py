@@ -299,7 +299,7 @@ def shared_stretches(form: bytes, other: bytes, sampled: Sequence[bytes] = ()) -
     if len(form) < MIN_RUN or len(other) < MIN_RUN:
         return []
     if len(form) > len(other):
-        shared = set(sampled or sample(form)).intersection(_windows_of(other))
+        shared = set(_windows_of(other)).intersection(sampled or sample(form))
     else:
         shared = set(sample(other)).intersection(_windows_of(form))
     found: list[tuple[int, int]] = []
