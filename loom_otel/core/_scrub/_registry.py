@@ -54,7 +54,7 @@ _MIN_NEEDLE: Final = 8
 """Texts shorter than this are not searched for inside larger values (they are still replaced where a
 reasoning shape holds them)."""
 _MAX_ENTRIES: Final = 4096
-_MAX_WINDOWS: Final = 1 << 17
+_MAX_WINDOWS: Final = 1 << 16
 _BASE64_CHARS: Final = 256
 _MAX_TRACES: Final = 1024
 _UNTRACED_SEARCH: Final = 4

@@ -79,7 +79,7 @@ def _collect(value: Any, texts: list[str], budget: list[int], depth: int) -> Non
         if is_reasoning_part(value):
             return
         for key, item in value.items():
-            if key not in REASONING_KEYS:
+            if item is not None and key not in REASONING_KEYS:  # a field left unset is not sent
                 _collect(key, texts, budget, depth + 1)
                 _collect(item, texts, budget, depth + 1)
         return

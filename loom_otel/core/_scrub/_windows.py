@@ -120,17 +120,19 @@ class _Generation:
 class WindowIndex:
     """Forms of secrets by their windows, in two generations of at most ``budget // 2`` windows each:
     when the young one is full it becomes the old one and the old one is dropped whole (no per-window
-    eviction on the path that enters a capture)."""
+    eviction on the path that enters a capture). The windows of both are also in one dict, the one a
+    text's windows are looked up in (one lookup per window, not one per generation)."""
 
     def __init__(self, budget: int) -> None:
         self._half = budget // 2
         self._lock = threading.Lock()
         self._young = _Generation()
         self._old = _Generation()
+        self._both: dict[bytes, int] = {}
         self._numbers = count()
 
     def __bool__(self) -> bool:
-        return bool(self._young.windows or self._old.windows)
+        return bool(self._both)
 
     def add(
         self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str, first: Sequence[bytes] = ()
@@ -146,14 +148,17 @@ class WindowIndex:
                 next(self._numbers)
             for number, (skel, is_encoded, windows) in enumerate(kept, start):
                 young.forms[number] = (skel, replacement, is_encoded, start, len(kept))
-                young.windows.update(dict.fromkeys(sample(skel) if windows is None else windows, number))
+                these = dict.fromkeys(sample(skel) if windows is None else windows, number)
+                young.windows.update(these)
+                self._both.update(these)
                 young.size += (len(skel) - WINDOW) // STEP + 1
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
+                self._both = young.windows.copy()  # the old generation's, dropped whole
 
     def clear(self) -> None:
         with self._lock:
-            self._young, self._old = _Generation(), _Generation()
+            self._young, self._old, self._both = _Generation(), _Generation(), {}
 
     def shared(self, skel: bytes) -> tuple[list[bytes], set[bytes]]:
         """The windows of ``skel`` checked (at every position) and those of them a form has: the
@@ -161,10 +166,7 @@ class WindowIndex:
         if len(skel) < WINDOW:
             return [], set()
         windows = _windows_of(skel)
-        shared = self._young.windows.keys() & windows
-        if self._old.windows:
-            shared |= self._old.windows.keys() & windows
-        return windows, shared
+        return windows, self._both.keys() & windows
 
     def _forms(self, window: bytes) -> list[_Form]:
         """The forms of the secret that has ``window`` (none when it was dropped meanwhile)."""
