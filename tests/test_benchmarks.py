@@ -67,7 +67,21 @@ def test_the_peers_benchmark_measures_the_four_workloads(tmp_path: Path) -> None
                 variant,
                 out,
             )
+    assert "scrubber CPU per call" in out
     assert not any(tmp_path.glob("loom-bench-*"))
+
+
+@pytest.mark.peers
+def test_the_peers_benchmark_reports_the_scrubber_beside_each_peer(tmp_path: Path) -> None:
+    args = ("--rounds", "1", "--calls", "3", "--only", "anthropic-create,gemini-stream", "--root", str(tmp_path))
+    lines = _run(tmp_path, "bench_peers.py", *args).splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("scrubber CPU per call")))
+    for workload in ("anthropic-create", "gemini-stream"):
+        rows = [line for line in lines[at:] if line.startswith(f"{workload} ")]
+        assert any(" OpenInference + loom-otel " in row for row in rows), (workload, lines)
+        assert any(" OpenLLMetry + loom-otel " in row for row in rows) or not any(
+            "OpenLLMetry (text on spans)" in line for line in lines
+        )
 
 
 def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Path) -> None:

@@ -64,4 +64,6 @@ def test_a_run_beside_a_marker_is_still_found() -> None:
     registry.add_text(secret, "[gone]", (None, None, 120), 0)
     for value in (f"{ours}{secret[:MIN_RUN]}", f"{secret[5 : 5 + MIN_RUN]}{ours}", f"a {ours} {secret[7:50]} {ours}"):
         scrubbed = scrub_value(value)
-        assert ours in scrubbed and "[gone]" in scrubbed and skeleton(secret[:MIN_RUN].encode()) not in scrubbed.encode()
+        assert (
+            ours in scrubbed and "[gone]" in scrubbed and skeleton(secret[:MIN_RUN].encode()) not in scrubbed.encode()
+        )

@@ -84,7 +84,9 @@ def _positions(size: int) -> Iterator[int]:
     """Where the windows ``_windows_of`` a skeleton of ``size`` bytes start, in the same order."""
     if size < _SHORT:
         return iter(range(size - WINDOW + 1))
-    return chain.from_iterable(range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(WINDOW))
+    return chain.from_iterable(
+        range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(WINDOW)
+    )
 
 
 def sample(form: bytes) -> Iterator[bytes]:
