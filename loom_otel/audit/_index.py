@@ -21,6 +21,7 @@ not every capture (a search, which may name a capture's trace id, still reads th
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import sqlite3
@@ -71,6 +72,8 @@ _SUMMED: Final = (
 )
 """The summary rows of the captures a WHERE clause keeps (``audiences``), grouped by execution and audience."""
 _GROUPS: Final = " GROUP BY execution_id, tenant, principal, owner"
+_BUSY: Final = 300.0
+"""Seconds a process waits for another one's indexing (a first build of a large journal) before failing."""
 _RESUM_ALL: Final = 2_000
 """More executions touched than this in one refresh: the summary is made again whole (one pass)."""
 _STEP_INDEX: Final = "CREATE INDEX IF NOT EXISTS by_step ON records(execution_id, tenant, step_id, time, origin, seq)"
@@ -93,6 +96,19 @@ class StaleIndexError(Exception):
 
 _T = TypeVar("_T")
 _CORRUPT: Final = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _moved(error: sqlite3.DatabaseError) -> bool:
+    """Whether ``error`` says the file under the connection was replaced (another process made it again)."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_READONLY", "SQLITE_IOERR"))
+
+
+def _inode_of(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _corrupt(error: sqlite3.DatabaseError) -> bool:
@@ -206,20 +222,41 @@ class CaptureIndex:
         if not self.is_journal and not self.source.is_file():
             raise FileNotFoundError(f"no journal directory or collector file at {str(self.source)!r}")
         self.path = Path(index_path) if index_path is not None else index_path_for(self.source)
+        self._inode: int | None = None
         self._db = self._open()
 
     # -- storage ---------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
+        """The index file, or a new one when there is none of this version; made by one process at a
+        time (the others wait and open it)."""
+        db = self._opened()
+        if db is not None:
+            return db
+        with self._exclusive():
+            return self._opened() or self._create()
+
+    def _opened(self) -> sqlite3.Connection | None:
         try:
-            db = sqlite3.connect(self.path, isolation_level=None)
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
             db.execute("PRAGMA synchronous=OFF")
             version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if version is not None and version[0] == INDEX_VERSION:
+                self._inode = os.stat(self.path).st_ino
                 return db
             db.close()
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, OSError):
             pass
-        return self._create()
+        return None
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Held while the index file is made or replaced (a lock file beside it, in the private directory)."""
+        fd = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def _create(self) -> sqlite3.Connection:
         """A new, empty index, swapped in atomically (a concurrent reader keeps the old one)."""
@@ -229,8 +266,9 @@ class CaptureIndex:
         db.execute("INSERT INTO meta VALUES('version', ?)", (INDEX_VERSION,))
         db.close()
         os.replace(tmp, self.path)
-        db = sqlite3.connect(self.path, isolation_level=None)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
         db.execute("PRAGMA synchronous=OFF")
+        self._inode = os.stat(self.path).st_ino
         return db
 
     def close(self) -> None:
@@ -258,6 +296,10 @@ class CaptureIndex:
         try:
             return query()
         except sqlite3.DatabaseError as error:
+            if _moved(error):  # another process replaced the file: this connection still has the old one
+                self._reopened()
+                self._refresh()
+                return query()
             if not _corrupt(error):
                 raise
         self.rebuild()
@@ -270,27 +312,23 @@ class CaptureIndex:
 
     def _refresh(self) -> int:
         files = self._files()
-        known = self._known()
         stats = {rel: path.stat() for rel, path in files.items()}
-        stale = any(rel not in files for rel in known) or any(
-            st.st_size < known[rel].indexed or (st.st_size == known[rel].size and st.st_mtime_ns != known[rel].mtime_ns)
-            for rel, st in stats.items()
-            if rel in known
-        )
-        if stale:
-            self.rebuild()
-            return self._refresh()
-        todo = [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
-        if not todo:
-            return 0
-        empty = not known
-        added = 0
-        touched: set[tuple[str, str | None]] = set()
-        self._db.execute("BEGIN IMMEDIATE")
+        if not self._todo(files, stats, self._known()):
+            return 0  # up to date (most queries): no write lock taken
+        self._db.execute("BEGIN IMMEDIATE")  # one writer: another process or thread may have indexed meanwhile
         try:
+            known = self._known()
+            todo = self._todo(files, stats, known)
+            if todo is None:
+                self._db.execute("ROLLBACK")
+                self.rebuild()
+                return self._refresh()
+            empty = not known
+            added = 0
+            touched: set[tuple[str, str | None]] = set()
             for rel in todo:
                 added += self._index_file(rel, files[rel], known.get(rel), touched)
-            if empty:
+            if empty and todo:
                 self._db.execute(_STEP_INDEX)  # built once after a bulk load: faster than maintained
             self._sum(touched, whole=empty)
             self._db.execute("COMMIT")
@@ -300,9 +338,32 @@ class CaptureIndex:
             raise
         return added
 
+    @staticmethod
+    def _todo(
+        files: dict[str, Path], stats: dict[str, os.stat_result], known: dict[str, _FileState]
+    ) -> list[str] | None:
+        """The files with lines to index, or ``None`` when the index is stale (a file shrank, vanished or was
+        rewritten in place) and must be made again."""
+        stale = any(rel not in files for rel in known) or any(
+            st.st_size < known[rel].indexed or (st.st_size == known[rel].size and st.st_mtime_ns != known[rel].mtime_ns)
+            for rel, st in stats.items()
+            if rel in known
+        )
+        if stale:
+            return None
+        return [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
+
     def rebuild(self) -> None:
+        """A new, empty index in place of this one (unless another process replaced the file since this
+        one opened it: that one is opened)."""
         self._db.close()
-        self._db = self._create()
+        with self._exclusive():
+            replaced = self._inode != _inode_of(self.path)
+            self._db = (self._opened() if replaced else None) or self._create()
+
+    def _reopened(self) -> None:
+        self._db.close()
+        self._db = self._open()
 
     def _sum(self, touched: set[tuple[str, str | None]], *, whole: bool) -> None:
         """Sum the captures of the ``touched`` executions again into their summary rows (all of them in
