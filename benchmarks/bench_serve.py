@@ -80,12 +80,18 @@ def resident_kib(pid: int) -> int:
 
 
 def workers_of(pid: int) -> list[int]:
-    """The worker processes of the server ``pid`` (its children; itself when it has none: one worker)."""
+    """The worker processes of the server ``pid`` (its children started by ``multiprocessing``'s spawn,
+    not its resource tracker; itself when it has none: one worker)."""
     children: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
         with contextlib.suppress(OSError):
             children += [int(child) for child in task.read_text().split()]
-    return [child for child in children if resident_kib(child) > 0] or [pid]
+    workers = []
+    for child in children:
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                workers.append(child)
+    return workers or [pid]
 
 
 def free_port() -> int:

@@ -137,7 +137,11 @@ def test_a_benchmark_runs(tmp_path: Path, args: list[str], expected: str) -> Non
 
 
 def test_the_viewer_benchmark_reads_parts_and_pages(tmp_path: Path) -> None:
-    out = _run(tmp_path, "bench_serve.py", "--captures", "300", "--readers", "4", "--seconds", "2")
-    assert "reads/s" in out
+    out = _run(tmp_path, "bench_serve.py", "--captures", "300", "--readers", "4", "--seconds", "2", "--workers", "2")
+    assert "reads/s" in out and "2 workers" in out
     for row in ("part ", "page "):
         assert any(line.startswith(row) and " p99 " in line for line in out.splitlines()), (row, out)
+    for row in ("first start (the capture index built): list page in ", "restart over 300 captures: list page in "):
+        assert any(line.startswith(row) for line in out.splitlines()), (row, out)
+    (resident,) = [line for line in out.splitlines() if line.startswith("resident memory per worker: ")]
+    assert resident.count(" MiB") == 2, out  # one figure per worker
