@@ -89,4 +89,6 @@ def _collect(value: Any, texts: list[str], budget: list[int], depth: int) -> Non
         return
     fields = getattr(kind, "model_fields", None)  # a pydantic model (the SDKs' request and answer types)
     if isinstance(fields, Mapping):
-        _collect({name: getattr(value, name, None) for name in fields}, texts, budget, depth)
+        given = getattr(value, "model_fields_set", None)  # the fields set, in order (the others are not sent)
+        names = [name for name in fields if name in given] if isinstance(given, set) else fields
+        _collect({name: getattr(value, name, None) for name in names}, texts, budget, depth)
