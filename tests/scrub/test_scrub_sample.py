@@ -67,3 +67,23 @@ def test_a_run_beside_a_marker_is_still_found() -> None:
         assert (
             ours in scrubbed and "[gone]" in scrubbed and skeleton(secret[:MIN_RUN].encode()) not in scrubbed.encode()
         )
+
+
+def test_what_a_call_did_not_send_is_not_visible_text() -> None:
+    """A request's field left unset (or ``None``) was not sent: its name is no visible text, so a thought
+    holding the same letters is still removed; a field set is visible, names and values."""
+    from pydantic import BaseModel
+
+    from loom_otel.core._scrub._visible import visible_skeleton
+
+    class Config(BaseModel):
+        temperature_override_for_the_planner: float | None = None
+        candidate_count_of_the_planner_pass: int | None = None
+        stop_sequence_of_the_planner: str = "never"
+        system_instruction: str | None = None
+
+    config = Config(system_instruction="Plan the trip to Lyon carefully")
+    seen = visible_skeleton({"config": config, "unused_tool_choice_of_the_planner": None})
+    assert b"systeminstructionPlanthetriptoLyoncarefully" in seen
+    for unsent in (b"temperatureoverride", b"candidatecount", b"stopsequence", b"never", b"unusedtoolchoice"):
+        assert unsent not in seen
