@@ -1,6 +1,7 @@
 """The window index holds a sample of each captured text (one window in ``STEP`` positions) and every
 window of what is exported is probed: a run of ``MIN_RUN`` letters and digits of a text is still found
-at every offset of the text and of the value around it, in any encoding the skeleton reads through."""
+at every offset of the text and of the value around it, in any encoding the skeleton reads through; what
+a call did not send is no visible text (a thought holding it is removed)."""
 
 from __future__ import annotations
 
