@@ -24,15 +24,22 @@ whose ``bare`` is the uninstrumented call measured right before each variant in 
   figure waits for the uploads;
 - ``loom-otel default``: file store, blob fsync on, journal ``batch``, no ``execution()``: every call
   a new conversation;
-- ``loom-otel, one execution()``: the same calls joined in one ``execution()`` (one conversation).
+- ``loom-otel, one execution()``: the same calls joined in one ``execution()`` (one conversation);
+- ``OpenLLMetry + loom-otel`` and ``OpenInference + loom-otel``: the peer wrapped outside loom-otel's
+  default, so its spans carry the text loom-otel's scrubber removes.
 
-A variant whose packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see
-``_overhead.py`` (wall median on the calling thread, its ratio to bare, its CPU time, the amortized cost).
+The durable comparison (the upload hook, then loom-otel) comes first, as issue 49 asks. A variant whose
+packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see ``_overhead.py``
+(wall median on the calling thread, its ratio to bare, its CPU time, the amortized cost); then the
+scrubber's CPU time per call (``time.thread_time`` inside its span and log hooks, on the calling thread:
+entering the call's texts into its index and reading every span), per workload and variant.
 """
 
 from __future__ import annotations
 
 import logging
+import statistics
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,10 +52,65 @@ from _overhead import Variant, arguments, loom_variants, remove, replayed, run, 
 from google import genai
 from opentelemetry.sdk.trace import TracerProvider
 
+from loom_otel.core._scrub import _install
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 
 Factory = Callable[[], Any]
+
+
+class _ScrubClock:
+    """The scrubber's CPU time on the calling thread, per (workload, variant): its span and log hooks are
+    timed (wrapped before the first ``instrument()``, as the SDK's pipelines take what these names hold)."""
+
+    def __init__(self) -> None:
+        self.spent_ns = 0
+        self.variant: str | None = None
+        self.calls: dict[tuple[str, str], list[int]] = {}
+        for name in ("_scrub_span_safely", "_scrub_log_safely"):
+            setattr(_install, name, self._timed(getattr(_install, name)))
+
+    def _timed(self, scrub_one: Callable[[Any], None]) -> Callable[[Any], None]:
+        def timed(record: Any) -> None:
+            start = time.thread_time_ns()
+            scrub_one(record)
+            self.spent_ns += time.thread_time_ns() - start
+
+        return timed
+
+    def variant_of(self, variant: Variant) -> Variant:
+        """``variant`` with its calls attributed to it while it is instrumented."""
+
+        def instrument(provider: TracerProvider) -> Callable[[], None]:
+            undo = variant.instrument(provider)
+            self.variant = variant.name
+
+            def undone() -> None:
+                self.variant = None
+                undo()
+
+            return undone
+
+        return Variant(variant.name, instrument, variant.one_execution, variant.loom, variant.settle)
+
+    def workload_of(self, name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:
+            before = self.spent_ns
+            try:
+                return fn()
+            finally:
+                if self.variant is not None:
+                    self.calls.setdefault((name, self.variant), []).append(self.spent_ns - before)
+
+        return call
+
+    def report(self, names: Sequence[str], variants: Sequence[Variant]) -> None:
+        print("scrubber CPU per call on the calling thread (median, us), by workload and variant:")
+        for name in names:
+            for variant in variants:
+                spent = self.calls.get((name, variant.name), [])
+                if any(spent):
+                    print(f"{name:16} {variant.name:46} {statistics.median(spent) / 1e3:8.1f}")
 
 
 def _imported(module: str, name: str) -> Factory | None:
@@ -136,29 +198,51 @@ class _Both:
             part.uninstrument()
 
 
+def _beside(name: str, peer: list[Variant], loom: Variant) -> list[Variant]:
+    """The peer wrapped outside loom-otel (instrumented after it), on one tracer provider."""
+    if not peer:
+        return []
+
+    def instrument(provider: TracerProvider) -> Callable[[], None]:
+        undo_loom = loom.instrument(provider)
+        undo_peer = peer[0].instrument(provider)
+
+        def undo() -> None:
+            undo_peer()
+            undo_loom()
+
+        return undo
+
+    return [Variant(name, instrument)]
+
+
 def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
     officials = [bench_anthropic.official(), bench_gemini.official()]
     upload, drops = _upload_variant(officials, root, calls)
     loom = loom_variants(_Both, root)
+    openllmetry = _both(
+        "OpenLLMetry (text on spans)",
+        [
+            _imported("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
+            _imported("opentelemetry.instrumentation.google_generativeai", "GoogleGenerativeAiInstrumentor"),
+        ],
+    )
+    openinference = _both(
+        "OpenInference (text, signatures on spans)",
+        [
+            _imported("openinference.instrumentation.anthropic", "AnthropicInstrumentor"),
+            _imported("openinference.instrumentation.google_genai", "GoogleGenAIInstrumentor"),
+        ],
+    )
     found = [
-        *_both("official OTel (no content)", officials),
-        *_both(
-            "OpenLLMetry (text on spans)",
-            [
-                _imported("opentelemetry.instrumentation.anthropic", "AnthropicInstrumentor"),
-                _imported("opentelemetry.instrumentation.google_generativeai", "GoogleGenerativeAiInstrumentor"),
-            ],
-        ),
-        *_both(
-            "OpenInference (text, signatures on spans)",
-            [
-                _imported("openinference.instrumentation.anthropic", "AnthropicInstrumentor"),
-                _imported("openinference.instrumentation.google_genai", "GoogleGenAIInstrumentor"),
-            ],
-        ),
         *upload,
         Variant("loom-otel default", loom[0].instrument),
         Variant("loom-otel, one execution()", loom[0].instrument, one_execution=True),
+        *_both("official OTel (no content)", officials),
+        *openllmetry,
+        *openinference,
+        *_beside("OpenLLMetry + loom-otel", openllmetry, loom[0]),
+        *_beside("OpenInference + loom-otel", openinference, loom[0]),
     ]
     return found, drops
 
@@ -197,17 +281,21 @@ def workloads_of(claude: anthropic.Anthropic, gemini: genai.Client) -> list[tupl
 
 def main() -> None:
     args = arguments()
+    clock = _ScrubClock()
     root = store_root(args)
     try:
         with replayed(args) as (url, transport):
             found, drops = variants(root, args.calls)
+            timed = [clock.variant_of(variant) for variant in found]
+            workloads = [(name, clock.workload_of(name, fn)) for name, fn in workloads_of(*clients(url, transport))]
             run(
                 f"anthropic {anthropic.__version__}, google-genai {genai.__version__}, 8 KiB new reasoning per "
                 f"call, stores under {root}",
-                workloads_of(*clients(url, transport)),
-                found,
+                workloads,
+                timed,
                 args,
             )
+            clock.report([name for name, _ in workloads], timed)
         if drops.count:
             print(f"the upload hook dropped {drops.count} uploads (its queue was full)")
     finally:

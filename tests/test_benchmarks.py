@@ -67,7 +67,21 @@ def test_the_peers_benchmark_measures_the_four_workloads(tmp_path: Path) -> None
                 variant,
                 out,
             )
+    assert "scrubber CPU per call" in out
     assert not any(tmp_path.glob("loom-bench-*"))
+
+
+@pytest.mark.peers
+def test_the_peers_benchmark_reports_the_scrubber_beside_each_peer(tmp_path: Path) -> None:
+    args = ("--rounds", "1", "--calls", "3", "--only", "anthropic-create,gemini-stream", "--root", str(tmp_path))
+    lines = _run(tmp_path, "bench_peers.py", *args).splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("scrubber CPU per call")))
+    for workload in ("anthropic-create", "gemini-stream"):
+        rows = [line for line in lines[at:] if line.startswith(f"{workload} ")]
+        assert any(" OpenInference + loom-otel " in row for row in rows), (workload, lines)
+        assert any(" OpenLLMetry + loom-otel " in row for row in rows) or not any(
+            "OpenLLMetry (text on spans)" in line for line in lines
+        )
 
 
 def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Path) -> None:
@@ -148,7 +162,11 @@ def test_a_benchmark_runs(tmp_path: Path, args: list[str], expected: str) -> Non
 
 
 def test_the_viewer_benchmark_reads_parts_and_pages(tmp_path: Path) -> None:
-    out = _run(tmp_path, "bench_serve.py", "--captures", "300", "--readers", "4", "--seconds", "2")
-    assert "reads/s" in out
+    out = _run(tmp_path, "bench_serve.py", "--captures", "300", "--readers", "4", "--seconds", "2", "--workers", "2")
+    assert "reads/s" in out and "2 workers" in out
     for row in ("part ", "page "):
         assert any(line.startswith(row) and " p99 " in line for line in out.splitlines()), (row, out)
+    for row in ("first start (the capture index built): list page in ", "restart over 300 captures: list page in "):
+        assert any(line.startswith(row) for line in out.splitlines()), (row, out)
+    (resident,) = [line for line in out.splitlines() if line.startswith("resident memory per worker: ")]
+    assert resident.count(" MiB") == 2, out  # one figure per worker

@@ -11,11 +11,17 @@ line that no longer says what the index says marks the index stale and it is reb
 Freshness: each indexed file's size, mtime and indexed offset are kept. Appended lines and new
 segments are indexed incrementally on the next query; a file that shrank, vanished or was rewritten
 in place (same size, new mtime) triggers a full rebuild. The index is a cache: deleting it is safe.
+
+Listing: per (execution, tenant, principal, owner) a summary row (``audiences``: captures, parts, steps,
+first and last time, providers, models) is kept up to date with the records it sums (the executions the
+new records name are summed again), so a page of executions reads one row per execution and audience,
+not every capture (a search, which may name a capture's trace id, still reads the captures).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import sqlite3
@@ -24,7 +30,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
 from loom_otel.core.journal import all_segments
@@ -41,7 +47,7 @@ __all__ = [
     "index_path_for",
 ]
 
-INDEX_VERSION: Final = "3"
+INDEX_VERSION: Final = "4"
 _BATCH: Final = 20_000
 _SCHEMA: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,7 +58,23 @@ CREATE TABLE records(origin TEXT NOT NULL, seq INTEGER NOT NULL, execution_id TE
                      offset INTEGER NOT NULL, length INTEGER NOT NULL, principal TEXT, owner TEXT,
                      parts INTEGER NOT NULL DEFAULT 0, provider TEXT NOT NULL DEFAULT '',
                      model TEXT NOT NULL DEFAULT '', trace_id TEXT, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
+CREATE TABLE audiences(execution_id TEXT NOT NULL, tenant TEXT, principal TEXT, owner TEXT, calls INTEGER NOT NULL,
+                       parts INTEGER NOT NULL, steps INTEGER NOT NULL, first INTEGER NOT NULL,
+                       last INTEGER NOT NULL, providers TEXT, models TEXT);
+CREATE INDEX audiences_of ON audiences(execution_id, tenant);
 """
+_DISTINCT: Final = "replace(group_concat(DISTINCT {0} || char(31)), char(31) || ',', char(31))"
+"""The distinct values of a column, each ended by the unit separator (DISTINCT takes no separator)."""
+_SUMMED: Final = (
+    "SELECT execution_id, tenant, principal, owner, count(*), sum(parts), count(DISTINCT step_id), min(time),"
+    f" max(time), {_DISTINCT.format('provider')}, {_DISTINCT.format('model')} FROM records"
+)
+"""The summary rows of the captures a WHERE clause keeps (``audiences``), grouped by execution and audience."""
+_GROUPS: Final = " GROUP BY execution_id, tenant, principal, owner"
+_BUSY: Final = 300.0
+"""Seconds a process waits for another one's indexing (a first build of a large journal) before failing."""
+_RESUM_ALL: Final = 2_000
+"""More executions touched than this in one refresh: the summary is made again whole (one pass)."""
 _STEP_INDEX: Final = "CREATE INDEX IF NOT EXISTS by_step ON records(execution_id, tenant, step_id, time, origin, seq)"
 
 
@@ -69,6 +91,28 @@ def _keys(record: CaptureRecord) -> tuple[str, str | None, str | None, str | Non
 
 class StaleIndexError(Exception):
     """An indexed line no longer says what the index recorded (the journal was rewritten)."""
+
+
+_T = TypeVar("_T")
+_CORRUPT: Final = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+
+
+def _moved(error: sqlite3.DatabaseError) -> bool:
+    """Whether ``error`` says the file under the connection was replaced (another process made it again)."""
+    name = getattr(error, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_READONLY", "SQLITE_IOERR"))
+
+
+def _inode_of(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _corrupt(error: sqlite3.DatabaseError) -> bool:
+    """Whether ``error`` says the index file is damaged (truncated, overwritten), not busy or locked."""
+    return type(error) is sqlite3.DatabaseError or getattr(error, "sqlite_errorname", "") in _CORRUPT
 
 
 _fallback: list[Path] = []
@@ -177,20 +221,41 @@ class CaptureIndex:
         if not self.is_journal and not self.source.is_file():
             raise FileNotFoundError(f"no journal directory or collector file at {str(self.source)!r}")
         self.path = Path(index_path) if index_path is not None else index_path_for(self.source)
+        self._inode: int | None = None
         self._db = self._open()
 
     # -- storage ---------------------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
+        """The index file, or a new one when there is none of this version; made by one process at a
+        time (the others wait and open it)."""
+        db = self._opened()
+        if db is not None:
+            return db
+        with self._exclusive():
+            return self._opened() or self._create()
+
+    def _opened(self) -> sqlite3.Connection | None:
         try:
-            db = sqlite3.connect(self.path, isolation_level=None)
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
             db.execute("PRAGMA synchronous=OFF")
             version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if version is not None and version[0] == INDEX_VERSION:
+                self._inode = os.stat(self.path).st_ino
                 return db
             db.close()
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, OSError):
             pass
-        return self._create()
+        return None
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Held while the index file is made or replaced (a lock file beside it, in the private directory)."""
+        fd = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def _create(self) -> sqlite3.Connection:
         """A new, empty index, swapped in atomically (a concurrent reader keeps the old one)."""
@@ -200,8 +265,9 @@ class CaptureIndex:
         db.execute("INSERT INTO meta VALUES('version', ?)", (INDEX_VERSION,))
         db.close()
         os.replace(tmp, self.path)
-        db = sqlite3.connect(self.path, isolation_level=None)
+        db = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
         db.execute("PRAGMA synchronous=OFF")
+        self._inode = os.stat(self.path).st_ino
         return db
 
     def close(self) -> None:
@@ -223,41 +289,93 @@ class CaptureIndex:
         rows = self._db.execute("SELECT path, id, size, mtime_ns, indexed FROM files").fetchall()
         return {path: _FileState(fid, size, mtime, indexed) for path, fid, size, mtime, indexed in rows}
 
+    def _healed(self, query: Callable[[], _T]) -> _T:
+        """``query``'s answer; an index file found damaged is made again from the source (never trusted:
+        nothing it held is kept) and ``query`` asked once more."""
+        try:
+            return query()
+        except sqlite3.DatabaseError as error:
+            if _moved(error):  # another process replaced the file: this connection still has the old one
+                self._reopened()
+                self._refresh()
+                return query()
+            if not _corrupt(error):
+                raise
+        self.rebuild()
+        self._refresh()
+        return query()
+
     def refresh(self) -> int:
         """Bring the index up to date with the source; return how many records were added."""
+        return self._healed(self._refresh)
+
+    def _refresh(self) -> int:
         files = self._files()
-        known = self._known()
         stats = {rel: path.stat() for rel, path in files.items()}
+        if not self._todo(files, stats, self._known()):
+            return 0  # up to date (most queries): no write lock taken
+        self._db.execute("BEGIN IMMEDIATE")  # one writer: another process or thread may have indexed meanwhile
+        try:
+            known = self._known()
+            todo = self._todo(files, stats, known)
+            if todo is None:
+                self._db.execute("ROLLBACK")
+                self.rebuild()
+                return self._refresh()
+            empty = not known
+            added = 0
+            touched: set[tuple[str, str | None]] = set()
+            for rel in todo:
+                added += self._index_file(rel, files[rel], known.get(rel), touched)
+            if empty and todo:
+                self._db.execute(_STEP_INDEX)  # built once after a bulk load: faster than maintained
+            self._sum(touched, whole=empty)
+            self._db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):  # a damaged file may refuse that too
+                self._db.execute("ROLLBACK")
+            raise
+        return added
+
+    @staticmethod
+    def _todo(
+        files: dict[str, Path], stats: dict[str, os.stat_result], known: dict[str, _FileState]
+    ) -> list[str] | None:
+        """The files with lines to index, or ``None`` when the index is stale (a file shrank, vanished or was
+        rewritten in place) and must be made again."""
         stale = any(rel not in files for rel in known) or any(
             st.st_size < known[rel].indexed or (st.st_size == known[rel].size and st.st_mtime_ns != known[rel].mtime_ns)
             for rel, st in stats.items()
             if rel in known
         )
         if stale:
-            self.rebuild()
-            return self.refresh()
-        todo = [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
-        if not todo:
-            return 0
-        empty = not known
-        added = 0
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            for rel in todo:
-                added += self._index_file(rel, files[rel], known.get(rel))
-            if empty:
-                self._db.execute(_STEP_INDEX)  # built once after a bulk load: faster than maintained
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        return added
+            return None
+        return [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
 
     def rebuild(self) -> None:
+        """A new, empty index in place of this one (unless another process replaced the file since this
+        one opened it: that one is opened)."""
         self._db.close()
-        self._db = self._create()
+        with self._exclusive():
+            replaced = self._inode != _inode_of(self.path)
+            self._db = (self._opened() if replaced else None) or self._create()
 
-    def _index_file(self, rel: str, path: Path, state: _FileState | None) -> int:
+    def _reopened(self) -> None:
+        self._db.close()
+        self._db = self._open()
+
+    def _sum(self, touched: set[tuple[str, str | None]], *, whole: bool) -> None:
+        """Sum the captures of the ``touched`` executions again into their summary rows (all of them in
+        one pass when ``whole`` or when many were touched)."""
+        if whole or len(touched) > _RESUM_ALL:
+            self._db.execute("DELETE FROM audiences")
+            self._db.execute(f"INSERT INTO audiences {_SUMMED}{_GROUPS}")
+            return
+        for key in touched:
+            self._db.execute("DELETE FROM audiences WHERE execution_id=? AND tenant IS ?", key)
+            self._db.execute(f"INSERT INTO audiences {_SUMMED} WHERE execution_id=? AND tenant IS ?{_GROUPS}", key)
+
+    def _index_file(self, rel: str, path: Path, state: _FileState | None, touched: set[tuple[str, str | None]]) -> int:
         stat = path.stat()
         if state is None:
             file_id = self._db.execute(
@@ -278,6 +396,7 @@ class CaptureIndex:
                     break  # a line still being written: indexed next time
                 length = len(line)
                 for i, r in enumerate(self._parse(line)):
+                    touched.add((r.execution_id, r.tenant))
                     origin = r.origin or f"~{file_id}:{offset}:{i}"
                     place = (file_id, offset, length)
                     rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, *place, *_audience(r)))
@@ -320,12 +439,12 @@ class CaptureIndex:
             sql += " AND step_id>=? AND step_id<?"
             params += [step_prefix, step_prefix + "\U0010ffff"]
         sql += " ORDER BY time, origin, seq"
-        return [IndexRow(*row) for row in self._db.execute(sql, params)]
+        return self._healed(lambda: [IndexRow(*row) for row in self._db.execute(sql, params)])
 
     def read(self, rows: Iterable[IndexRow]) -> Iterator[CaptureRecord]:
         """The records of ``rows``, re-read and re-parsed from their lines (``StaleIndexError`` when a line
         no longer says what the index recorded)."""
-        files = self._db.execute("SELECT id, path FROM files")
+        files = self._healed(lambda: self._db.execute("SELECT id, path FROM files").fetchall())
         paths = {fid: self.source / rel if rel else self.source for fid, rel in files}
         handles: dict[int, int] = {}
         try:
@@ -346,21 +465,20 @@ class CaptureIndex:
 
     def last_of_step(self, execution_id: str, tenant: str | None, step_id: str) -> tuple[str, int] | None:
         """The (origin, seq) of a step's last capture in log order: the attempt the application received."""
-        row = self._db.execute(
-            "SELECT origin, seq FROM records WHERE execution_id=? AND tenant IS ? AND step_id=?"
-            " ORDER BY time DESC, origin DESC, seq DESC LIMIT 1",
-            (execution_id, tenant, step_id),
-        ).fetchone()
+        row = self._healed(
+            lambda: self._db.execute(
+                "SELECT origin, seq FROM records WHERE execution_id=? AND tenant IS ? AND step_id=?"
+                " ORDER BY time DESC, origin DESC, seq DESC LIMIT 1",
+                (execution_id, tenant, step_id),
+            ).fetchone()
+        )
         return None if row is None else (str(row[0]), int(row[1]))
 
     def audiences(self) -> Iterator[AudienceRow]:
         """Per (tenant, execution, principal, owner): its captures, parts, steps and first and last capture
         time, from the index alone (no line is read): what a listing filters by the reading rule."""
-        sql = (
-            "SELECT execution_id, tenant, principal, owner, count(*), sum(parts), count(DISTINCT step_id),"
-            " min(time), max(time) FROM records GROUP BY execution_id, tenant, principal, owner"
-        )
-        for row in self._db.execute(sql):
+        sql = "SELECT execution_id, tenant, principal, owner, calls, parts, steps, first, last FROM audiences"
+        for row in self._healed(lambda: self._db.execute(sql).fetchall()):
             yield AudienceRow(*row)
 
     def executions(
@@ -373,7 +491,6 @@ class CaptureIndex:
         """A page of the executions with a capture ``readable(tenant, principal, owner)`` admits, newest
         first, and how many there are: the rule runs inside the query (an SQLite function), so only the
         rows of the page leave it; principals, owners, providers and models come from admitted rows only."""
-        self._db.create_function("readable", 3, lambda t, p, o: bool(readable(t, p, o)), deterministic=True)
         where, params = ["readable(tenant, principal, owner)"], list[object]()
         if not keep.any_tenant:
             where.append("tenant IS ?")
@@ -391,22 +508,35 @@ class CaptureIndex:
                 " OR max(instr(coalesce(trace_id, ''), ?)))"
             )
             after += [keep.search] * 4
+        if keep.search:  # a capture's trace id may be what is searched for: its rows
+            columns = "count(*), sum(parts), min(time), max(time), group_concat(principal, char(31)),"
+            columns += " group_concat(owner, char(31)), group_concat(provider, char(31)), group_concat(model, char(31))"
+            rows_of = "records"
+        else:  # one summary row per execution and audience
+            columns = "sum(calls), sum(parts), min(first), max(last), group_concat(principal, char(31)),"
+            columns += " group_concat(owner, char(31)), group_concat(providers, ''), group_concat(models, '')"
+            having = [h.replace("max(time)", "max(last)").replace("min(time)", "min(first)") for h in having]
+            rows_of = "audiences"
         grouped = (
-            "SELECT execution_id, tenant, count(*), sum(parts), min(time), max(time),"
-            " group_concat(principal, char(31)), group_concat(owner, char(31)), group_concat(provider, char(31)),"
-            f" group_concat(model, char(31)) FROM records WHERE {' AND '.join(where)}"
+            f"SELECT execution_id, tenant, {columns} FROM {rows_of} WHERE {' AND '.join(where)}"
             f" GROUP BY execution_id, tenant HAVING {' AND '.join(having)}"
         )
-        total = int(self._db.execute(f"SELECT count(*) FROM ({grouped})", [*params, *after]).fetchone()[0])
-        page = self._db.execute(
-            f"{grouped} ORDER BY max(time) DESC, execution_id DESC LIMIT ? OFFSET ?",
-            [*params, *after, max(0, limit), max(0, offset)],
-        )
-        rows = [
-            ListedExecution(eid, tenant, calls, parts, first, last, *(_names(v) for v in names))
-            for eid, tenant, calls, parts, first, last, *names in page
-        ]
-        return rows, total
+        newest = "max(time)" if keep.search else "max(last)"
+
+        def query() -> tuple[list[ListedExecution], int]:
+            self._db.create_function("readable", 3, lambda t, p, o: bool(readable(t, p, o)), deterministic=True)
+            total = int(self._db.execute(f"SELECT count(*) FROM ({grouped})", [*params, *after]).fetchone()[0])
+            page = self._db.execute(
+                f"{grouped} ORDER BY {newest} DESC, execution_id DESC LIMIT ? OFFSET ?",
+                [*params, *after, max(0, limit), max(0, offset)],
+            )
+            rows = [
+                ListedExecution(eid, tenant, calls, parts, first, last, *(_names(v) for v in names))
+                for eid, tenant, calls, parts, first, last, *names in page
+            ]
+            return rows, total
+
+        return self._healed(query)
 
     def __len__(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM records").fetchone()[0])
+        return int(self._healed(lambda: self._db.execute("SELECT count(*) FROM records").fetchone()[0]))

@@ -7,6 +7,8 @@ only points to a blob; it never widens who may read it)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -50,12 +52,21 @@ class Evidence:
     def index_path(self) -> Path:
         return index_path_for(self.source)
 
-    def open(self) -> CaptureIndex:
+    def open(self) -> contextlib.AbstractContextManager[CaptureIndex]:
+        """The capture index, brought up to date: this thread's connection to it, kept open between
+        requests (a worker's threads each keep one; SQLite connections stay in their thread)."""
         if self.remote is not None:
             self.remote.sync()
-        index = CaptureIndex(self.source, self.index_path)
+        held: dict[Path, CaptureIndex] = _held.__dict__.setdefault("indexes", {})
+        index = held.get(self.index_path)
+        if index is None or index.source != self.source:
+            index = held[self.index_path] = CaptureIndex(self.source, self.index_path)
         index.refresh()
-        return index
+        return contextlib.nullcontext(index)
+
+
+_held: Final = threading.local()
+"""Each thread's open capture indexes, by index path."""
 
 
 def list_page(

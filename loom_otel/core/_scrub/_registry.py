@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub._visible import shown, visible_skeleton
-from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, shared_stretches, skeleton
+from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, sample, shared_stretches, skeleton
 
 __all__ = [
     "REMOVED",
@@ -54,7 +54,7 @@ _MIN_NEEDLE: Final = 8
 """Texts shorter than this are not searched for inside larger values (they are still replaced where a
 reasoning shape holds them)."""
 _MAX_ENTRIES: Final = 4096
-_MAX_WINDOWS: Final = 1 << 17
+_MAX_WINDOWS: Final = 1 << 16
 _BASE64_CHARS: Final = 256
 _MAX_TRACES: Final = 1024
 _UNTRACED_SEARCH: Final = 4
@@ -102,14 +102,12 @@ class _Needles:
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
-def _unseen(text: str, seen: bytes) -> list[str]:
-    """The pieces of ``text`` between its stretches that ``seen`` (a skeleton of visible text) holds."""
-    if not seen:
-        return [text]
-    data = text.encode("utf-8", "surrogatepass")
-    stretches = shared_stretches(skeleton(data), seen)
+def _unseen(text: str, data: bytes, skel: bytes, seen: bytes, sampled: Sequence[bytes]) -> list[str] | None:
+    """The pieces of ``text`` (``data`` its UTF-8, ``skel`` its skeleton, ``sampled`` the sample of it)
+    between its stretches that ``seen`` (a skeleton of visible text) holds; ``None`` when it holds none."""
+    stretches = shared_stretches(skel, seen, sampled) if seen else []
     if not stretches:
-        return [text]
+        return None
     places = SkeletonMap(data)
     pieces, last = [], 0
     for start, end in stretches:
@@ -120,13 +118,22 @@ def _unseen(text: str, seen: bytes) -> list[str]:
     return [piece.decode("utf-8", "surrogatepass") for piece in pieces if piece]
 
 
-def _text_forms(text: str) -> tuple[list[bytes], list[bytes]]:
-    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64."""
-    data = text.encode("utf-8", "surrogatepass")
-    forms = [skeleton(data)]
+def _text_forms(text: str, data: bytes, skel: bytes) -> tuple[list[bytes], list[bytes]]:
+    """The skeletons of a text as written (raw, and ASCII JSON where that differs) and in base64
+    (``data``: its UTF-8, ``skel``: its skeleton)."""
+    forms = [skel]
     if not text.isascii():
         forms.append(skeleton(json.dumps(text).encode()))
-    return forms, [skeleton(base64.b64encode(data[shift:]))[:_BASE64_CHARS] for shift in range(3)]
+    return forms, [_base64_head(data[shift:]) for shift in range(3)]
+
+
+def _base64_head(data: bytes) -> bytes:
+    """The first ``_BASE64_CHARS`` letters and digits of ``data``'s base64 (of a prefix whose length is a
+    multiple of 3, as that encodes to a prefix of the whole's; the whole when the prefix holds too few)."""
+    head = skeleton(base64.b64encode(data[: _BASE64_CHARS * 3 // 2]))[:_BASE64_CHARS]
+    if len(head) < _BASE64_CHARS and len(data) > _BASE64_CHARS * 3 // 2:
+        head = skeleton(base64.b64encode(data))[:_BASE64_CHARS]
+    return head
 
 
 class _Registry:
@@ -177,10 +184,18 @@ class _Registry:
     def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> None:
         """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly."""
         if self._add(text, replacement, kept, trace_id, seen):
-            forms: list[bytes] = []
-            encoded: list[bytes] = []
-            for piece in _unseen(text, seen):
-                piece_forms, piece_encoded = _text_forms(piece)
+            data = text.encode("utf-8", "surrogatepass")
+            skel = skeleton(data)
+            sampled = list(sample(skel))
+            pieces = _unseen(text, data, skel, seen, sampled)
+            if pieces is None:
+                forms, encoded = _text_forms(text, data, skel)
+                self.windows.add(forms, encoded, replacement, sampled)
+                return
+            forms, encoded = [], []
+            for piece in pieces:
+                piece_data = piece.encode("utf-8", "surrogatepass")
+                piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
                 forms += piece_forms
                 encoded += piece_encoded
             self.windows.add(forms, encoded, replacement)

@@ -14,6 +14,7 @@ of a record at once (``scrub_texts``):
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -31,6 +32,12 @@ _MAX_PASSES: Final = 4
 _BASE64: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_")
 _FLAT_TYPE: Final = ".message_content.type"
 _FLAT_FIELDS: Final = ("text", "signature", "data")
+_MARKED: Final = b"[loom-otel reasoning "
+_MARKER: Final = re.compile(
+    rb"\[loom-otel reasoning (?:text|signature) ref=[0-9a-f]{32}/[0-9a-f]{64} digest=[0-9a-f]{64} size=[0-9]+\]"
+)
+"""The markers that replace a captured text or signature (``_registry.marker``): a blob's address and a
+SHA-256, hex only (a reasoning text or a base64 signature does not fit in one)."""
 _SECRET_NAMES: Final = frozenset(
     {"signature", "reasoning_signature", "thought_signature", "thoughtSignature", "encrypted_content"}
 )
@@ -103,6 +110,11 @@ def scrub_attributes(attributes: Mapping[str, Any], trace_id: int | None = None)
     return changed or None
 
 
+def _blank(match: re.Match[bytes]) -> bytes:
+    """As many spaces as a marker has bytes (the places of everything around it stay where they are)."""
+    return b" " * (match.end() - match.start())
+
+
 def _encode(text: Text) -> bytes:
     return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
 
@@ -125,6 +137,8 @@ def scrub_texts(texts: Sequence[Text], depth: int = 0) -> list[Text] | None:
 def _pass(texts: Sequence[Text], depth: int) -> list[Text] | None:
     data = [_encode(text) for text in texts]
     joined = b"".join(data)
+    if _MARKED in joined:  # loom-otel's own markers hold no secret: blanked, they are not searched
+        joined = _MARKER.sub(_blank, joined)
     skel = skeleton(joined)
     windows, shared = registry.windows.shared(skel)
     if not shared:

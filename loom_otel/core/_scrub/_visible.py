@@ -21,6 +21,9 @@ __all__ = ["MAX_VISIBLE", "REASONING_KEYS", "is_reasoning_part", "shown", "visib
 MAX_VISIBLE: Final = 1 << 20
 """The most skeleton bytes of one call's visible text considered (1 MiB)."""
 _MAX_DEPTH: Final = 24
+_MAX_CHARS: Final = 4 * MAX_VISIBLE
+"""The most characters of visible text collected (more than ``MAX_VISIBLE`` skeleton bytes' worth of
+ordinary text; beyond it, the rest counts as not visible: more is removed, never less)."""
 _PART_TYPES: Final = frozenset({"reasoning", "thinking", "redacted_thinking"})
 REASONING_KEYS: Final = frozenset(
     {
@@ -56,33 +59,36 @@ def shown(sources: object) -> object:
 
 def visible_skeleton(*sources: object) -> bytes:
     """The skeleton of every visible text in ``sources`` (a request's keyword arguments, the answer's
-    messages), joined, at most ``MAX_VISIBLE`` bytes."""
-    pieces: list[bytes] = []
-    _collect(sources, pieces, [MAX_VISIBLE], 0)
-    return b"".join(pieces)
+    messages), joined, at most ``MAX_VISIBLE`` bytes (texts are collected up to ``_MAX_CHARS``
+    characters, then made a skeleton at once)."""
+    texts: list[str] = []
+    _collect(sources, texts, [_MAX_CHARS], 0)
+    return skeleton("".join(texts).encode("utf-8", "surrogatepass"))[:MAX_VISIBLE]
 
 
-def _collect(value: Any, pieces: list[bytes], budget: list[int], depth: int) -> None:
-    if budget[0] <= 0 or depth > _MAX_DEPTH:
+def _collect(value: Any, texts: list[str], budget: list[int], depth: int) -> None:
+    kind = type(value)
+    if value is None or kind is int or kind is float or kind is bool or budget[0] <= 0 or depth > _MAX_DEPTH:
         return
     if isinstance(value, str):
         if value:
-            piece = skeleton(value.encode("utf-8", "surrogatepass"))[: budget[0]]
-            pieces.append(piece)
-            budget[0] -= len(piece)
+            texts.append(value)
+            budget[0] -= len(value)
         return
     if isinstance(value, Mapping):
         if is_reasoning_part(value):
             return
         for key, item in value.items():
-            if key not in REASONING_KEYS:
-                _collect(key, pieces, budget, depth + 1)
-                _collect(item, pieces, budget, depth + 1)
+            if item is not None and key not in REASONING_KEYS:  # a field left unset is not sent
+                _collect(key, texts, budget, depth + 1)
+                _collect(item, texts, budget, depth + 1)
         return
     if isinstance(value, list | tuple):
         for item in value:
-            _collect(item, pieces, budget, depth + 1)
+            _collect(item, texts, budget, depth + 1)
         return
-    fields = getattr(type(value), "model_fields", None)  # a pydantic model (the SDKs' request and answer types)
+    fields = getattr(kind, "model_fields", None)  # a pydantic model (the SDKs' request and answer types)
     if isinstance(fields, Mapping):
-        _collect({name: getattr(value, name, None) for name in fields}, pieces, budget, depth)
+        given = getattr(value, "model_fields_set", None)  # the fields set, in order (the others are not sent)
+        names = [name for name in fields if name in given] if isinstance(given, set) else fields
+        _collect({name: getattr(value, name, None) for name in names}, texts, budget, depth)

@@ -7,15 +7,15 @@ line ends) only add or change such bytes, except for the letters of an escape (`
 skeleton of an encoded copy as long runs broken by a few letters, and base64 copies are indexed as
 their own forms (three byte alignments).
 
-The windows of ``WINDOW`` bytes at every ``STEP``-th position of a secret's forms are indexed (dicts,
-bounded by ``budget`` windows: the oldest half is dropped whole). A text is checked by cutting its
-skeleton into windows at the first ``STEP`` positions of every ``WINDOW`` bytes (C-level ``struct``
-unpacking and ``isdisjoint``: the fast pre-filter, a few nanoseconds per byte), which finds every common
-run of at least ``MIN_RUN`` bytes, whatever its offset. Only a text that shares a window is searched
-further: each hit is extended both ways along the form (binary search on slices), over escape letters
-(a resynchronisation on the next ``_SYNC`` bytes), and kept when the run is ``MIN_RUN`` bytes or more:
-a prefix long enough to be unambiguous, a value cut by an attribute limit, a stream delta, or the whole
-secret.
+The windows of ``WINDOW`` bytes at one position in ``STEP`` of a secret's forms are indexed (a sample:
+dicts, bounded by ``budget`` windows: the oldest half is dropped whole). A text is checked by cutting its
+skeleton into windows at every position (C-level ``struct`` unpacking and ``isdisjoint``: the fast
+pre-filter, a few nanoseconds per byte): any common run of at least ``MIN_RUN = WINDOW + STEP - 1``
+bytes holds a sampled window whole, so it is found whatever its offset. Only a text that shares a window
+is searched further: each hit is extended both ways along the form (binary search on slices), over
+escape letters (a resynchronisation on the next ``_SYNC`` bytes), and kept when the run is ``MIN_RUN``
+bytes or more: a prefix long enough to be unambiguous, a value cut by an attribute limit, a stream
+delta, or the whole secret.
 """
 
 from __future__ import annotations
@@ -27,18 +27,20 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, count
 from typing import Final
 
-__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "shared_stretches", "skeleton"]
+__all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "sample", "shared_stretches", "skeleton"]
 
 WINDOW: Final = 12
-STEP: Final = 8
-"""Forms are indexed at every ``STEP``-th position, texts checked at the first ``STEP`` positions of
-every ``WINDOW`` bytes: one of those meets an indexed position of any run long enough."""
-MIN_RUN: Final = 2 * WINDOW + STEP - 2
+STEP: Final = 19
+"""Forms are indexed at every ``STEP``-th position (a sample), texts checked at every position: a run of
+``WINDOW + STEP - 1`` bytes holds an indexed window whole, wherever it sits."""
+MIN_RUN: Final = WINDOW + STEP - 1
 """The shortest run of skeleton bytes (letters and digits) found wherever it sits (30)."""
 _DROP: Final = bytes(b for b in range(128) if not chr(b).isalnum())
 _BLOCK: Final = 64
 _CHUNKS: Final = struct.Struct(f"{WINDOW}s" * _BLOCK)
 _CHUNK: Final = struct.Struct(f"{WINDOW}s")
+_SAMPLES: Final = struct.Struct(f"{WINDOW}s{STEP - WINDOW}x" * _BLOCK)
+_SAMPLE: Final = struct.Struct(f"{WINDOW}s{STEP - WINDOW}x")
 _SYNC: Final = 4
 _RESYNC: Final = sorted(
     [(k, 0) for k in range(1, 7)]
@@ -50,6 +52,8 @@ _RESYNC: Final = sorted(
 text (``n``, ``quot``, ``amp``), a character written as an escape (``xe9``, ``u00e9``, ``9730``,
 ``ud83dude00``) in place of its UTF-8 bytes, or a character the text lost (up to 4 bytes)."""
 _MAP_BLOCK: Final = 512
+_SHORT: Final = 640
+"""Below this many bytes a text's windows are sliced one by one (fewer steps than ``WINDOW`` cuts)."""
 _FEW: Final = 8
 
 
@@ -68,19 +72,34 @@ def _cut(skel: bytes) -> Iterator[bytes]:
     )
 
 
-def _windows_of(skel: bytes) -> Iterator[bytes]:
-    """The windows of a text checked: at the first ``STEP`` positions of every ``WINDOW`` bytes."""
-    return chain.from_iterable(_cut(skel[shift:]) for shift in range(STEP))
+def _windows_of(skel: bytes) -> list[bytes]:
+    """The windows of a text checked: at every position (slices for a short text, else ``WINDOW`` cuts,
+    each C-level: they cost a few microseconds to start)."""
+    if len(skel) < _SHORT:
+        return [skel[at : at + WINDOW] for at in range(len(skel) - WINDOW + 1)]
+    return list(chain.from_iterable(_cut(skel[shift:]) for shift in range(WINDOW)))
 
 
 def _positions(size: int) -> Iterator[int]:
     """Where the windows ``_windows_of`` a skeleton of ``size`` bytes start, in the same order."""
-    return chain.from_iterable(range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(STEP))
+    if size < _SHORT:
+        return iter(range(size - WINDOW + 1))
+    return chain.from_iterable(
+        range(shift, shift + (size - shift) // WINDOW * WINDOW, WINDOW) for shift in range(WINDOW)
+    )
 
 
-def _every(form: bytes) -> Iterator[bytes]:
-    """The windows of ``form`` at every ``STEP``-th position."""
-    return chain.from_iterable(_cut(form[offset:]) for offset in range(0, min(WINDOW, len(form) - WINDOW + 1), STEP))
+def sample(form: bytes) -> Iterator[bytes]:
+    """The windows of ``form`` at every ``STEP``-th position, the last one included (C-level): what is
+    indexed of it."""
+    whole = len(form) // (STEP * _BLOCK) * (STEP * _BLOCK)
+    end = len(form) // STEP * STEP
+    last = form[end : end + WINDOW]
+    return chain(
+        chain.from_iterable(_SAMPLES.iter_unpack(form[:whole])),
+        chain.from_iterable(_SAMPLE.iter_unpack(form[whole:end])),
+        (last,) if len(last) == WINDOW else (),
+    )
 
 
 _Form = tuple[bytes, str, bool, int, int]
@@ -103,47 +122,53 @@ class _Generation:
 class WindowIndex:
     """Forms of secrets by their windows, in two generations of at most ``budget // 2`` windows each:
     when the young one is full it becomes the old one and the old one is dropped whole (no per-window
-    eviction on the path that enters a capture)."""
+    eviction on the path that enters a capture). The windows of both are also in one dict, the one a
+    text's windows are looked up in (one lookup per window, not one per generation)."""
 
     def __init__(self, budget: int) -> None:
         self._half = budget // 2
         self._lock = threading.Lock()
         self._young = _Generation()
         self._old = _Generation()
+        self._both: dict[bytes, int] = {}
         self._numbers = count()
 
     def __bool__(self) -> bool:
-        return bool(self._young.windows or self._old.windows)
+        return bool(self._both)
 
-    def add(self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str) -> None:
-        """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``)."""
-        kept = [(f, False) for f in forms if len(f) >= MIN_RUN] + [(f, True) for f in encoded if len(f) >= MIN_RUN]
+    def add(
+        self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str, first: Sequence[bytes] = ()
+    ) -> None:
+        """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``); ``first``:
+        the ``sample`` of ``forms[0]`` when it was taken already."""
+        kept = [(f, False, first if i == 0 and first else None) for i, f in enumerate(forms) if len(f) >= MIN_RUN]
+        kept += [(f, True, None) for f in encoded if len(f) >= MIN_RUN]
         with self._lock:
             young = self._young
-            first = next(self._numbers)
+            start = next(self._numbers)
             for _ in kept[1:]:
                 next(self._numbers)
-            for number, (skel, is_encoded) in enumerate(kept, first):
-                young.forms[number] = (skel, replacement, is_encoded, first, len(kept))
-                young.windows.update(dict.fromkeys(_every(skel), number))
-                young.size += max(0, len(skel) - WINDOW + STEP) // STEP
+            for number, (skel, is_encoded, windows) in enumerate(kept, start):
+                young.forms[number] = (skel, replacement, is_encoded, start, len(kept))
+                these = dict.fromkeys(sample(skel) if windows is None else windows, number)
+                young.windows.update(these)
+                self._both.update(these)
+                young.size += (len(skel) - WINDOW) // STEP + 1
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
+                self._both = young.windows.copy()  # the old generation's, dropped whole
 
     def clear(self) -> None:
         with self._lock:
-            self._young, self._old = _Generation(), _Generation()
+            self._young, self._old, self._both = _Generation(), _Generation(), {}
 
     def shared(self, skel: bytes) -> tuple[list[bytes], set[bytes]]:
-        """The windows of ``skel`` checked (those at the first ``STEP`` positions of every ``WINDOW``
-        bytes) and those of them a form has: the pre-filter, one C-level pass."""
+        """The windows of ``skel`` checked (at every position) and those of them a form has: the
+        pre-filter, one C-level pass."""
         if len(skel) < WINDOW:
             return [], set()
-        windows = list(_windows_of(skel))
-        shared = self._young.windows.keys() & windows
-        if self._old.windows:
-            shared |= self._old.windows.keys() & windows
-        return windows, shared
+        windows = _windows_of(skel)
+        return windows, self._both.keys() & windows
 
     def _forms(self, window: bytes) -> list[_Form]:
         """The forms of the secret that has ``window`` (none when it was dropped meanwhile)."""
@@ -269,14 +294,18 @@ def _backward(a: bytes, i: int, b: bytes, j: int) -> int:
             return i
 
 
-def shared_stretches(form: bytes, other: bytes) -> list[tuple[int, int]]:
+def shared_stretches(form: bytes, other: bytes, sampled: Sequence[bytes] = ()) -> list[tuple[int, int]]:
     """The stretches (start, end) of ``form`` that ``other`` holds too, each of at least ``MIN_RUN``
-    bytes, merged and in order: ``other``'s windows at every ``STEP``-th position (the fewer, for the
-    larger text) against ``form``'s checked windows (the same C-level pre-filter as a record's), then each
-    shared window extended both ways along its first ``_FEW`` places in each."""
+    bytes, merged and in order: the larger text's windows at every ``STEP``-th position against the
+    smaller one's at every position (the same C-level pre-filter as a record's), then each shared window
+    extended both ways along its first ``_FEW`` places in each (``sampled``: ``form``'s sample, when
+    taken already)."""
     if len(form) < MIN_RUN or len(other) < MIN_RUN:
         return []
-    shared = set(_every(other)).intersection(_windows_of(form))
+    if len(form) > len(other):
+        shared = set(_windows_of(other)).intersection(sampled or sample(form))
+    else:
+        shared = set(sample(other)).intersection(_windows_of(form))
     found: list[tuple[int, int]] = []
     for at, window in sorted((form.find(window), window) for window in shared):
         if any(start <= at < end for start, end in found):

@@ -1,0 +1,99 @@
+"""The capture index is persisted and kept up to date: a listing reads one summary row per execution and
+audience (not every capture), the same as reading the captures; a later process reuses the file and
+indexes only what was appended; a damaged file is made again from the journal, never trusted."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from typing import Any
+
+from loom_otel.audit._index import CaptureIndex, ExecutionFilter, ListedExecution, index_path_for
+from tests.support.evidence import Recorder, summary, text
+
+_Listing = tuple[list[ListedExecution], int]
+
+
+def _asked(index: CaptureIndex, **keep: Any) -> tuple[_Listing, int]:
+    """The listing of what tenant ``hidden`` is left out of, and how many times the rule was asked."""
+    calls: list[tuple[str | None, str | None, str | None]] = []
+
+    def rule(tenant: str | None, principal: str | None, owner: str | None) -> bool:
+        calls.append((tenant, principal, owner))
+        return tenant != "hidden"
+
+    listed = index.executions(rule, ExecutionFilter(**keep), 0, 50)
+    return listed, len(calls)
+
+
+def _listing(index: CaptureIndex, **keep: Any) -> _Listing:
+    return _asked(index, **keep)[0]
+
+
+def _capture_many(recorder: Recorder) -> None:
+    for n in range(12):
+        recorder.call([text(f"one {n}")], execution_id="run-1", step_id=f"s{n}", model="m-one")
+    recorder.call([text("two"), summary("sum")], execution_id="run-1", step_id="t", model="m-two")
+    recorder.call([text("acme")], execution_id="run-2", step_id="a", tenant="acme")
+    recorder.call([text("hidden")], execution_id="run-3", step_id="a", tenant="hidden")
+
+
+def test_a_listing_reads_one_row_per_execution_and_audience(recorder: Recorder) -> None:
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as index:
+        index.refresh()
+        (listed, total), asked = _asked(index)
+        assert asked <= 2 * 3  # per audience row (3), twice (the count, the page): not per capture (15)
+        assert total == 2 and [r.execution_id for r in listed] == ["run-2", "run-1"]
+        run1 = listed[1]
+        assert (run1.calls, run1.parts, run1.providers) == (13, 14, ("anthropic",))
+        assert run1.models == ("m-one-20251101", "m-two-20251101")
+        # the same as reading every capture (a search does)
+        assert _listing(index, search="run-") == (listed, total)
+        assert _listing(index, until=run1.last) == ([run1], 1) == _listing(index, until=run1.last, search="run-1")
+
+
+def test_a_later_process_reuses_the_index_and_indexes_only_what_was_appended(recorder: Recorder) -> None:
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as index:
+        assert index.refresh() == 15
+    recorder.call([text("late")], execution_id="run-1", step_id="late", model="m-late")
+    recorder.call([text("new")], execution_id="run-4", step_id="a")
+    with CaptureIndex(recorder.journal_dir) as index:  # as a restarted viewer opens it
+        assert index.refresh() == 2
+        listed, total = _listing(index)
+        assert total == 3 and listed[0].execution_id == "run-4"
+        run1 = next(r for r in listed if r.execution_id == "run-1")
+        assert run1.calls == 14 and "m-late-20251101" in run1.models
+        assert _listing(index, search="run") == (listed, total)
+
+
+def test_a_damaged_index_file_is_made_again_from_the_journal(recorder: Recorder) -> None:
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as index:
+        index.refresh()
+        expected = _listing(index)
+        rows = index.rows("run-1", None, None)
+    path = index_path_for(recorder.journal_dir)
+    with sqlite3.connect(path) as db:  # the pages opening and refreshing read: the schema, meta and files
+        size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        kept = {1} | {
+            int(root)
+            for name, root in db.execute("SELECT name, rootpage FROM sqlite_master")
+            if name in ("meta", "files") or name.startswith(("sqlite_autoindex_meta", "sqlite_autoindex_files"))
+        }
+    db.close()
+    data = bytearray(path.read_bytes())
+    rng = random.Random(49)
+    for page in range(1, len(data) // size + 1):  # every other page (the captures' rows) overwritten
+        if page not in kept:
+            data[(page - 1) * size : page * size] = rng.randbytes(size)
+    path.write_bytes(bytes(data))
+    with CaptureIndex(recorder.journal_dir) as index:
+        index.refresh()
+        assert _listing(index) == expected
+        assert index.rows("run-1", None, None) == rows
+        assert [r.step_id for r in index.read(rows)] == [f"s{n}" for n in range(12)] + ["t"]
+    path.write_bytes(bytes(data[: len(data) // 2]))  # cut short
+    with CaptureIndex(recorder.journal_dir) as index:
+        assert index.refresh() == 15 and _listing(index) == expected
