@@ -306,7 +306,11 @@ class CaptureIndex:
         return query()
 
     def refresh(self) -> int:
-        """Bring the index up to date with the source; return how many records were added."""
+        """Bring the index up to date with the source; return how many records were added. A file made again
+        since this connection opened it (a rebuild by another thread or process) is opened first: a kept
+        connection would otherwise go on reading the unlinked old file."""
+        if self._inode != _inode_of(self.path):
+            self._reopened()
         return self._healed(self._refresh)
 
     def _refresh(self) -> int:

@@ -97,3 +97,20 @@ def test_a_damaged_index_file_is_made_again_from_the_journal(recorder: Recorder)
     path.write_bytes(bytes(data[: len(data) // 2]))  # cut short
     with CaptureIndex(recorder.journal_dir) as index:
         assert index.refresh() == 15 and _listing(index) == expected
+
+
+def test_a_kept_connection_follows_a_rebuild_made_by_another(recorder: Recorder) -> None:
+    """A viewer thread keeps its connection between requests; when another thread rebuilds the file (after
+    finding a row that no longer matches its line), the kept connection reads the new file at its next
+    refresh, not the unlinked old one with the edited row."""
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as kept, CaptureIndex(recorder.journal_dir) as other:
+        kept.refresh()
+        with sqlite3.connect(index_path_for(recorder.journal_dir)) as db:
+            db.execute("UPDATE records SET tenant='edited' WHERE execution_id='run-2'")
+        other.refresh()
+        other.rebuild()
+        other.refresh()
+        kept.refresh()
+        tenants = {r.tenant for r in kept.rows("run-2", "acme", None)}
+        assert tenants == {"acme"}
