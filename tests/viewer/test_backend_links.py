@@ -10,7 +10,11 @@ followed against a real ``loom-otel serve`` app.
 
 Grafana's trace correlations are applied the way Grafana's source applies them (``grafana_links``); the
 template interpolation lives in Grafana's app (``TemplateSrv``), in no npm package, so the rule is
-reproduced here, and the regular expression is also run by node's own ``RegExp`` when node is there."""
+reproduced here, and the regular expression is also run by node's own ``RegExp`` when node is there.
+
+Langfuse (its server needs Postgres, ClickHouse, Redis and S3: not run here) shows an OTel GenAI span's
+``gen_ai.output.messages`` as the observation's output, each message's parts joined into its text and
+rendered as Markdown (``langfuse_message_text``); the link in the reasoning part is then a link."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote, urlsplit
 
 import httpx2
@@ -343,3 +347,68 @@ def test_the_correlations_expression_matches_in_javascript_as_in_python():
     )  # fmt: skip
     assert json.loads(done.stdout) == [url]
     assert _transformation_vars(transformation, tags, "traceID") == {"reasoningUrl": url}
+
+
+CONTENT: Final = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
+
+
+def langfuse_message_text(attributes: dict[str, Any]) -> list[str]:
+    """The text Langfuse shows for each output message of a span: ``gen_ai.output.messages`` is the
+    observation's output (``extractOpenTelemetryGenAiInputAndOutput``,
+    ``packages/shared/src/server/otel/OtelIngestionProcessor.ts``); a message's ``parts`` (no tool call
+    among them) become its content, each part's ``text`` or else its string ``content``, joined with
+    nothing between (``normalizeGoogleMessage``, ``packages/shared/src/utils/chatml/adapters/generic.ts``),
+    rendered as Markdown in the default "pretty" view (``IOPreview.tsx``, ``ChatMessage.tsx``)."""
+    texts = []
+    for message in json.loads(str(attributes["gen_ai.output.messages"])):
+        pieces = []
+        for part in message.get("parts", ()):
+            assert part.get("type") not in {"tool_call", "tool_call_response"}
+            text = part.get("text") or (part.get("content") if isinstance(part.get("content"), str) else None)
+            if text:
+                pieces.append(str(text))
+        texts.append("".join(pieces))
+    return texts
+
+
+def _markdown_links(text: str) -> list[str]:
+    """The link targets CommonMark (Langfuse's renderer follows it) finds in ``text``."""
+    from markdown_it import MarkdownIt
+
+    links = []
+    for block in MarkdownIt("commonmark").parse(text):
+        links += [str(t.attrs["href"]) for t in block.children or () if t.type == "link_open"]
+    return links
+
+
+def test_a_click_in_langfuse_opens_the_calls_page_in_the_viewer(tmp_path: Path):
+    """With content capture on, the answer's message as Langfuse shows it holds one Markdown link, the
+    call's ``loom.reasoning.url``; it opens the call's text to its reader; no text in the span."""
+    from loom_otel.core import ReasoningConfig, execution, step
+    from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+    from loom_otel.testing import find_leaks, instrumented
+    from loom_otel.testing.simulator import Simulator
+    from tests.anthropic.modes import MODES, request
+
+    captured = capture_evidence(tmp_path, viewer_url="http://viewer.placeholder")
+    config = ReasoningConfig(store=captured.store_url, journal=captured.journal, viewer_url="http://viewer.placeholder")
+    with instrumented(AnthropicInstrumentor(), config=config, environ=CONTENT) as telemetry:
+        with execution("run-langfuse", tenant="acme", principal="alice", owner=None), step("s0"):
+            MODES["sync"](Simulator(reasoning_text=CANARY), request())
+    (call,) = [s for s in telemetry.spans if any(e.name == attr.EVENT_CAPTURED for e in s.events)]
+    url = call.attributes[attr.REASONING_URL]
+    (answer, *_) = langfuse_message_text(dict(call.attributes))
+    assert _markdown_links(answer) == [url]
+    assert find_leaks([CANARY], spans=telemetry.spans) == []
+    app = create_app(
+        captured.journal,
+        FileReasoningStore(captured.root / "store"),
+        authenticator=tokens_file_authenticator(captured.tokens),
+        reads_journal=captured.root / "reads",
+        policy=load_policy(captured.policy),
+    )
+    with Server(app) as running:
+        target = httpx2.URL(url.replace("http://viewer.placeholder", running.url))
+        assert target.path == "/executions/run-langfuse" and target.params.get("step") == "s0"
+        page = httpx2.get(str(target.copy_with(fragment=None)), headers=bearer("alice"), timeout=30)
+        assert page.status_code == 200 and CANARY in page.text
