@@ -1,9 +1,10 @@
 """Every read is evidence: each part served (and each read refused to an authenticated reader) appends a
 chained ``read`` record (event ``loom.reasoning.read``) to the viewer's own journal origin, before the
 answer leaves. A journal that cannot be written fails the read closed (503): no text is served without
-its record. With ``forward_to`` the chained exporter forwards these records like captures; without it each
-is marked local (``loom.audit.local``), kept in the journal only, and ``verify --against`` does not expect
-its origin in the collector's archive. ``verify`` checks them either way."""
+its record. With ``forward_to`` the chained exporter forwards these records like checkpoints: as OTLP log
+records when the log exporter named like the inner one reaches the same collector (never listed as traces),
+else as root spans; without it each is marked local (``loom.audit.local``), kept in the journal only, and
+``verify --against`` does not expect its origin in the collector's archive. ``verify`` checks them either way."""
 
 from __future__ import annotations
 
@@ -43,8 +44,11 @@ class ReadLog:
                 self._journal = open_journal(self.directory, durability="batch")
                 if self._forward_to is not None:  # the chained exporter's sweeper delivers each read record
                     from loom_otel.exporters.chain import ChainedSpanExporter
+                    from loom_otel.exporters.chain._logs import beside, logs_from_environment
 
-                    self._chain = ChainedSpanExporter(self._forward_to, journal=self._journal)
+                    # As log records (no trace holds a read) when a log exporter reaches the same collector.
+                    logs = beside(self._forward_to, logs_from_environment())
+                    self._chain = ChainedSpanExporter(self._forward_to, journal=self._journal, logs=logs)
             return self._journal
 
     def parts(self, reader: str, tenant: str | None, execution_id: str, parts: Iterable[PartReading]) -> int:

@@ -94,7 +94,8 @@ def test_phoenix_with_no_collector_in_front_gets_them_as_spans_after_one_warning
     tmp_path: Path, phoenix: PhoenixServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Phoenix takes no OTLP logs (405): sent to it directly, checkpoints and tombstones are not lost,
-    they arrive as root ``loom.audit.record`` spans, and one warning says why and what to do."""
+    they arrive as root ``loom.audit.record`` spans filed under the project ``<project>-audit``, never in
+    the application's own project, and one warning says why and what to do."""
     project = "loom-no-collector"
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.base)
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
@@ -108,11 +109,13 @@ def test_phoenix_with_no_collector_in_front_gets_them_as_spans_after_one_warning
         assert exporter.forward(timeout_millis=60_000)
     exporter.shutdown()
     warned = [r.getMessage() for r in caplog.records if "refuses OTLP log records" in r.getMessage()]
-    assert len(warned) == 1 and phoenix.base in warned[0]
+    assert len(warned) == 1 and phoenix.base in warned[0] and f"'{project}-audit'" in warned[0]
 
     def records() -> set[str] | None:
-        spans = get_json(f"{phoenix.base}/v1/projects/{project}/spans?limit=100")["data"]
+        spans = get_json(f"{phoenix.base}/v1/projects/{project}-audit/spans?limit=100")["data"]
         found = {s["attributes"].get("loom.audit.type") for s in spans if s["name"] == "loom.audit.record"}
         return found if {"erasure", "checkpoint"} <= found else None
 
-    wait_until(records, 120, "the records as spans in Phoenix")
+    wait_until(records, 120, "the records as spans in Phoenix's audit project")
+    names = [p["name"] for p in get_json(f"{phoenix.base}/v1/projects")["data"]]
+    assert project not in names  # nothing was filed under the application's project: no trace there

@@ -117,6 +117,13 @@ def test_a_downstream_refusing_logs_gets_them_as_spans(journal: Journal, do_capt
     warnings = [r.getMessage() for r in caplog.records if "refuses OTLP log records" in r.getMessage()]
     assert len(warnings) == 1  # said once, then spans only
     assert logs.calls == 1
+    assert "'default-audit'" in warnings[0]
+    records = [s for s in inner.get_finished_spans() if s.name == RECORD_SPAN]
+    roots = [s for s in records if s.parent is None]
+    assert {s.attributes["loom.audit.type"] for s in roots} >= {"checkpoint"}
+    # Filed under a project of their own in Phoenix (``openinference.project.name``), never among the calls.
+    assert {s.resource.attributes.get("openinference.project.name") for s in roots} == {"default-audit"}
+    assert {s.resource.attributes.get("openinference.project.name") for s in records if s.parent} <= {None}
 
 
 def test_the_default_log_exporter_matches_the_inner_one(monkeypatch: pytest.MonkeyPatch) -> None:

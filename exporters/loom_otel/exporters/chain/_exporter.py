@@ -31,7 +31,7 @@ from loom_otel.exporters.chain._inner import RefusedSpanExporter, inner_or_refus
 from loom_otel.exporters.chain._logs import beside, build_log_records, logs_from_environment
 from loom_otel.exporters.chain._outbox import Outbox
 from loom_otel.exporters.chain._reach import endpoint_of, unreachable
-from loom_otel.exporters.chain._spans import RecordSpans, joins_a_trace
+from loom_otel.exporters.chain._spans import PROJECT_KEY, RecordSpans, aside_resource, joins_a_trace
 
 __all__ = ["ChainedSpanExporter"]
 
@@ -324,21 +324,23 @@ class ChainedSpanExporter(SpanExporter):
     def _send(self, batch: Sequence[Mapping[str, object]]) -> tuple[list[int], bool]:
         """Send records from the journal: as ``loom.audit.record`` spans in their call's trace when it
         was sampled, the others (checkpoints, tombstones, records of unsampled calls) as log records
-        (``_logs``; as root spans when there is no log exporter, or the downstream refused logs and
-        took them as spans). The seqs the downstream took, and whether it took them all."""
+        (``_logs``; as root spans filed under the audit project, ``_spans.aside_resource``, when there is
+        no log exporter, or the downstream refused logs and took them as spans). The seqs the downstream
+        took, and whether it took them all."""
         in_trace: list[Mapping[str, object]] = []
         no_trace: list[Mapping[str, object]] = []
         for record in batch:
-            use_logs = self._logs is not None and not self._logs_refused and not joins_a_trace(record)
-            (no_trace if use_logs else in_trace).append(record)
+            (in_trace if joins_a_trace(record) else no_trace).append(record)
         delivered: list[int] = []
         ok = True
         if no_trace:
-            if self._send_logs(no_trace):
+            use_logs = self._logs is not None and not self._logs_refused
+            if use_logs and self._send_logs(no_trace):
                 delivered += _seqs(no_trace)
-            elif self._send_spans(no_trace):
+            elif self._send_spans(no_trace, aside=True):
                 delivered += _seqs(no_trace)
-                self._refuse_logs()
+                if use_logs:
+                    self._refuse_logs()
             else:
                 ok = False
         if in_trace:
@@ -348,9 +350,9 @@ class ChainedSpanExporter(SpanExporter):
                 ok = False
         return delivered, ok
 
-    def _send_spans(self, records: Sequence[Mapping[str, object]]) -> bool:
+    def _send_spans(self, records: Sequence[Mapping[str, object]], *, aside: bool = False) -> bool:
         try:
-            return self._call_inner(self._spans.build(records)) is SpanExportResult.SUCCESS
+            return self._call_inner(self._spans.build(records, aside=aside)) is SpanExportResult.SUCCESS
         except Exception as exc:
             _logger.warning("chained exporter: resend failed (%s)", type(exc).__name__)
             return False
@@ -377,8 +379,9 @@ class ChainedSpanExporter(SpanExporter):
         self._logs_refused = True
         _logger.warning(
             "loom-otel: the collector at %s refuses OTLP log records; checkpoints and tombstones are sent as "
-            "root spans, listed as traces (put an OpenTelemetry Collector in front to keep them out of trace lists)",
+            "root spans filed under the project %r (put an OpenTelemetry Collector in front to send them as logs)",
             endpoint_of(self._inner) or type(self._inner).__name__,
+            aside_resource(self._spans.resource).attributes.get(PROJECT_KEY),
         )
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -12,13 +12,17 @@ A capture record that says where it was made (``loom.call.trace_id`` / ``span_id
 and whose call was sampled becomes a child of its model-call span, in the call's trace; otherwise
 (unsampled call, checkpoint, older record) it is a root span: a parent the backend never received
 would make an orphan. The chained exporter sends such records as log records instead (``_logs``)
-when it has a log exporter: a root span is a trace of its own in every tracing view.
+when it has a log exporter: a root span is a trace of its own in every tracing view. Sent as spans all
+the same (no log exporter, or a downstream that refuses logs, such as Arize Phoenix), they go *aside*:
+their resource names the OpenInference project ``<the application's project>-audit`` (``default-audit``
+when it names none), so Phoenix lists them in a project of their own, never among the calls.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -33,10 +37,14 @@ from loom_otel.core.journal import RECORD_SPAN, event_for_record
 from loom_otel.core.journal import attributes as attr
 from loom_otel.core.runtime import renew_after_fork
 
-__all__ = ["RecordSpans", "joins_a_trace", "parent_of"]
+__all__ = ["AUDIT_PROJECT_SUFFIX", "PROJECT_KEY", "RecordSpans", "aside_resource", "joins_a_trace", "parent_of"]
 
-_KIND_KEY = "openinference.span.kind"
-_KIND = "CHAIN"
+_KIND_KEY: Final = "openinference.span.kind"
+_KIND: Final = "CHAIN"
+PROJECT_KEY: Final = "openinference.project.name"
+"""The resource attribute Arize Phoenix files a span's trace under (its project)."""
+AUDIT_PROJECT_SUFFIX: Final = "-audit"
+_DEFAULT_PROJECT: Final = "default"
 
 _LIMITS = SpanLimits(
     max_span_attributes=16,
@@ -68,6 +76,12 @@ def joins_a_trace(record: Mapping[str, object]) -> bool:
     return bool(parent_of(record))
 
 
+def aside_resource(resource: Resource) -> Resource:
+    """``resource`` naming the project beside its own (``<project>-audit``), for records no trace holds."""
+    project = resource.attributes.get(PROJECT_KEY) or _DEFAULT_PROJECT
+    return resource.merge(Resource({PROJECT_KEY: f"{project}{AUDIT_PROJECT_SUFFIX}"}))
+
+
 class RecordSpans:
     """Builds finished ``loom.audit.record`` spans for journal records."""
 
@@ -77,13 +91,13 @@ class RecordSpans:
         # Made now, not at the first resend: that may come at interpreter exit, when the resource
         # detectors can no longer start the threads they run in.
         self._default_resource = Resource.create()
-        self._provider: TracerProvider | None = None
+        self._providers: dict[bool, TracerProvider] = {}
         self._collector = InMemorySpanExporter()
         renew_after_fork(self, RecordSpans._after_fork_in_child)
 
     def _after_fork_in_child(self) -> None:
         """A new private provider: the SDK's locks in the old one may be held by a parent thread."""
-        self._provider = None
+        self._providers = {}
         self._collector = InMemorySpanExporter()
 
     def use_resource(self, resource: Resource) -> None:
@@ -97,18 +111,21 @@ class RecordSpans:
         """The resource records are sent with (their spans', or their log records')."""
         return self._resource or self._default_resource
 
-    def build(self, records: Sequence[Mapping[str, object]]) -> list[ReadableSpan]:
-        """One finished span per record (malformed records are skipped)."""
+    def build(self, records: Sequence[Mapping[str, object]], *, aside: bool = False) -> list[ReadableSpan]:
+        """One finished span per record (malformed records are skipped); ``aside``: with the resource of
+        the audit project (``aside_resource``), for records no trace holds."""
         with self._lock:
-            if self._provider is None:
-                self._provider = TracerProvider(
-                    resource=self.resource,
+            provider = self._providers.get(aside)
+            if provider is None:
+                provider = TracerProvider(
+                    resource=aside_resource(self.resource) if aside else self.resource,
                     sampler=ALWAYS_ON,
                     span_limits=_LIMITS,
                     shutdown_on_exit=False,
                 )
-                self._provider.add_span_processor(SimpleSpanProcessor(self._collector))
-            tracer = self._provider.get_tracer("loom_otel.exporters.chain")
+                provider.add_span_processor(SimpleSpanProcessor(self._collector))
+                self._providers[aside] = provider
+            tracer = provider.get_tracer("loom_otel.exporters.chain")
             for record in records:
                 try:
                     name, attributes, time_ns = event_for_record(record)
