@@ -37,8 +37,8 @@ def venv(framework: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    framework: str  # langchain | pydantic-ai | adk
-    vendor: str  # anthropic | gemini
+    framework: str  # langchain | pydantic-ai | adk | strands | crewai
+    vendor: str  # anthropic | gemini | bedrock
     variant: str  # tools | system-turn | system-call
     drop: bool = False  # Anthropic thinking.block_binding drop_block
 
@@ -171,6 +171,32 @@ def _gemini_call(reply: Reply) -> Call:
     return Call(reply.status, tuple(texts), tuple(signatures))
 
 
+def _bedrock_call(reply: Reply) -> Call:
+    """A Converse answer, or a ConverseStream one: each chunk is one AWS event-stream message (prelude of
+    total and headers lengths and a CRC, the headers, the JSON payload, a CRC)."""
+    if reply.status != 200:
+        return Call(reply.status, (), ())
+    blocks: dict[int, dict[str, Any]] = {}
+    if reply.stream:
+        for frame in reply.chunks:
+            headers = int.from_bytes(frame[4:8], "big")
+            event = json.loads(frame[12 + headers : -4])
+            delta = event.get("delta", {}).get("reasoningContent")
+            if delta is not None:
+                block = blocks.setdefault(event["contentBlockIndex"], {"text": "", "signature": ""})
+                block["text"] += delta.get("text", "")
+                block["signature"] += delta.get("signature", "") + delta.get("redactedContent", "")
+    else:
+        for index, content in enumerate(json.loads(reply.body)["output"]["message"]["content"]):
+            reasoning = content.get("reasoningContent")
+            if reasoning is not None:
+                text = reasoning.get("reasoningText", {})
+                signature = text.get("signature", "") + reasoning.get("redactedContent", "")
+                blocks[index] = {"text": text.get("text", ""), "signature": signature}
+    found = [blocks[i] for i in sorted(blocks)]
+    return Call(200, tuple(b["text"] for b in found if b["text"]), tuple(b["signature"] for b in found))
+
+
 def _calls(sim: RecordingSimulator) -> list[Call]:
     """One per model call: a request sent again as it was (the SDK retrying after the server closed a
     kept-alive connection) is the same call, answered alike by the deterministic simulator."""
@@ -181,12 +207,18 @@ def _calls(sim: RecordingSimulator) -> list[Call]:
         if key in seen:
             continue
         seen.add(key)
-        calls.append(_anthropic_call(reply) if path.startswith("/v1/messages") else _gemini_call(reply))
+        if path.startswith("/v1/messages"):
+            calls.append(_anthropic_call(reply))
+        elif path.startswith("/model/"):
+            calls.append(_bedrock_call(reply))
+        else:
+            calls.append(_gemini_call(reply))
     return calls
 
 
 def _environment(case: Case, base_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_"))}
+    prefixes = ("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "AWS_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env.update(
         FW_VENDOR=case.vendor,
         FW_VARIANT=case.variant,
@@ -195,6 +227,19 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
         ANTHROPIC_BASE_URL=base_url,  # where an app builds its client from the environment (google-adk)
         ANTHROPIC_API_KEY="sim",
         GOOGLE_API_KEY="sim",
+        # boto3 as an app that builds its client from the environment finds it (Strands' default Bedrock
+        # model): the simulator's Converse side, dummy credentials (botocore signs with any), no metadata
+        AWS_ENDPOINT_URL_BEDROCK_RUNTIME=base_url,
+        AWS_ACCESS_KEY_ID="sim",
+        AWS_SECRET_ACCESS_KEY="sim",
+        AWS_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        # CrewAI's anonymous telemetry and trace upload to its vendor (no network here; an app that keeps
+        # them on sends what loom-otel cannot reach: README "Agent frameworks tested")
+        CREWAI_DISABLE_TELEMETRY="true",
+        CREWAI_TRACING_ENABLED="false",
         # the apps, then this checkout's loom-otel before the one the venv was installed from (a git
         # worktree or a copy runs its own code, never a mix of two)
         PYTHONPATH=os.pathsep.join(str(p) for p in (APPS, ROOT, ROOT / "instrumentation", ROOT / "exporters")),

@@ -1,7 +1,7 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai and google-adk agents,
+"""The framework matrix (issues #11, #48): real LangChain + LangGraph, pydantic-ai, google-adk and Strands agents,
 ordinary scripts that never import loom_otel (tests/frameworks/apps), each in its own venv
 (.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
-simulator over HTTP, Anthropic and Gemini, transcript ``keep`` and ``redact``: three tool rounds, then
+simulator over HTTP, Anthropic, Gemini and Bedrock Converse, transcript ``keep`` and ``redact``: three tool rounds, then
 a follow-up message in the same conversation; with one system prompt, one per turn and one per model
 call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
 
@@ -26,7 +26,15 @@ from .harness import Case, bare, instrumented
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("framework_venv")]
 
-VENDORS = {"langchain": ("anthropic",), "pydantic-ai": ("anthropic", "gemini"), "adk": ("anthropic", "gemini")}
+VENDORS = {
+    "langchain": ("anthropic",),
+    "pydantic-ai": ("anthropic", "gemini"),
+    "adk": ("anthropic", "gemini"),
+    "strands": ("anthropic", "bedrock"),
+}
+DROP_VIA_APP = ("langchain", "pydantic-ai")
+"""Frameworks whose Anthropic model can send ``thinking.block_binding`` (google-adk's AnthropicLlm has no
+way; Strands sets it itself, only after the vendor refused a stale block)."""
 MODES = ("keep", "redact")
 
 
@@ -37,7 +45,7 @@ def _cases() -> list[Case]:
             cases.append(Case(framework, vendor, "tools"))
             for variant in ("system-turn", "system-call"):
                 cases.append(Case(framework, vendor, variant))
-                if vendor == "anthropic" and framework != "adk":  # AnthropicLlm has no way to send block_binding
+                if vendor == "anthropic" and framework in DROP_VIA_APP:
                     cases.append(Case(framework, vendor, variant, drop=True))
     return cases
 
@@ -136,3 +144,17 @@ def test_every_record_reaches_the_collector_once(case: Case, mode: str) -> None:
     for origin, chain in received.items():
         assert (chain.duplicates_identical, chain.duplicates_conflicting) == (0, ())
         assert (chain.records, chain.gaps) == (written[origin].records, ())
+
+
+@pytest.mark.parametrize(("case", "mode"), [p for p in _params("framework-spans") if "strands" in str(p.id)])
+def test_the_frameworks_own_spans_carry_the_reasoning_scrubbed(case: Case, mode: str) -> None:
+    """Strands' own tracer puts each model answer on its spans (``gen_ai.choice``, on the model call's
+    span and its cycle's), reasoning blocks included: each arrives with loom-otel's reference in place of
+    its signature (and of its text in keep mode; redact mode's app never held it), so the leak check
+    above covers the framework's spans too."""
+    run = instrumented(case, mode)
+    marker = "[loom-otel reasoning signature ref="
+    answers = [str(event.get("message")) for event in run.span_events("gen_ai.choice")]
+    scrubbed = [a for a in answers if "reasoningContent" in a and marker in a]
+    reasoning_calls = sum(1 for call in run.calls if call.status == 200 and call.texts)
+    assert reasoning_calls and len(scrubbed) >= reasoning_calls

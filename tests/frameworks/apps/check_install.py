@@ -11,6 +11,8 @@ IMPORTS = {
     "langchain": ["langchain.agents", "langchain_anthropic", "langgraph"],
     "pydantic-ai": ["pydantic_ai", "pydantic_ai.models.anthropic", "pydantic_ai.models.google"],
     "adk": ["google.adk.agents", "google.adk.runners", "google.adk.models.anthropic_llm"],
+    "strands": ["strands", "strands.models.anthropic", "strands.models.bedrock"],
+    "crewai": ["crewai", "crewai.llms.providers.anthropic.completion", "crewai.llms.providers.gemini.completion"],
 }
 MAJOR = {"adk": ("google-adk", 2)}
 """A framework pip must not backtrack below: asked for ``google-adk`` and ``opentelemetry-distro`` unpinned,
@@ -22,7 +24,11 @@ PACKAGES = [
     "langgraph",
     "pydantic-ai-slim",
     "google-adk",
+    "strands-agents",
+    "crewai",
     "anthropic",
+    "boto3",
+    "botocore",
     "google-genai",
     "opentelemetry-api",
     "opentelemetry-sdk",
