@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ class Call:
     status: int
     texts: tuple[str, ...]  # readable reasoning parts, as loom-otel counts them (Gemini: merged runs)
     signatures: tuple[str, ...]
+    fresh: bool = False  # the request held no assistant (model) turn: it starts a conversation
 
     @property
     def digests(self) -> tuple[str, ...]:
@@ -197,22 +198,32 @@ def _bedrock_call(reply: Reply) -> Call:
     return Call(200, tuple(b["text"] for b in found if b["text"]), tuple(b["signature"] for b in found))
 
 
+def _fresh(content: bytes) -> bool:
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return False
+    turns = (body.get("messages") or body.get("contents") or []) if isinstance(body, dict) else []
+    return not any(isinstance(t, dict) and t.get("role") in ("assistant", "model") for t in turns)
+
+
 def _calls(sim: RecordingSimulator) -> list[Call]:
-    """One per model call: a request sent again as it was (the SDK retrying after the server closed a
-    kept-alive connection) is the same call, answered alike by the deterministic simulator."""
+    """One per model call: a request sent again as it was right after itself (the SDK retrying after the
+    server closed a kept-alive connection) is the same call, answered alike by the deterministic
+    simulator; the same request later on is a new call (CrewAI reruns a failed task from its start)."""
     calls = []
-    seen: set[tuple[str, bytes]] = set()
+    last: tuple[str, bytes] | None = None
     for path, content, reply in sim.replies:
-        key = (path, content)
-        if key in seen:
+        if (path, content) == last:
             continue
-        seen.add(key)
+        last = (path, content)
         if path.startswith("/v1/messages"):
-            calls.append(_anthropic_call(reply))
+            call = _anthropic_call(reply)
         elif path.startswith("/model/"):
-            calls.append(_bedrock_call(reply))
+            call = _bedrock_call(reply)
         else:
-            calls.append(_gemini_call(reply))
+            call = _gemini_call(reply)
+        calls.append(replace(call, fresh=_fresh(content)))
     return calls
 
 

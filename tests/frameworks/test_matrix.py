@@ -31,7 +31,12 @@ VENDORS = {
     "pydantic-ai": ("anthropic", "gemini"),
     "adk": ("anthropic", "gemini"),
     "strands": ("anthropic", "bedrock"),
+    "crewai": ("anthropic", "gemini"),
 }
+CREW_VARIANTS = {"anthropic": ("tools", "both", "both-execution"), "gemini": ("both",)}
+"""A CrewAI crew (tests/frameworks/apps/crewai_agent.py) has no per-turn system prompt: ``tools`` has
+thinking on the tool-less agent only, ``both`` on both agents (refused bare on Anthropic: CrewAI strips
+the researcher's thinking from its tool-use turn), ``both-execution`` the same inside ``execution()``."""
 DROP_VIA_APP = ("langchain", "pydantic-ai")
 """Frameworks whose Anthropic model can send ``thinking.block_binding`` (google-adk's AnthropicLlm has no
 way; Strands sets it itself, only after the vendor refused a stale block)."""
@@ -42,6 +47,9 @@ def _cases() -> list[Case]:
     cases = []
     for framework, vendors in VENDORS.items():
         for vendor in vendors:
+            if framework == "crewai":
+                cases.extend(Case(framework, vendor, variant) for variant in CREW_VARIANTS[vendor])
+                continue
             cases.append(Case(framework, vendor, "tools"))
             for variant in ("system-turn", "system-call"):
                 cases.append(Case(framework, vendor, variant))
@@ -60,10 +68,10 @@ KNOWN = _known()
 """(check, case id, mode) -> the issue #11 item that makes exactly that check fail today."""
 
 
-def _params(check: str, variants: tuple[str, ...] = ("tools", "system-turn", "system-call")) -> list[object]:
+def _params(check: str, variants: tuple[str, ...] | None = None) -> list[object]:
     params = []
     for case in _cases():
-        if case.variant not in variants:
+        if variants is not None and case.variant not in variants:
             continue
         for mode in MODES:
             reason = KNOWN.get((check, case.id, mode))
@@ -96,22 +104,29 @@ def test_one_event_per_reasoning_call_with_its_digests(case: Case, mode: str) ->
 
 @pytest.mark.parametrize(("case", "mode"), _params("executions"))
 def test_one_execution_per_conversation(case: Case, mode: str) -> None:
-    """The journal holds one execution, and ``loom-otel audit show`` reads the whole conversation from it."""
+    """The journal holds one execution per conversation, and ``loom-otel audit show`` reads each whole
+    from it. A crew has one conversation per agent and task (CrewAI reruns a failed task from its start:
+    a new one), each its own execution under zero code; inside ``execution()`` the app names one."""
     run = instrumented(case, mode)
     assert run.journal, "nothing journaled"
     executions = {record.execution_id for record in run.journal}
-    assert len(executions) == 1, f"{len(executions)} executions for one conversation of {len(run.journal)} calls"
+    conversations = 1
+    if case.framework == "crewai" and case.variant != "both-execution":
+        conversations = sum(1 for call in run.calls if call.status == 200 and call.texts and call.fresh)
+    assert len(executions) == conversations, f"{len(executions)} executions for {len(run.journal)} calls"
     assert run.store is not None and run.journal_dir is not None
-    command = ["audit", "show", "--execution", executions.pop(), "--journal", str(run.journal_dir), "--json"]
-    shown = subprocess.run(
-        [sys.executable, "-m", "loom_otel.cli", *command, "--store", run.store],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert shown.returncode == 0, shown.stderr
-    steps = json.loads(shown.stdout)["steps"]
+    steps = []
+    for execution_id in sorted(executions):
+        command = ["audit", "show", "--execution", execution_id, "--journal", str(run.journal_dir), "--json"]
+        shown = subprocess.run(
+            [sys.executable, "-m", "loom_otel.cli", *command, "--store", run.store],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert shown.returncode == 0, shown.stderr
+        steps.extend(json.loads(shown.stdout)["steps"])
     assert len(steps) == len(run.journal)
     assert {p["status"] for s in steps for a in s["attempts"] for p in a["parts"]} == {"ok"}
 
@@ -158,3 +173,33 @@ def test_the_frameworks_own_spans_carry_the_reasoning_scrubbed(case: Case, mode:
     scrubbed = [a for a in answers if "reasoningContent" in a and marker in a]
     reasoning_calls = sum(1 for call in run.calls if call.status == 200 and call.texts)
     assert reasoning_calls and len(scrubbed) >= reasoning_calls
+
+
+def _crew(variant: str) -> list[object]:
+    case = Case("crewai", "anthropic", variant)
+    return [pytest.param(case, mode, id=f"{case.id}-{mode}") for mode in MODES]
+
+
+@pytest.mark.parametrize(("case", "mode"), _crew("both-execution"))
+def test_crewai_stripped_tool_round_is_restored_inside_execution(case: Case, mode: str) -> None:
+    """Issue 48: CrewAI resends the researcher's tool-use turn without its thinking block; the vendor
+    refuses it bare. Inside ``execution()`` loom-otel puts the block back and the crew answers; the
+    discard warning names the framework and what was restored."""
+    alone = bare(case)
+    run = instrumented(case, mode)
+    assert not alone.ok and alone.error is not None and "Expected `thinking`" in alone.error
+    assert run.ok, run.error
+    assert len(run.answers) == 2
+    assert "by 'crewai'" in run.stderr and "restored" in run.stderr
+
+
+@pytest.mark.parametrize(("case", "mode"), _crew("both"))
+def test_crewai_stripped_tool_round_without_execution_fails_as_bare(case: Case, mode: str) -> None:
+    """Zero code: the request goes out as CrewAI built it and is refused as bare (nothing from another
+    conversation is put back). No discard warning: each of CrewAI's three attempts fails at its first
+    stripped turn, and the warning waits for two consecutive turns sent back without their reasoning."""
+    alone = bare(case)
+    run = instrumented(case, mode)
+    assert not alone.ok and not run.ok
+    assert run.error == alone.error
+    assert "restored" not in run.stderr

@@ -9,7 +9,6 @@ so that loom-otel restores the stripped round; a no-op where loom-otel is not in
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -56,12 +55,13 @@ writer = Agent(
 )
 
 
-def scope() -> Callable[[], AbstractContextManager[object]]:
+def scope() -> AbstractContextManager[object]:
+    """The conversation's execution (both kickoffs in one), or nothing."""
     if VARIANT == "both-execution":
         from loom_otel.core import execution
 
-        return execution
-    return contextlib.nullcontext
+        return execution("crew-lisbon-trip")
+    return contextlib.nullcontext()
 
 
 def turn(number: int, question: str) -> str:
@@ -72,7 +72,7 @@ def turn(number: int, question: str) -> str:
     )
     answer = Task(description=f"Answer the traveller: {question}", expected_output="The answer", agent=writer)
     crew = Crew(agents=[researcher, writer], tasks=[research, answer], process=Process.sequential, verbose=False)
-    with scope()():
+    with scope():
         return str(crew.kickoff().raw).strip()
 
 
