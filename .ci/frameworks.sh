@@ -16,16 +16,21 @@ declare -A FRAMEWORKS=(
   [llamaindex]="llama-index-core>=0.14 llama-index-llms-anthropic anthropic<2"
   [openai-agents]="openai-agents"
   [autogen]="autogen-agentchat>=0.7 autogen-ext[anthropic,openai]>=0.7 anthropic<1"
+  [strands]="strands-agents[anthropic]>=1.62,<2"
+  [crewai]="crewai[anthropic]>=1.15,<2"
 )
+# loom-otel's extras where instruments-any cannot be installed beside the framework (crewai 1.15 pins
+# openai < 3, below loom-otel's openai floor; its native Anthropic and Gemini providers are what it runs)
+declare -A EXTRAS=([crewai]="anthropic,google-genai,otlp")
 build() {
   local name="$1" venv=".ci/.cache/fw-$1"
   if [ -x "$venv/bin/opentelemetry-instrument" ] && [ -f "$venv/.ready" ]; then return; fi
   new_venv "$venv"
   # shellcheck disable=SC2086
-  venv_install "$venv/bin/python" -e '.[instruments-any,otlp]' opentelemetry-distro ${FRAMEWORKS[$name]}
+  venv_install "$venv/bin/python" -e ".[${EXTRAS[$name]:-instruments-any,otlp}]" opentelemetry-distro ${FRAMEWORKS[$name]}
   "$venv/bin/python" "tests/frameworks/apps/check_install.py" "$name"
   touch "$venv/.ready"
 }
-for name in "${@:-langchain pydantic-ai adk llamaindex openai-agents autogen}"; do
+for name in "${@:-langchain pydantic-ai adk llamaindex openai-agents autogen strands crewai}"; do
   for n in $name; do build "$n"; done
 done

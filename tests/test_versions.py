@@ -120,3 +120,21 @@ def test_bedrock_floor_is_one_range_everywhere() -> None:
         assert instrumentor.is_instrumented_by_opentelemetry, f"botocore {version('botocore')}"
     finally:
         instrumentor.uninstrument()
+
+
+def test_bedrock_floor_venv_pins_the_floor_and_ci_runs_it() -> None:
+    """The venv .ci/run builds for botocore's floor pins boto3 and botocore at the bedrock extra's lower
+    bound, and .ci/run runs tests/bedrock in it."""
+    extras = _pyproject()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    floors = _floors(extras["bedrock"])
+    pins = {}
+    for text in (ROOT / ".ci" / "constraints-botocore-floor.txt").read_text().splitlines():
+        name, _, pinned = text.split("#", 1)[0].strip().partition("==")
+        if name:
+            pins[name.strip().lower()] = pinned.strip()
+    assert pins.keys() == {"boto3", "botocore"}
+    assert all(_same(floors[package], pins[package]) for package in pins)
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "-c .ci/constraints-botocore-floor.txt" in run
+    assert '"$BOTO_FLOOR/bin/python" -m pytest -q -p no:randomly tests/bedrock' in run

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,9 @@ def venv(framework: str) -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    framework: str  # langchain | pydantic-ai | adk | llamaindex | openai-agents | autogen
-    vendor: str  # anthropic | gemini | openai
-    variant: str  # tools | streamed | system-turn | system-call | execution
+    framework: str  # langchain | pydantic-ai | adk | llamaindex | openai-agents | autogen | strands | crewai
+    vendor: str  # anthropic | gemini | openai | bedrock
+    variant: str  # tools | streamed | system-turn | system-call | execution | both | ...
     drop: bool = False  # Anthropic thinking.block_binding drop_block
 
     @property
@@ -54,6 +54,7 @@ class Call:
     status: int
     texts: tuple[str, ...]  # readable reasoning parts, as loom-otel counts them (Gemini: merged runs)
     signatures: tuple[str, ...]
+    fresh: bool = False  # the request held no assistant (model) turn: it starts a conversation
 
     @property
     def digests(self) -> tuple[str, ...]:
@@ -172,6 +173,45 @@ def _gemini_call(reply: Reply) -> Call:
     return Call(reply.status, tuple(texts), tuple(signatures))
 
 
+def _bedrock_call(reply: Reply) -> Call:
+    """A Converse answer, or a ConverseStream one: each chunk is one AWS event-stream message (prelude of
+    total and headers lengths and a CRC, the headers, the JSON payload, a CRC)."""
+    if reply.status != 200:
+        return Call(reply.status, (), ())
+    blocks: dict[int, dict[str, Any]] = {}
+    if reply.stream:
+        for frame in reply.chunks:
+            headers = int.from_bytes(frame[4:8], "big")
+            event = json.loads(frame[12 + headers : -4])
+            delta = event.get("delta", {}).get("reasoningContent")
+            if delta is not None:
+                block = blocks.setdefault(event["contentBlockIndex"], {"text": "", "signature": ""})
+                block["text"] += delta.get("text", "")
+                block["signature"] += delta.get("signature", "") + delta.get("redactedContent", "")
+    else:
+        for index, content in enumerate(json.loads(reply.body)["output"]["message"]["content"]):
+            reasoning = content.get("reasoningContent")
+            if reasoning is not None:
+                text = reasoning.get("reasoningText", {})
+                signature = text.get("signature", "") + reasoning.get("redactedContent", "")
+                blocks[index] = {"text": text.get("text", ""), "signature": signature}
+    found = [blocks[i] for i in sorted(blocks)]
+    return Call(200, tuple(b["text"] for b in found if b["text"]), tuple(b["signature"] for b in found))
+
+
+def _fresh(content: bytes) -> bool:
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return False
+    turns = (body.get("messages") or body.get("contents") or body.get("input") or []) if isinstance(body, dict) else []
+    earlier = ("assistant", "model")  # a Responses input's model items carry no role, only their type
+    return not any(
+        isinstance(t, dict) and (t.get("role") in earlier or t.get("type") in ("reasoning", "function_call"))
+        for t in (turns if isinstance(turns, list) else [])
+    )
+
+
 _SUMMARY_SEPARATOR = "\n\n"
 """How loom-otel joins a reasoning item's summary texts into its one part."""
 
@@ -213,29 +253,28 @@ def _call(path: str, reply: Reply) -> Call:
         return _openai_call(reply)
     if path.startswith("/v1/chat/completions"):
         return _chat_call(reply)
+    if path.startswith("/model/"):
+        return _bedrock_call(reply)
     return _gemini_call(reply)
 
 
 def _calls(sim: RecordingSimulator) -> list[Call]:
-    """One per model call: a request sent again as it was (the SDK retrying after the server closed a
-    kept-alive connection) is the same call, answered alike by the deterministic simulator."""
+    """One per model call: a request sent again as it was right after itself (the SDK retrying after the
+    server closed a kept-alive connection) is the same call, answered alike by the deterministic
+    simulator; the same request later on is a new call (CrewAI reruns a failed task from its start)."""
     calls = []
-    seen: set[tuple[str, bytes]] = set()
+    last: tuple[str, bytes] | None = None
     for path, content, reply in sim.replies:
-        key = (path, content)
-        if key in seen:
+        if (path, content) == last:
             continue
-        seen.add(key)
-        calls.append(_call(path, reply))
+        last = (path, content)
+        calls.append(replace(_call(path, reply), fresh=_fresh(content)))
     return calls
 
 
 def _environment(case: Case, base_url: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "OPENAI_"))
-    }
+    prefixes = ("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "OPENAI_", "AWS_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env.update(
         FW_VENDOR=case.vendor,
         FW_VARIANT=case.variant,
@@ -249,6 +288,19 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
         # warning at instrument() names it): turned off where it is deployed, as a user keeping traces in
         # their own backend does, never in the script
         OPENAI_AGENTS_DISABLE_TRACING="true",
+        # boto3 as an app that builds its client from the environment finds it (Strands' default Bedrock
+        # model): the simulator's Converse side, dummy credentials (botocore signs with any), no metadata
+        AWS_ENDPOINT_URL_BEDROCK_RUNTIME=base_url,
+        AWS_ACCESS_KEY_ID="sim",
+        AWS_SECRET_ACCESS_KEY="sim",
+        AWS_REGION="us-east-1",
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        # CrewAI's anonymous telemetry and trace upload to its vendor (no network here; an app that keeps
+        # them on sends what loom-otel cannot reach: README "Agent frameworks tested")
+        CREWAI_DISABLE_TELEMETRY="true",
+        CREWAI_TRACING_ENABLED="false",
         # the apps, then this checkout's loom-otel before the one the venv was installed from (a git
         # worktree or a copy runs its own code, never a mix of two)
         PYTHONPATH=os.pathsep.join(str(p) for p in (APPS, ROOT, ROOT / "instrumentation", ROOT / "exporters")),

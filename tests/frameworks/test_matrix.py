@@ -1,10 +1,10 @@
-"""The framework matrix (issue #11): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex, OpenAI Agents SDK
-and AutoGen AgentChat agents,
-ordinary scripts that never import loom_otel (tests/frameworks/apps; but AutoGen's ``execution`` variant,
-which names its conversation with ``execution()``: a user's one-line choice), each in its own venv
-(.ci/frameworks.sh), run in subprocesses under ``opentelemetry-instrument`` against the strict
-simulator over HTTP, Anthropic, Gemini, OpenAI Responses (the Agents SDK, run and streamed) and Chat
-Completions (AutoGen's OpenAI client), transcript ``keep`` and ``redact``: three tool rounds, then
+"""The framework matrix (issues #11, #48): real LangChain + LangGraph, pydantic-ai, google-adk, LlamaIndex,
+OpenAI Agents SDK, AutoGen AgentChat, Strands and CrewAI agents, ordinary scripts that never import loom_otel
+(tests/frameworks/apps; but AutoGen's ``execution`` variants and CrewAI's ``both-execution``, which name their
+conversation with ``execution()``: a user's one-line choice), each in its own venv (.ci/frameworks.sh), run in
+subprocesses under ``opentelemetry-instrument`` against the strict simulator over HTTP, Anthropic, Gemini,
+OpenAI Responses (the Agents SDK, run and streamed), Chat Completions (AutoGen's OpenAI client) and Bedrock
+Converse (Strands' default model), transcript ``keep`` and ``redact``: three tool rounds, then
 a follow-up message in the same conversation; with one system prompt, one per turn and one per model
 call, with and without the vendor's server-side drops (Anthropic ``thinking.block_binding``).
 
@@ -37,7 +37,13 @@ VENDORS = {
     "llamaindex": ("anthropic",),
     "openai-agents": ("openai",),
     "autogen": ("anthropic", "openai"),
+    "strands": ("anthropic", "bedrock"),
+    "crewai": ("anthropic", "gemini"),
 }
+CREW_VARIANTS = {"anthropic": ("tools", "both", "both-execution"), "gemini": ("both",)}
+"""A CrewAI crew (tests/frameworks/apps/crewai_agent.py) has no per-turn system prompt: ``tools`` has
+thinking on the tool-less agent only, ``both`` on both agents (refused bare on Anthropic: CrewAI strips
+the researcher's thinking from its tool-use turn), ``both-execution`` the same inside ``execution()``."""
 MODES = ("keep", "redact")
 VARIANTS = {
     "llamaindex": ("system-turn",),
@@ -49,14 +55,18 @@ VARIANTS = {
 ``Runner.run_streamed`` (through ``responses.with_streaming_response``); the AutoGen app names its
 conversation with ``execution()``, its model calls streamed or not (its one system prompt is set when the
 agent is built)."""
-NO_DROP = {"adk"}
-"""Frameworks whose Anthropic model has no way to send ``thinking.block_binding`` (google-adk's AnthropicLlm)."""
+NO_DROP = {"adk", "strands"}
+"""Frameworks whose Anthropic model cannot be made to send ``thinking.block_binding``: google-adk's
+AnthropicLlm has no way; Strands sets it itself, only after the vendor refused a stale block."""
 
 
 def _cases() -> list[Case]:
     cases = []
     for framework, vendors in VENDORS.items():
         for vendor in vendors:
+            if framework == "crewai":
+                cases.extend(Case(framework, vendor, variant) for variant in CREW_VARIANTS[vendor])
+                continue
             cases.append(Case(framework, vendor, "tools"))
             for variant in VARIANTS.get(framework, ("system-turn", "system-call")):
                 cases.append(Case(framework, vendor, variant))
@@ -77,12 +87,12 @@ KNOWN = _known()
 
 def _params(
     check: str,
-    variants: tuple[str, ...] = ("tools", "streamed", "system-turn", "system-call", "execution", "execution-streamed"),
+    variants: tuple[str, ...] | None = None,
     frameworks: Collection[str] = VENDORS.keys(),
 ) -> list[object]:
     params = []
     for case in _cases():
-        if case.variant not in variants or case.framework not in frameworks:
+        if (variants is not None and case.variant not in variants) or case.framework not in frameworks:
             continue
         for mode in MODES:
             reason = KNOWN.get((check, case.id, mode))
@@ -115,22 +125,29 @@ def test_one_event_per_reasoning_call_with_its_digests(case: Case, mode: str) ->
 
 @pytest.mark.parametrize(("case", "mode"), _params("executions"))
 def test_one_execution_per_conversation(case: Case, mode: str) -> None:
-    """The journal holds one execution, and ``loom-otel audit show`` reads the whole conversation from it."""
+    """The journal holds one execution per conversation, and ``loom-otel audit show`` reads each whole
+    from it. A crew has one conversation per agent and task (CrewAI reruns a failed task from its start:
+    a new one), each its own execution under zero code; inside ``execution()`` the app names one."""
     run = instrumented(case, mode)
     assert run.journal, "nothing journaled"
     executions = {record.execution_id for record in run.journal}
-    assert len(executions) == 1, f"{len(executions)} executions for one conversation of {len(run.journal)} calls"
+    conversations = 1
+    if case.framework == "crewai" and case.variant != "both-execution":
+        conversations = sum(1 for call in run.calls if call.status == 200 and call.texts and call.fresh)
+    assert len(executions) == conversations, f"{len(executions)} executions for {len(run.journal)} calls"
     assert run.store is not None and run.journal_dir is not None
-    command = ["audit", "show", "--execution", executions.pop(), "--journal", str(run.journal_dir), "--json"]
-    shown = subprocess.run(
-        [sys.executable, "-m", "loom_otel.cli", *command, "--store", run.store],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert shown.returncode == 0, shown.stderr
-    steps = json.loads(shown.stdout)["steps"]
+    steps = []
+    for execution_id in sorted(executions):
+        command = ["audit", "show", "--execution", execution_id, "--journal", str(run.journal_dir), "--json"]
+        shown = subprocess.run(
+            [sys.executable, "-m", "loom_otel.cli", *command, "--store", run.store],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert shown.returncode == 0, shown.stderr
+        steps.extend(json.loads(shown.stdout)["steps"])
     assert len(steps) == len(run.journal)
     assert {p["status"] for s in steps for a in s["attempts"] for p in a["parts"]} == {"ok"}
 
@@ -204,3 +221,47 @@ def test_every_record_reaches_the_collector_once(case: Case, mode: str) -> None:
     for origin, chain in received.items():
         assert (chain.duplicates_identical, chain.duplicates_conflicting) == (0, ())
         assert (chain.records, chain.gaps) == (written[origin].records, ())
+
+
+@pytest.mark.parametrize(("case", "mode"), [p for p in _params("framework-spans") if "strands" in str(p.id)])
+def test_the_frameworks_own_spans_carry_the_reasoning_scrubbed(case: Case, mode: str) -> None:
+    """Strands' own tracer puts each model answer on its spans (``gen_ai.choice``, on the model call's
+    span and its cycle's), reasoning blocks included: each arrives with loom-otel's reference in place of
+    its signature (and of its text in keep mode; redact mode's app never held it), so the leak check
+    above covers the framework's spans too."""
+    run = instrumented(case, mode)
+    marker = "[loom-otel reasoning signature ref="
+    answers = [str(event.get("message")) for event in run.span_events("gen_ai.choice")]
+    scrubbed = [a for a in answers if "reasoningContent" in a and marker in a]
+    reasoning_calls = sum(1 for call in run.calls if call.status == 200 and call.texts)
+    assert reasoning_calls and len(scrubbed) >= reasoning_calls
+
+
+def _crew(variant: str) -> list[object]:
+    case = Case("crewai", "anthropic", variant)
+    return [pytest.param(case, mode, id=f"{case.id}-{mode}") for mode in MODES]
+
+
+@pytest.mark.parametrize(("case", "mode"), _crew("both-execution"))
+def test_crewai_stripped_tool_round_is_restored_inside_execution(case: Case, mode: str) -> None:
+    """Issue 48: CrewAI resends the researcher's tool-use turn without its thinking block; the vendor
+    refuses it bare. Inside ``execution()`` loom-otel puts the block back and the crew answers; the
+    discard warning names the framework and what was restored."""
+    alone = bare(case)
+    run = instrumented(case, mode)
+    assert not alone.ok and alone.error is not None and "Expected `thinking`" in alone.error
+    assert run.ok, run.error
+    assert len(run.answers) == 2
+    assert "by 'crewai'" in run.stderr and "restored" in run.stderr
+
+
+@pytest.mark.parametrize(("case", "mode"), _crew("both"))
+def test_crewai_stripped_tool_round_without_execution_fails_as_bare(case: Case, mode: str) -> None:
+    """Zero code: the request goes out as CrewAI built it and is refused as bare (nothing from another
+    conversation is put back). No discard warning: each of CrewAI's three attempts fails at its first
+    stripped turn, and the warning waits for two consecutive turns sent back without their reasoning."""
+    alone = bare(case)
+    run = instrumented(case, mode)
+    assert not alone.ok and not run.ok
+    assert run.error == alone.error
+    assert "restored" not in run.stderr

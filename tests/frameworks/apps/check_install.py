@@ -14,6 +14,8 @@ IMPORTS = {
     "llamaindex": ["llama_index.core.agent.workflow", "llama_index.llms.anthropic"],
     "openai-agents": ["agents"],
     "autogen": ["autogen_agentchat.agents", "autogen_ext.models.anthropic", "autogen_ext.models.openai"],
+    "strands": ["strands", "strands.models.anthropic", "strands.models.bedrock"],
+    "crewai": ["crewai", "crewai.llms.providers.anthropic.completion", "crewai.llms.providers.gemini.completion"],
 }
 MAJOR = {"adk": ("google-adk", 2)}
 """A framework pip must not backtrack below: asked for ``google-adk`` and ``opentelemetry-distro`` unpinned,
@@ -32,6 +34,10 @@ PACKAGES = [
     "autogen-ext",
     "anthropic",
     "openai",
+    "strands-agents",
+    "crewai",
+    "boto3",
+    "botocore",
     "google-genai",
     "opentelemetry-api",
     "opentelemetry-sdk",
