@@ -15,15 +15,16 @@
    (``Outgoing.scrub``), and last the watcher told (``ModelCall.tell_completed``).
 
 Methods that send later than they are called (a stream manager sends when entered, a generator when
-iterated) run steps 1-2 at the call and the rest when they send, through ``prepare``, ``start`` and
-``sending``.
+iterated, an operation whose streaming is known only from its name) hold one ``DeferredSend``: steps
+1-2 when it is made, steps 3-4 when it sends (``run`` / ``run_async``, or ``begin`` for a generator
+whose proxy sends on its first step), so no vendor runs the steps itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
@@ -36,6 +37,7 @@ from loom_otel.core._calls._withheld import withhold_from_exception, withhold_fr
 from loom_otel.core._model import Reasoning
 
 __all__ = [
+    "DeferredSend",
     "Wrapper",
     "active",
     "async_method",
@@ -51,6 +53,8 @@ __all__ = [
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """A wrapt wrapper: ``traced_method(wrapped, instance, args, kwargs)``."""
+
+T = TypeVar("T")
 
 
 def active(handler: ReasoningHandler) -> bool:
@@ -153,6 +157,58 @@ def finish(
         outgoing.scrub(response)
     finally:
         call.tell_completed(capture)
+
+
+class DeferredSend:
+    """One request sent later than its SDK method is called: made at the call (``open``: the guard and
+    the continuation pass, steps 1-2), it sends once (``run`` / ``run_async``: the span starts, the send
+    runs current and below other instrumentations, a failure ends the call, the result's request is
+    cleaned; or ``begin``, the call only, for a generator whose stream proxy ends it)."""
+
+    __slots__ = ("_handler", "_instance", "_kwargs", "_wrapped", "outgoing")
+
+    def __init__(
+        self, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any], wrapped: Callable[..., Any]
+    ) -> None:
+        self._handler = handler
+        self._instance = instance
+        self._kwargs = kwargs
+        self._wrapped = wrapped
+        self.outgoing: Outgoing | None = prepare(handler, instance, kwargs)
+
+    @classmethod
+    def open(
+        cls, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any], wrapped: Callable[..., Any]
+    ) -> DeferredSend | None:
+        """Steps 1-2 now; ``None`` when capture is off or instrumentation suppressed (call the SDK as is)."""
+        return cls(handler, instance, kwargs, wrapped) if active(handler) else None
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments (or the API parameters) the SDK gets."""
+        return sent(self._kwargs, self.outgoing)
+
+    def sdk(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped SDK method, called below any other GenAI instrumentation's wrapper of it."""
+        return without_peers(self._wrapped)(*args, **kwargs)
+
+    def begin(self, *, stream: bool = True) -> ModelCall:
+        """Step 3 only: the call starts; what sends (a stream proxy) ends it."""
+        return start(self._handler, self._instance, self._kwargs, self.outgoing, stream=stream, wrapped=self._wrapped)
+
+    def run(self, send: Callable[[], T], *, stream: bool = True) -> tuple[ModelCall, T]:
+        """Steps 3-4 around ``send`` (a manager's ``__enter__``, the SDK method)."""
+        call = self.begin(stream=stream)
+        with sending(call, self.outgoing):
+            result = send()
+        return call, delivered(call, self.outgoing, result)
+
+    async def run_async(self, send: Callable[[], Awaitable[T]], *, stream: bool = True) -> tuple[ModelCall, T]:
+        """``run`` for an awaited send."""
+        call = self.begin(stream=stream)
+        with sending(call, self.outgoing):
+            result = await send()
+        return call, delivered(call, self.outgoing, result)
 
 
 def sync_method(handler: ReasoningHandler) -> Wrapper:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,

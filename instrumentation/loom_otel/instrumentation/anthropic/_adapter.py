@@ -10,7 +10,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AsyncStreamProxy,
     Decode,
     ModelCall,

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
     Capture,

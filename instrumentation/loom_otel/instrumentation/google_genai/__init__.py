@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.google_genai._adapter import GeminiAdapter
 from loom_otel.instrumentation.google_genai._wrappers import (
     async_models_generate_content,

@@ -24,7 +24,7 @@ import base64
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
     BoundedMemo,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.openai._adapter import OpenAiAdapter
 from loom_otel.instrumentation.openai._wrappers import (
     async_chat_completions_create,
