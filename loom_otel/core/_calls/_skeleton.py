@@ -10,7 +10,8 @@
 5. the result: the vendor's ``sync_result`` / ``async_result`` reads a whole response and hands it to
    ``finish``, or wraps the stream (``_streams``), whose end (or early close) hands what it received to
    the same ``finish``;
-6. finish: the vendor's drops (``Outgoing.dropped``), the capture (``ModelCall.complete``, fail-closed),
+6. finish: the vendor's drops (``Outgoing.dropped``), the call's finishing steps (``_complete``: the
+   response's attributes, the capture, fail-closed, the content, the span's end),
    the bindings of what was produced (``Outgoing.bound``), the application's copy scrubbed
    (``Outgoing.scrub``), and last the watcher told (``ModelCall.tell_completed``).
 
@@ -30,6 +31,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import Activation, ModelCall, ResponseInfo
 from loom_otel.core._calls._peers import peer_outside, without_peers
@@ -136,6 +138,25 @@ def delivered(call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
     return result
 
 
+def _complete(call: ModelCall, reasonings: Sequence[Reasoning], info: ResponseInfo) -> Capture | None:
+    """The call's own finishing steps, in order, once: the response's attributes, the capture (raises
+    ``ReasoningCaptureError``: fail-closed, the span ends with its type), the message content, the
+    omitted-reasoning warning, what was captured kept for scrubbing, then the span's end and metrics."""
+    if not call.begin_end():
+        return None
+    try:
+        call.record_response(info)
+        result = call.capture(reasonings, info)
+        call.record_content(reasonings, info, result)
+        call.warn_omitted(reasonings)
+        call.remember_captured(reasonings, info, result)
+    except BaseException as exc:
+        call.end_failed(exc, info)
+        raise
+    call.end_completed(info)
+    return result
+
+
 def finish(
     call: ModelCall,
     outgoing: Outgoing | None,
@@ -144,14 +165,15 @@ def finish(
     info: ResponseInfo,
 ) -> None:
     """Step 6, once per call, for a whole response (``response``) and a stream's end (``response`` is
-    the accumulator it fed) alike: the vendor's own drops as events, the capture (raises
-    ``ReasoningCaptureError``: fail-closed, the call has ended with its type), the bindings of what was
-    produced (a failure is logged: the call is kept), the application's copy scrubbed, the watcher told."""
+    the accumulator it fed) alike, the ordered step list: the vendor's own drops as events, the call's
+    finishing steps (``_complete``: the capture raises ``ReasoningCaptureError``, fail-closed, the call
+    has ended with its type), the bindings of what was produced (a failure is logged: the call is kept),
+    the application's copy scrubbed, the watcher told."""
     if outgoing is None:
-        call.tell_completed(call.complete(reasonings, info))
+        call.tell_completed(_complete(call, reasonings, info))
         return
     outgoing.dropped(call, response)
-    capture = call.complete(reasonings, info)
+    capture = _complete(call, reasonings, info)
     shielded("recording reasoning bindings", outgoing.bound, call, response, capture, reasonings)
     try:
         outgoing.scrub(response)
