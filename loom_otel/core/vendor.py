@@ -54,7 +54,6 @@ from loom_otel.core._guard._requests import DATA_ROLES, check, check_rest, model
 from loom_otel.core._guard._requests import Path as GuardPath
 from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._memo import BoundedMemo, DigestMemo
-from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field, is_mapping
 
@@ -81,11 +80,8 @@ __all__ = [
     "Outgoing",
     "Plan",
     "Produced",
-    "Reasoning",
     "ReasoningHandler",
     "ReasoningInstrumentor",
-    "ReasoningKind",
-    "ReasoningPart",
     "RequestInfo",
     "ResponseInfo",
     "RoundBlock",

@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from loom_otel.core import Reasoning
 from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.core.vendor import (
     WITHHELD,
@@ -30,7 +31,6 @@ from loom_otel.core.vendor import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
     RequestInfo,
     ResponseInfo,
     RoundBlock,

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
@@ -29,7 +30,6 @@ from loom_otel.core.vendor import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
     RoundBlock,
     Runtime,
     StreamAccumulator,

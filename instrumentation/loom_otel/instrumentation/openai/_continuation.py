@@ -23,6 +23,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from loom_otel.core import Reasoning, ReasoningPart
 from loom_otel.core.vendor import (
     UNRESOLVABLE,
     AccumulatorLayer,
@@ -36,8 +37,6 @@ from loom_otel.core.vendor import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
-    ReasoningPart,
     Runtime,
     StreamAccumulator,
     attr,
