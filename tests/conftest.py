@@ -86,11 +86,11 @@ def flaky_store() -> FlakyStore:
 def completed(monkeypatch: pytest.MonkeyPatch) -> list[list[Reasoning]]:
     """The ``Reasoning`` items each model call completed with (signatures included, for assertions)."""
     seen: list[list[Reasoning]] = []
-    original = ModelCall.complete
+    original = ModelCall.capture
 
     def spy(self: ModelCall, reasonings: Any, response: Any) -> Any:
         seen.append(list(reasonings))
         return original(self, reasonings, response)
 
-    monkeypatch.setattr(ModelCall, "complete", spy)
+    monkeypatch.setattr(ModelCall, "capture", spy)
     return seen

@@ -115,13 +115,13 @@ def test_a_cycle_through_type_annotations_only_is_found(tmp_path: Path) -> None:
     assert "loom_otel.core._calls._handler <-> loom_otel.core._calls._model_call" in done.stdout
 
 
-def test_a_vendor_reaching_past_the_adapter_kit_breaks_the_contract(tmp_path: Path) -> None:
+def test_a_vendor_reaching_past_the_vendor_face_breaks_the_contract(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
     _add_import(copy, "loom_otel/instrumentation/google_genai/_wrappers.py", "import loom_otel.core._calls._skeleton")
     done = _run(copy, "-c", LINT, "--no-cache")
     assert done.returncode == 1, done.stdout + done.stderr
     said = " ".join(done.stdout.split())
-    assert "imports core through its face, core._adapter_kit (or the public core names) BROKEN" in said
+    assert "imports core through its face, core.vendor (or the public core names) BROKEN" in said
     assert "google_genai._wrappers -> loom_otel.core._calls._skeleton" in said
 
 

@@ -17,6 +17,7 @@ PUBLIC_MODULES = [
     "loom_otel.core.policy",
     "loom_otel.core.runtime",
     "loom_otel.core.stores",
+    "loom_otel.core.vendor",
     "loom_otel.audit",
     "loom_otel.testing",
     "loom_otel.testing.simulator",
@@ -49,6 +50,21 @@ CONTRACT = {
         "ReasoningCaptureError",
         "ReasoningConfigError",
         "ReasoningContinuationError",
+    ],
+    "loom_otel.core.vendor": [
+        "DeferredSend",
+        "ModelCall",
+        "Outgoing",
+        "ReasoningHandler",
+        "ReasoningInstrumentor",
+        "StreamAccumulator",
+        "SyncStreamProxy",
+        "AsyncStreamProxy",
+        "Wrap",
+        "Wrapper",
+        "async_method",
+        "finish",
+        "sync_method",
     ],
     "loom_otel.instrumentation.anthropic": ["AnthropicInstrumentor"],
     "loom_otel.instrumentation.google_genai": ["GoogleGenAiInstrumentor"],
@@ -123,6 +139,14 @@ def test_contract_names(name, members):
     module = importlib.import_module(name)
     for member in members:
         assert member in module.__all__, f"{name}.{member} is part of the public contract"
+
+
+def test_the_vendor_face_leaves_the_call_skeleton_to_core():
+    """A vendor sends through ``DeferredSend`` or the skeleton's wrappers: the steps are not its to run."""
+    face = importlib.import_module("loom_otel.core.vendor")
+    steps = {"prepare", "start", "sending", "sent", "delivered", "failed", "without_peers"}
+    assert steps.isdisjoint(face.__all__)
+    assert not any(hasattr(face, step) for step in steps)
 
 
 def test_simulator_is_reachable_as_the_contract_says():

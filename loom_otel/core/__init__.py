@@ -3,7 +3,7 @@
 Every vendor-neutral rule lives here once (the call skeleton, capture, the continuation rule, the request
 guard's scanner). Instrumentation packages (``loom_otel.instrumentation.*``) hold each SDK's facts: its wrap
 list, its shapes, its request guard's field tables, its side of the continuation rule; they import core
-through one face, ``_adapter_kit``.
+through one face, ``loom_otel.core.vendor``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ The contract, in the order the skeleton uses it:
   response goes to the skeleton's ``finish`` with its reasoning and facts, a stream gets a proxy with the
   vendor's ``StreamAccumulator``, under the ``Outgoing``'s ``tap``, whose end goes to the same ``finish``;
 - ``finish`` then runs the ``Outgoing``'s steps in one order: ``dropped`` (the vendor's own drops), the
-  capture (``ModelCall.complete``), ``bound`` (the bindings of what was produced), ``scrub`` (what the
+  capture (``_skeleton._complete``), ``bound`` (the bindings of what was produced), ``scrub`` (what the
   application gets loses readable reasoning, in redact mode or when only loom-otel asked for it).
 
 The steps get ``response``: the whole response, or at a stream's end the accumulator the stream fed

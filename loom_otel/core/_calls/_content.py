@@ -11,7 +11,7 @@ reference, digest and size loom-otel captured (``content`` is the same reference
 that show only ``content``; with ``LOOM_OTEL_VIEWER_URL``, a markdown link to the call's page in the viewer,
 also given as ``url``), or the removal marker where loom-otel kept none. Never a text, never a
 signature. Vendor packages build the messages with the part builders below; the reasoning parts of
-the answer are added by ``ModelCall.complete`` from the capture, first in the first output message.
+the answer are added by ``ModelCall.record_content`` from the capture, first in the first output message.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def attach_request(
     hints: dict[str, object],
 ) -> None:
     """Put the request side where ``mode`` says: span attributes at start, and/or the hints the ending
-    event reads; ``hints["content_mode"]`` tells ``ModelCall.complete`` to record the answer."""
+    event reads; ``hints["content_mode"]`` tells ``ModelCall.record_content`` to record the answer."""
     content = request_content(system, messages, tools)
     hints["content_mode"] = mode
     if on_span(mode):

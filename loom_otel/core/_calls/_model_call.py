@@ -290,66 +290,74 @@ class ModelCall:
         seconds = time.perf_counter() - self._started
         shielded("recording GenAI metrics", self.handler.metrics.record_end, attributes, seconds, usage)
 
-    def complete(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
-        """Record the response, capture its reasoning and end the span; raises ``ReasoningCaptureError``
-        (fail-closed). The skeleton's ``finish`` records the bindings, then tells the watcher
-        (``tell_completed``)."""
+    def begin_end(self) -> bool:
+        """The call ends now, once: ``False`` if it already ended (failed, abandoned or finished)."""
         if self._ended:
-            return None
+            return False
         self._ended = True
-        span = self.span
-        try:
-            last: dict[str, AttributeValue] = {}
-            if self._genai:  # else the other instrumentation records the response on its span
-                last.update(response.attributes)
-                reasoning_tokens = last.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
-                if reasoning_tokens is not None:
-                    last[attr.OPENINFERENCE_REASONING_TOKENS] = reasoning_tokens
-                if response.model:
-                    last[attr.GEN_AI_RESPONSE_MODEL] = response.model
-            self._last_attributes(last)
-            result = capture(
-                self.handler.runtime,
-                span,
-                reasonings,
-                provider=self.request.provider,
-                request_model=self.request.model,
-                response_model=response.model,
-                identity=self.identity,
-                request_attributes=self.request.thinking,
-                layout=response.layout,
-                scope=self._explicit,
-            )
-            if response.output_messages is not None and self._genai:
-                shielded("recording message content", self._record_content, reasonings, response, result)
-            shielded(
-                "warning of omitted reasoning",
-                warn_if_only_omitted,
-                self.handler.runtime,
-                self.request.provider,
-                reasonings,
-            )
-            if result is not None:
-                trace_id = span.get_span_context().trace_id
-                visible = (self.sent, response.output_messages)
-                shielded(
-                    "remembering captured reasoning for scrubbing",
-                    remember,
-                    reasonings,
-                    result.parts,
-                    trace_id,
-                    visible,
-                )
-        except BaseException as exc:
-            self._end_with_error(exc)
-            self._record_end(response.model, response.attributes, type(exc).__qualname__)
-            raise
+        return True
+
+    def record_response(self, response: ResponseInfo) -> None:
+        """The response's attributes as the span's last ones (on loom-otel's own GenAI span only: else the
+        other instrumentation records the response on its span)."""
+        last: dict[str, AttributeValue] = {}
+        if self._genai:
+            last.update(response.attributes)
+            reasoning_tokens = last.get(attr.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
+            if reasoning_tokens is not None:
+                last[attr.OPENINFERENCE_REASONING_TOKENS] = reasoning_tokens
+            if response.model:
+                last[attr.GEN_AI_RESPONSE_MODEL] = response.model
+        self._last_attributes(last)
+
+    def capture(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
+        """Capture the response's reasoning under the call's identity; raises ``ReasoningCaptureError``
+        (fail-closed)."""
+        return capture(
+            self.handler.runtime,
+            self.span,
+            reasonings,
+            provider=self.request.provider,
+            request_model=self.request.model,
+            response_model=response.model,
+            identity=self.identity,
+            request_attributes=self.request.thinking,
+            layout=response.layout,
+            scope=self._explicit,
+        )
+
+    def record_content(self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None) -> None:
+        """The answer as message content, when content capture is on (never raises)."""
+        if response.output_messages is not None and self._genai:
+            shielded("recording message content", self._record_content, reasonings, response, result)
+
+    def warn_omitted(self, reasonings: Sequence[Reasoning]) -> None:
+        """Warn, once per process, of reasoning with nothing readable (never raises)."""
+        runtime, provider = self.handler.runtime, self.request.provider
+        shielded("warning of omitted reasoning", warn_if_only_omitted, runtime, provider, reasonings)
+
+    def remember_captured(
+        self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None
+    ) -> None:
+        """What was captured, kept for scrubbing other instrumentations' telemetry of it (never raises)."""
+        if result is None:
+            return
+        trace_id = self.span.get_span_context().trace_id
+        visible = (self.sent, response.output_messages)
+        shielded("remembering captured reasoning for scrubbing", remember, reasonings, result.parts, trace_id, visible)
+
+    def end_completed(self, response: ResponseInfo) -> None:
+        """The span ends; the duration and usage metrics are recorded."""
         self._end()
         self._record_end(response.model, response.attributes, None)
-        return result
+
+    def end_failed(self, exc: BaseException, response: ResponseInfo) -> None:
+        """A finishing step raised: the span ends with its error type (the watcher is told)."""
+        self._end_with_error(exc)
+        self._record_end(response.model, response.attributes, type(exc).__qualname__)
 
     def tell_completed(self, result: Capture | None) -> None:
-        """The call's finish is done (``complete``, then the bindings): the watcher is told, last."""
+        """The call's finish is done (the capture, then the bindings): the watcher is told, last."""
         self._tell_end("completed", result)
 
     def fail(self, exc: BaseException) -> None:
@@ -398,18 +406,6 @@ class ModelCall:
         observer = self.watched()
         if observer is not None:
             observer.ended(outcome, result)
-
-    def deliver(self, deltas: Sequence[tuple[int, str]]) -> None:
-        """Streamed reasoning deltas (block index, text): to the watcher, if any."""
-        observer = self.watched()
-        if observer is not None:
-            observer.reasoning_delta(deltas)
-
-    def deliver_text(self, deltas: Sequence[tuple[int, str]]) -> None:
-        """Streamed answer text deltas (block index, text): to the watcher, if any (it takes text)."""
-        observer = self.watched()
-        if observer is not None:
-            observer.text_delta(deltas)
 
     @property
     def ended(self) -> bool:

@@ -10,25 +10,28 @@
 5. the result: the vendor's ``sync_result`` / ``async_result`` reads a whole response and hands it to
    ``finish``, or wraps the stream (``_streams``), whose end (or early close) hands what it received to
    the same ``finish``;
-6. finish: the vendor's drops (``Outgoing.dropped``), the capture (``ModelCall.complete``, fail-closed),
+6. finish: the vendor's drops (``Outgoing.dropped``), the call's finishing steps (``_complete``: the
+   response's attributes, the capture, fail-closed, the content, the span's end),
    the bindings of what was produced (``Outgoing.bound``), the application's copy scrubbed
    (``Outgoing.scrub``), and last the watcher told (``ModelCall.tell_completed``).
 
 Methods that send later than they are called (a stream manager sends when entered, a generator when
-iterated) run steps 1-2 at the call and the rest when they send, through ``prepare``, ``start`` and
-``sending``.
+iterated, an operation whose streaming is known only from its name) hold one ``DeferredSend``: steps
+1-2 when it is made, steps 3-4 when it sends (``run`` / ``run_async``, or ``begin`` for a generator
+whose proxy sends on its first step), so no vendor runs the steps itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import Activation, ModelCall, ResponseInfo
 from loom_otel.core._calls._peers import peer_outside, without_peers
@@ -36,6 +39,7 @@ from loom_otel.core._calls._withheld import withhold_from_exception, withhold_fr
 from loom_otel.core._model import Reasoning
 
 __all__ = [
+    "DeferredSend",
     "Wrapper",
     "active",
     "async_method",
@@ -51,6 +55,8 @@ __all__ = [
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 """A wrapt wrapper: ``traced_method(wrapped, instance, args, kwargs)``."""
+
+T = TypeVar("T")
 
 
 def active(handler: ReasoningHandler) -> bool:
@@ -132,6 +138,25 @@ def delivered(call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
     return result
 
 
+def _complete(call: ModelCall, reasonings: Sequence[Reasoning], info: ResponseInfo) -> Capture | None:
+    """The call's own finishing steps, in order, once: the response's attributes, the capture (raises
+    ``ReasoningCaptureError``: fail-closed, the span ends with its type), the message content, the
+    omitted-reasoning warning, what was captured kept for scrubbing, then the span's end and metrics."""
+    if not call.begin_end():
+        return None
+    try:
+        call.record_response(info)
+        result = call.capture(reasonings, info)
+        call.record_content(reasonings, info, result)
+        call.warn_omitted(reasonings)
+        call.remember_captured(reasonings, info, result)
+    except BaseException as exc:
+        call.end_failed(exc, info)
+        raise
+    call.end_completed(info)
+    return result
+
+
 def finish(
     call: ModelCall,
     outgoing: Outgoing | None,
@@ -140,19 +165,72 @@ def finish(
     info: ResponseInfo,
 ) -> None:
     """Step 6, once per call, for a whole response (``response``) and a stream's end (``response`` is
-    the accumulator it fed) alike: the vendor's own drops as events, the capture (raises
-    ``ReasoningCaptureError``: fail-closed, the call has ended with its type), the bindings of what was
-    produced (a failure is logged: the call is kept), the application's copy scrubbed, the watcher told."""
+    the accumulator it fed) alike, the ordered step list: the vendor's own drops as events, the call's
+    finishing steps (``_complete``: the capture raises ``ReasoningCaptureError``, fail-closed, the call
+    has ended with its type), the bindings of what was produced (a failure is logged: the call is kept),
+    the application's copy scrubbed, the watcher told."""
     if outgoing is None:
-        call.tell_completed(call.complete(reasonings, info))
+        call.tell_completed(_complete(call, reasonings, info))
         return
     outgoing.dropped(call, response)
-    capture = call.complete(reasonings, info)
+    capture = _complete(call, reasonings, info)
     shielded("recording reasoning bindings", outgoing.bound, call, response, capture, reasonings)
     try:
         outgoing.scrub(response)
     finally:
         call.tell_completed(capture)
+
+
+class DeferredSend:
+    """One request sent later than its SDK method is called: made at the call (``open``: the guard and
+    the continuation pass, steps 1-2), it sends once (``run`` / ``run_async``: the span starts, the send
+    runs current and below other instrumentations, a failure ends the call, the result's request is
+    cleaned; or ``begin``, the call only, for a generator whose stream proxy ends it)."""
+
+    __slots__ = ("_handler", "_instance", "_kwargs", "_wrapped", "outgoing")
+
+    def __init__(
+        self, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any], wrapped: Callable[..., Any]
+    ) -> None:
+        self._handler = handler
+        self._instance = instance
+        self._kwargs = kwargs
+        self._wrapped = wrapped
+        self.outgoing: Outgoing | None = prepare(handler, instance, kwargs)
+
+    @classmethod
+    def open(
+        cls, handler: ReasoningHandler, instance: Any, kwargs: dict[str, Any], wrapped: Callable[..., Any]
+    ) -> DeferredSend | None:
+        """Steps 1-2 now; ``None`` when capture is off or instrumentation suppressed (call the SDK as is)."""
+        return cls(handler, instance, kwargs, wrapped) if active(handler) else None
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments (or the API parameters) the SDK gets."""
+        return sent(self._kwargs, self.outgoing)
+
+    def sdk(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped SDK method, called below any other GenAI instrumentation's wrapper of it."""
+        return without_peers(self._wrapped)(*args, **kwargs)
+
+    def begin(self, *, stream: bool = True) -> ModelCall:
+        """Step 3 only: the call starts; what sends (a stream proxy) ends it."""
+        return start(self._handler, self._instance, self._kwargs, self.outgoing, stream=stream, wrapped=self._wrapped)
+
+    def run(self, send: Callable[[], T], *, stream: bool = True) -> tuple[ModelCall, T]:
+        """Steps 3-4 around ``send`` (a manager's ``__enter__``, the SDK method)."""
+        call = self.begin(stream=stream)
+        with sending(call, self.outgoing):
+            result = send()
+        return call, delivered(call, self.outgoing, result)
+
+    async def run_async(self, send: Callable[[], Awaitable[T]], *, stream: bool = True) -> tuple[ModelCall, T]:
+        """``run`` for an awaited send."""
+        call = self.begin(stream=stream)
+        with sending(call, self.outgoing):
+            result = await send()
+        return call, delivered(call, self.outgoing, result)
 
 
 def sync_method(handler: ReasoningHandler) -> Wrapper:

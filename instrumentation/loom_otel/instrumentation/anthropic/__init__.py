@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._wrappers import (
     async_messages_create,
@@ -26,7 +26,7 @@ from loom_otel.instrumentation.anthropic._wrappers import (
 )
 from loom_otel.instrumentation.anthropic.package import _instruments
 from loom_otel.instrumentation.anthropic.version import __version__
-from loom_otel.live._channel import LiveChannel
+from loom_otel.live import LiveChannel
 
 __all__ = ["AnthropicInstrumentor"]
 

@@ -10,11 +10,11 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning
+from loom_otel.core.vendor import (
     AsyncStreamProxy,
     Decode,
     ModelCall,
-    Reasoning,
     RequestInfo,
     Runtime,
     SyncStreamProxy,

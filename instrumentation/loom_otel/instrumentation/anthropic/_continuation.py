@@ -16,7 +16,9 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning
+from loom_otel.core.exceptions import ReasoningCaptureError
+from loom_otel.core.vendor import (
     WITHHELD,
     AccumulatorLayer,
     Block,
@@ -29,7 +31,6 @@ from loom_otel.core._adapter_kit import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
     RequestInfo,
     ResponseInfo,
     RoundBlock,
@@ -42,8 +43,7 @@ from loom_otel.core._adapter_kit import (
     record_digest,
     text_bytes,
 )
-from loom_otel.core._adapter_kit import field as _get
-from loom_otel.core.exceptions import ReasoningCaptureError
+from loom_otel.core.vendor import field as _get
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
 
 __all__ = ["AnthropicContinuation", "Outgoing", "Snapshot"]

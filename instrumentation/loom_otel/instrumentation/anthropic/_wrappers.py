@@ -15,8 +15,9 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AsyncStreamProxy,
+    DeferredSend,
     ModelCall,
     Outgoing,
     ReasoningHandler,
@@ -26,13 +27,7 @@ from loom_otel.core._adapter_kit import (
     active,
     async_method,
     current_call,
-    delivered,
-    prepare,
-    sending,
-    sent,
-    start,
     sync_method,
-    without_peers,
 )
 from loom_otel.instrumentation.anthropic import _continuation
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
@@ -95,11 +90,11 @@ def _helper_accumulator(call: ModelCall, outgoing: Outgoing | None, stream: Any)
 
 def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy | _AsyncStreamManagerProxy]) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not active(handler):
+        deferred = DeferredSend.open(handler, instance, kwargs, wrapped)
+        if deferred is None:
             return wrapped(*args, **kwargs)
-        outgoing = prepare(handler, instance, kwargs)  # the helper binds the request body now
-        manager = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
-        return proxy(manager, handler, instance, kwargs, outgoing=outgoing, wrapped=wrapped)
+        manager = deferred.sdk(*args, **deferred.kwargs)  # the helper binds the request body now
+        return proxy(manager, deferred)
 
     return traced_method
 
@@ -113,38 +108,20 @@ def async_messages_stream(handler: ReasoningHandler) -> Wrapper:
 
 
 class _ManagerProxy(wrapt.BaseObjectProxy[Any]):
-    """The state both stream-manager proxies keep; the call starts when the manager is entered."""
+    """The send both stream-manager proxies keep; the call starts when the manager is entered."""
 
-    def __init__(
-        self,
-        manager: Any,
-        handler: ReasoningHandler,
-        instance: Any,
-        kwargs: dict[str, Any],
-        *,
-        outgoing: Outgoing | None,
-        wrapped: object,
-    ) -> None:
+    def __init__(self, manager: Any, deferred: DeferredSend) -> None:
         super().__init__(manager)
-        self._self_handler = handler
-        self._self_instance = instance
-        self._self_kwargs = kwargs
-        self._self_outgoing = outgoing
-        self._self_method = wrapped
-
-    def _start(self) -> ModelCall:
-        handler, instance, kwargs = self._self_handler, self._self_instance, self._self_kwargs
-        return start(handler, instance, kwargs, self._self_outgoing, stream=True, wrapped=self._self_method)
+        self._self_deferred = deferred
 
 
 class _StreamManagerProxy(_ManagerProxy):
     """``MessageStreamManager``: nothing is sent, and nothing recorded, until ``__enter__``."""
 
     def __enter__(self) -> Any:
-        call, outgoing = self._start(), self._self_outgoing
-        with sending(call, outgoing):
-            stream = self.__wrapped__.__enter__()
-        delivered(call, outgoing, stream)
+        deferred = self._self_deferred
+        call, stream = deferred.run(self.__wrapped__.__enter__)
+        outgoing = deferred.outgoing
         accumulator = _helper_accumulator(call, outgoing, stream)
         stream._raw_stream = SyncStreamProxy(stream._raw_stream, call, outgoing, accumulator)
         return stream
@@ -159,10 +136,9 @@ class _AsyncStreamManagerProxy(_ManagerProxy):
     """``AsyncMessageStreamManager``: the request is sent in ``__aenter__``."""
 
     async def __aenter__(self) -> Any:
-        call, outgoing = self._start(), self._self_outgoing
-        with sending(call, outgoing):
-            stream = await self.__wrapped__.__aenter__()
-        delivered(call, outgoing, stream)
+        deferred = self._self_deferred
+        call, stream = await deferred.run_async(self.__wrapped__.__aenter__)
+        outgoing = deferred.outgoing
         accumulator = _helper_accumulator(call, outgoing, stream)
         stream._raw_stream = AsyncStreamProxy(stream._raw_stream, call, outgoing, accumulator)
         return stream

@@ -13,12 +13,12 @@ Without ``config`` everything comes from the ``LOOM_OTEL_*`` environment (``open
 
 from __future__ import annotations
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor
+from loom_otel.core.vendor import ReasoningInstrumentor
 from loom_otel.instrumentation.bedrock._adapter import BedrockAdapter
 from loom_otel.instrumentation.bedrock._wrappers import make_api_call
 from loom_otel.instrumentation.bedrock.package import _instruments
 from loom_otel.instrumentation.bedrock.version import __version__
-from loom_otel.live._channel import LiveChannel
+from loom_otel.live import LiveChannel
 
 __all__ = ["BedrockInstrumentor"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loom_otel.core._adapter_kit import ModelCall, RequestInfo, Runtime, SyncStreamProxy, finish
+from loom_otel.core.vendor import ModelCall, RequestInfo, Runtime, SyncStreamProxy, finish
 from loom_otel.instrumentation.bedrock._continuation import BedrockContinuation, Outgoing
 from loom_otel.instrumentation.bedrock._extractors import (
     ConverseStreamAccumulator,

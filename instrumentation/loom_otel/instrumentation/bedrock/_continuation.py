@@ -19,7 +19,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning
+from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
     Capture,
@@ -29,7 +30,6 @@ from loom_otel.core._adapter_kit import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
     RoundBlock,
     Runtime,
     StreamAccumulator,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AttributeValue,
     LayoutBuilder,
     RequestInfo,

@@ -1,25 +1,15 @@
 """The wrapt wrapper of ``botocore.client.BaseClient._make_api_call``, through which every generated
 client method sends (boto3 builds client classes at run time, so their methods cannot be wrapped at
 import). Only ``Converse`` and ``ConverseStream`` of ``bedrock-runtime`` clients are model calls; the
-operation name, not the arguments, says whether the answer streams, so the wrapper runs the skeleton's
-steps itself."""
+operation name, not the arguments, says whether the answer streams, so the wrapper sends through a
+``DeferredSend`` told whether it streams."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
-    ReasoningHandler,
-    Wrapper,
-    active,
-    delivered,
-    prepare,
-    sending,
-    sent,
-    start,
-    without_peers,
-)
+from loom_otel.core.vendor import DeferredSend, ReasoningHandler, Wrapper
 
 __all__ = ["make_api_call"]
 
@@ -37,12 +27,12 @@ def make_api_call(handler: ReasoningHandler) -> Wrapper:
         operation = args[0] if args else kwargs.get("operation_name")
         params = args[1] if len(args) > 1 else kwargs.get("api_params")
         stream = _OPERATIONS.get(operation) if isinstance(operation, str) else None
-        if stream is None or not isinstance(params, dict) or not active(handler) or _service(instance) != _SERVICE:
+        if stream is None or not isinstance(params, dict) or _service(instance) != _SERVICE:
             return wrapped(*args, **kwargs)
-        outgoing = prepare(handler, instance, params)
-        call = start(handler, instance, params, outgoing, stream=stream, wrapped=wrapped)
-        with sending(call, outgoing):
-            result = without_peers(wrapped)(operation, sent(params, outgoing))
-        return handler.adapter.sync_result(call, outgoing, delivered(call, outgoing, result))
+        deferred = DeferredSend.open(handler, instance, params, wrapped)
+        if deferred is None:
+            return wrapped(*args, **kwargs)
+        call, result = deferred.run(lambda: deferred.sdk(operation, deferred.kwargs), stream=stream)
+        return handler.adapter.sync_result(call, deferred.outgoing, result)
 
     return traced_method

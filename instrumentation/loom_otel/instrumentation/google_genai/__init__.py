@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.google_genai._adapter import GeminiAdapter
 from loom_otel.instrumentation.google_genai._wrappers import (
     async_models_generate_content,
@@ -28,7 +28,7 @@ from loom_otel.instrumentation.google_genai._wrappers import (
 )
 from loom_otel.instrumentation.google_genai.package import _instruments
 from loom_otel.instrumentation.google_genai.version import __version__
-from loom_otel.live._channel import LiveChannel
+from loom_otel.live import LiveChannel
 
 __all__ = ["GoogleGenAiInstrumentor"]
 

@@ -11,11 +11,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning
+from loom_otel.core.vendor import (
     AccumulatorLayer,
     Capture,
     ModelCall,
-    Reasoning,
     RequestInfo,
     ResponseInfo,
     Runtime,

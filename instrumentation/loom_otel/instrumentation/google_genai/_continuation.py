@@ -24,7 +24,8 @@ import base64
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning
+from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
     BoundedMemo,
@@ -35,7 +36,6 @@ from loom_otel.core._adapter_kit import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
     RoundBlock,
     Runtime,
     StreamAccumulator,

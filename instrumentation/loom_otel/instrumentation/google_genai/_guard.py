@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     DATA_ROLES,
     GuardPath,
     check,

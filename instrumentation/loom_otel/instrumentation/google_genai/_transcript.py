@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     Block,
     BoundedMemo,
     DigestMemo,

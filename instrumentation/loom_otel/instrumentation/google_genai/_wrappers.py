@@ -18,8 +18,9 @@ import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AsyncStreamProxy,
+    DeferredSend,
     ModelCall,
     ReasoningHandler,
     SyncStreamProxy,
@@ -27,8 +28,6 @@ from loom_otel.core._adapter_kit import (
     active,
     async_method,
     current_call,
-    prepare,
-    start,
     sync_method,
 )
 from loom_otel.instrumentation.google_genai._adapter import CallHops, hops_of
@@ -55,10 +54,10 @@ def async_models_generate_content(handler: ReasoningHandler) -> Wrapper:
 
 def models_generate_content_stream(handler: ReasoningHandler) -> Wrapper:
     def traced_method(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if not active(handler):
+        deferred = DeferredSend.open(handler, instance, kwargs, wrapped)  # the guard, now; the pass runs per request
+        if deferred is None:
             return wrapped(*args, **kwargs)
-        hops = prepare(handler, instance, kwargs)  # the guard, now; the pass runs per request
-        return _stream(lambda: start(handler, instance, kwargs, hops, stream=True), wrapped(*args, **kwargs))
+        return _stream(deferred.begin, wrapped(*args, **kwargs))
 
     return traced_method
 
@@ -69,9 +68,9 @@ def async_models_generate_content_stream(handler: ReasoningHandler) -> Wrapper:
             return wrapped(*args, **kwargs)
 
         async def send() -> Any:
-            hops = prepare(handler, instance, kwargs)
+            deferred = DeferredSend(handler, instance, kwargs, wrapped)
             chunks = await wrapped(*args, **kwargs)  # an async generator: nothing is sent yet
-            return _async_stream(lambda: start(handler, instance, kwargs, hops, stream=True), chunks)
+            return _async_stream(deferred.begin, chunks)
 
         return send()
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core._adapter_kit import ReasoningInstrumentor, Wrap
+from loom_otel.core.vendor import ReasoningInstrumentor, Wrap
 from loom_otel.instrumentation.openai._adapter import OpenAiAdapter
 from loom_otel.instrumentation.openai._wrappers import (
     async_chat_completions_create,
@@ -25,7 +25,7 @@ from loom_otel.instrumentation.openai._wrappers import (
 )
 from loom_otel.instrumentation.openai.package import _instruments
 from loom_otel.instrumentation.openai.version import __version__
-from loom_otel.live._channel import LiveChannel
+from loom_otel.live import LiveChannel
 
 __all__ = ["OpenAiInstrumentor"]
 

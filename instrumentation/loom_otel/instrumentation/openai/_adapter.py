@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     END_OF_STREAM,
     AsyncStreamProxy,
     Decode,

@@ -23,7 +23,8 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core._adapter_kit import (
+from loom_otel.core import Reasoning, ReasoningPart
+from loom_otel.core.vendor import (
     UNRESOLVABLE,
     AccumulatorLayer,
     Block,
@@ -36,8 +37,6 @@ from loom_otel.core._adapter_kit import (
     ModelCall,
     Plan,
     Produced,
-    Reasoning,
-    ReasoningPart,
     Runtime,
     StreamAccumulator,
     attr,
@@ -49,7 +48,7 @@ from loom_otel.core._adapter_kit import (
     record_digest,
     resolve_text,
 )
-from loom_otel.core._adapter_kit import field as _get
+from loom_otel.core.vendor import field as _get
 from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from loom_otel.core import Reasoning, ReasoningKind
-from loom_otel.core._adapter_kit import (
+from loom_otel.core.vendor import (
     AttributeValue,
     LayoutBuilder,
     RequestInfo,

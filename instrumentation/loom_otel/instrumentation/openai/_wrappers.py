@@ -8,7 +8,7 @@ entered, so they are seen through it once (no double count), and ``parse()`` pos
 
 from __future__ import annotations
 
-from loom_otel.core._adapter_kit import ReasoningHandler, Wrapper, async_method, sync_method
+from loom_otel.core.vendor import ReasoningHandler, Wrapper, async_method, sync_method
 
 __all__ = [
     "async_chat_completions_create",

@@ -1,12 +1,14 @@
-"""What a vendor adapter may use from core: the one face the instrumentation packages import.
+"""The vendor face: what a vendor adapter may use from core, the one core module the instrumentation
+packages import.
 
-Each ``loom_otel.instrumentation.<vendor>`` package imports core through this module (and the public
-``loom_otel.core`` and ``loom_otel.core.exceptions``), as an OpenTelemetry instrumentation imports
-``opentelemetry.util.genai``: the call skeleton and the adapter contract, the model call and its
-records, stream proxies, the request guard's scanner, the continuation rule, the span's message content,
-GenAI conventions and the small shared helpers (canonical bytes, SDK field reading, memos). A name an
-adapter needs is added here, never imported from the private module that holds it (an import-linter
-contract in ``pyproject.toml`` checks it). Nothing in core imports this module.
+Each ``loom_otel.instrumentation.<vendor>`` package imports core through this public module (and the
+public ``loom_otel.core`` and ``loom_otel.core.exceptions``), as an OpenTelemetry instrumentation
+imports ``opentelemetry.util.genai``: the call skeleton's wrappers and its ``DeferredSend`` (a vendor
+never runs the skeleton's steps itself), the adapter contract, the model call and its records, stream
+proxies, the request guard's scanner, the continuation rule, the span's message content, GenAI
+conventions and the small shared helpers (canonical bytes, SDK field reading, memos). A name an adapter needs
+is added here, never imported from the private module that holds it (an import-linter contract
+in ``pyproject.toml`` checks it). Nothing in core imports this module.
 """
 
 from __future__ import annotations
@@ -27,21 +29,8 @@ from loom_otel.core._calls._content import (
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo, current_call
-from loom_otel.core._calls._peers import without_peers
 from loom_otel.core._calls._raw_streams import END_OF_STREAM, Decode, tap_raw_body
-from loom_otel.core._calls._skeleton import (
-    Wrapper,
-    active,
-    async_method,
-    delivered,
-    failed,
-    finish,
-    prepare,
-    sending,
-    sent,
-    start,
-    sync_method,
-)
+from loom_otel.core._calls._skeleton import DeferredSend, Wrapper, active, async_method, finish, sync_method
 from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
 from loom_otel.core._calls._withheld import WITHHELD, withhold_from_response, withhold_from_text
 from loom_otel.core._canonical import canonical_json, text_bytes, text_of
@@ -65,7 +54,6 @@ from loom_otel.core._guard._requests import DATA_ROLES, check, check_rest, model
 from loom_otel.core._guard._requests import Path as GuardPath
 from loom_otel.core._layout import LayoutBuilder
 from loom_otel.core._memo import BoundedMemo, DigestMemo
-from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
 from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._shapes import field, is_mapping
 
@@ -78,10 +66,11 @@ __all__ = [
     "BoundedMemo",
     "Capture",
     "Continuation",
-    "Decode",
     "DATA_ROLES",
-    "END_OF_STREAM",
+    "Decode",
+    "DeferredSend",
     "DigestMemo",
+    "END_OF_STREAM",
     "ExecutionScope",
     "GuardPath",
     "Header",
@@ -91,11 +80,8 @@ __all__ = [
     "Outgoing",
     "Plan",
     "Produced",
-    "Reasoning",
     "ReasoningHandler",
     "ReasoningInstrumentor",
-    "ReasoningKind",
-    "ReasoningPart",
     "RequestInfo",
     "ResponseInfo",
     "RoundBlock",
@@ -118,16 +104,13 @@ __all__ = [
     "content_part",
     "current_call",
     "current_execution",
-    "delivered",
     "digest_of",
-    "failed",
     "field",
     "finish",
     "finish_reasons",
     "is_mapping",
     "model_fields",
     "model_name",
-    "prepare",
     "present",
     "readable",
     "reasoning_block",
@@ -135,10 +118,7 @@ __all__ = [
     "record_digest",
     "request_parameters",
     "resolve_text",
-    "sending",
-    "sent",
     "server_attributes",
-    "start",
     "sync_method",
     "tap_raw_body",
     "text_bytes",
@@ -148,5 +128,4 @@ __all__ = [
     "tool_response_part",
     "withhold_from_response",
     "withhold_from_text",
-    "without_peers",
 ]
