@@ -54,7 +54,7 @@ from _overhead import Variant, provider, remove, replayed, store_root
 from bench_floor import floor_variant
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, execution, force_flush
-from loom_otel.core._calls import _model_call
+from loom_otel.core._calls import _model_call, _skeleton
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._journal._writer import Journal
@@ -97,7 +97,7 @@ ANTHROPIC_CREATE: tuple[Part, ...] = (
 ANTHROPIC_STREAM: tuple[Part, ...] = (
     *ANTHROPIC,
     ("events read (per event, summed)", MessageStreamAccumulator, "feed", False),
-    ("capture and end (all)", ModelCall, "complete", False),
+    ("capture and end (all)", _skeleton, "_complete", False),
     *_ANTHROPIC_END,
 )
 GEMINI: tuple[Part, ...] = (
@@ -122,7 +122,7 @@ GEMINI_GENERATE: tuple[Part, ...] = (
 GEMINI_STREAM: tuple[Part, ...] = (
     *GEMINI,
     ("chunks read (per chunk, summed)", ResponseAccumulator, "feed", False),
-    ("capture and end (all)", ModelCall, "complete", False),
+    ("capture and end (all)", _skeleton, "_complete", False),
     *_GEMINI_END,
 )
 
