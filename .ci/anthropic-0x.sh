@@ -7,7 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . .ci/venvs.sh
-TESTS=(tests/anthropic tests/continuation/anthropic tests/continuation/test_attacks.py tests/continuation/test_execution_identity.py)
+TESTS=(tests/anthropic tests/continuation/anthropic tests/continuation/test_attacks.py tests/continuation/test_execution_identity.py
+  tests/calls/test_conventions.py)
 RELEASES=$(grep -o '^anthropic==[0-9.]*' .ci/anthropic-0x.txt | cut -d= -f3)
 code=0
 for release in $RELEASES; do
