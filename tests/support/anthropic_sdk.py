@@ -65,7 +65,7 @@ def mark_sdk_modes(items: Iterable[pytest.Item], under: Path) -> None:
 
 def assistant_turn(message: Any) -> dict[str, Any]:
     """``message.to_param()``: the assistant turn as an application appends it (its pydantic blocks);
-    built alike where the SDK has no ``to_param`` (anthropic 0.x)."""
+    built alike where the SDK has no ``to_param`` (anthropic 0.x, early 1.x)."""
     to_param = getattr(message, "to_param", None)
     if to_param is not None:
         return dict(to_param())
