@@ -26,8 +26,8 @@ OTEL = [
 ]
 FLOOR_VENV = {"anthropic": "1.6.0"}
 """SDKs the floor venv runs at a later release than their floor: anthropic's floor is 0.47 (the first
-release whose thinking blocks carry signatures), but tests beyond tests/anthropic use SDK features newer
-than 0.47; tests/anthropic itself runs on 0.47 and 0.125 (the simulator's clients use httpx there)."""
+release whose thinking blocks carry signatures), but tests beyond the Anthropic ones use SDK features newer
+than 0.47; the Anthropic tests run on 0.47 and 0.73 in venvs of their own (.ci/anthropic-0x.txt)."""
 _REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*(?P<floor>[0-9][0-9a-z.]*)")
 
 
@@ -71,6 +71,28 @@ def test_sdk_floor_is_one_range_everywhere(package: str) -> None:
     instruments = importlib.import_module(f"loom_otel.instrumentation.{package}.package")._instruments
     assert _floors(list(instruments)) == {distribution: floor}
     assert _constraints()[distribution] == FLOOR_VENV.get(distribution) or _same(floor, _constraints()[distribution])
+
+
+def _anthropic_0x() -> list[str]:
+    """The releases of .ci/anthropic-0x.txt, in order."""
+    lines = (ROOT / ".ci" / "anthropic-0x.txt").read_text().splitlines()
+    return [line.partition("==")[2].strip() for line in lines if line.startswith("anthropic==")]
+
+
+def test_the_anthropic_0x_venvs_run_the_floor_and_the_line_crewai_pins() -> None:
+    """CI runs the Anthropic tests on the floor (pyproject.toml's lower bound) and on crewai's ~=0.73, the
+    floor venv's OpenTelemetry pins otherwise (.ci/anthropic-0x.sh); the README says which releases."""
+    extras = _pyproject()["optional-dependencies"]
+    assert isinstance(extras, dict)
+    releases = _anthropic_0x()
+    assert _same(_floors(extras["anthropic"])["anthropic"], releases[0])
+    assert "0.73.0" in releases and all(release.startswith("0.") for release in releases)
+    script = (ROOT / ".ci" / "anthropic-0x.sh").read_text()
+    assert "grep -v '^anthropic==' .ci/constraints-floor.txt" in script
+    for tests in ("tests/anthropic", "tests/continuation/anthropic"):
+        assert tests in script and (ROOT / tests).is_dir()
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"anthropic {release.rpartition('.')[0]}" in readme for release in releases)
 
 
 def test_opentelemetry_floor_is_the_ci_floor() -> None:

@@ -26,6 +26,7 @@ from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from loom_otel.testing.simulator._clients import anthropic_http
 from tests.anthropic.modes import MODES, STREAMING, request
+from tests.support.anthropic_sdk import runs_on_every_sdk
 
 CANARY = "CANARY-7f3a9c-thinking-text"
 MODE_NAMES = list(MODES)
@@ -137,6 +138,7 @@ def test_interleaved_thinking_two_parts_in_order(mode, config, store):
 
 
 @pytest.mark.parametrize("mode", MODE_NAMES)
+@runs_on_every_sdk("beta.stream")
 def test_no_reasoning_changes_nothing(mode, sim, config, journal_dir):
     kw = request()
     del kw["thinking"]

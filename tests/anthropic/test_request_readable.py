@@ -19,6 +19,7 @@ from loom_otel.instrumentation.anthropic._readable import default_omitted, reada
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.support.anthropic_sdk import requires_anthropic
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-readable-a61c"
@@ -210,6 +211,7 @@ def test_readable_reasoning_and_the_setting_on_do_not_warn(store, journal_dir, r
     assert [w for w in recwarn if "REQUEST_READABLE" in str(w.message)] == []
 
 
+@requires_anthropic("0.77", "messages.create(output_config=)")
 def test_the_request_thinking_settings_go_on_the_span_event_and_record(store, journal_dir):
     sim = _sim()
     kwargs = _kwargs(

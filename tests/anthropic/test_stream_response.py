@@ -23,10 +23,11 @@ def _response_attributes(span) -> dict[str, object]:
     return {k: v for k, v in span.attributes.items() if k.startswith(RESPONSE) and k != "gen_ai.response.id"}
 
 
-@pytest.mark.parametrize("mode", ["stream", "async_stream"])
+@pytest.mark.parametrize("mode", ["stream", "async_stream", "messages.stream", "async_messages.stream"])
 def test_a_streamed_reply_records_what_the_same_reply_sent_whole_records(mode, config, journal_dir, caplog):
     """Twice each: the second request of a kind reads the simulator's prompt cache, so the start
-    message's usage (cache read) and the final delta's usage (output, thinking tokens) must both count."""
+    message's usage (cache read) and the final delta's usage (output, thinking tokens) must both count
+    (``messages.stream()``: its snapshot, which before anthropic 1 keeps no thinking tokens, and the delta)."""
     caplog.set_level(logging.DEBUG)
     whole, streamed = Simulator(reasoning_text=CANARY), Simulator(reasoning_text=CANARY)
     with instrumented(AnthropicInstrumentor(), config=config) as telemetry:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from tests.continuation.openai.test_openai_continuation import (
     chat_send,
     responses_send,
 )
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-attack-5e21"
@@ -91,7 +93,7 @@ def _tool_round(send: Callable[[Simulator, dict[str, Any]], Any], sim: Simulator
     first = send(sim, {**KW, **kw, "messages": history})
     call = next(b for b in first.content if b.type == "tool_use")
     result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "rain"}]}
-    return [*history, first.to_param(), result]
+    return [*history, assistant_turn(first), result]
 
 
 def _field(block: Any, name: str) -> Any:
@@ -122,7 +124,7 @@ def test_a_replayed_block_under_another_prefix_joins_nothing(mode: str, transcri
     send = MODES[mode]
     with instrumented(AnthropicInstrumentor(), config=settings) as telemetry:
         history = _tool_round(send, sim)
-        final = send(sim, {**KW, "messages": history}).to_param()
+        final = assistant_turn(send(sim, {**KW, "messages": history}))
         stolen = _with_text(final, GUESS) if transcript == "keep" else final
         attack = [
             {"role": "user", "content": ATTACKER_QUESTION},
@@ -416,7 +418,9 @@ def test_with_raw_response_request_carries_no_text_put_back_anthropic(asynchrono
 
             async def go() -> Any:
                 raw = await sim.async_anthropic_client().messages.with_raw_response.create(**kw)
-                await raw.parse()
+                parsed = raw.parse()
+                if inspect.isawaitable(parsed):  # anthropic < 1: the legacy response parses synchronously
+                    await parsed
                 return raw
 
             raw = asyncio.run(go())

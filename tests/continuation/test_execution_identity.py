@@ -19,6 +19,7 @@ from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
 from tests.continuation.gemini.modes import MODES as GEMINI_MODES
 from tests.continuation.gemini.scenario import QUESTION, answers, config
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-identity-3f0d"
@@ -35,7 +36,7 @@ def _conversation(mode: str, sim: Simulator, *, restart: bool = False) -> list[A
         for _ in range(ROUNDS + 1):
             message = MODES[mode](sim, {**kw, "messages": list(history)})
             responses.append(message)
-            history.append(message.to_param())
+            history.append(assistant_turn(message))
             if restart:
                 forget_bindings()  # the next call reads the durable binding records, as a new process would
             if message.stop_reason != "tool_use":
@@ -89,7 +90,7 @@ def test_an_explicit_execution_wins_and_another_tenant_is_never_joined(tmp_path:
             first = MODES["sync"](sim, {**kw, "messages": list(history)})
         call = next(b for b in first.content if b.type == "tool_use")
         history += [
-            first.to_param(),
+            assistant_turn(first),
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "rain"}]},
         ]
         MODES["sync"](sim, {**kw, "messages": list(history)})  # holds acme's block, but names no tenant
@@ -137,13 +138,13 @@ def test_a_system_prompt_that_changes_every_call_keeps_one_execution(
         for n, question in enumerate(("Plan a rainy-day walk in Lyon.", "And in Grenoble?", "And in Annecy?")):
             history.append({"role": "user", "content": question})
             message = MODES[mode](sim, {**kw, "system": f"You are a guide. Call {n}.", "messages": list(history)})
-            history.append(message.to_param())
+            history.append(assistant_turn(message))
             if message.stop_reason == "tool_use":
                 call = next(b for b in message.content if b.type == "tool_use")
                 result = {"type": "tool_result", "tool_use_id": call.id, "content": "rain"}
                 history.append({"role": "user", "content": [result]})
                 message = MODES[mode](sim, {**kw, "system": f"You are a guide. Call {n}b.", "messages": list(history)})
-                history.append(message.to_param())
+                history.append(assistant_turn(message))
     calls = _spans_of_calls(telemetry.spans)
     assert len(calls) == len(sim.requests) >= 4
     assert len({s.attributes["loom.execution.id"] for s in calls}) == 1

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.anthropic.modes import MODES as ALL_MODES
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 MODES = {
@@ -38,7 +39,7 @@ def base(**overrides: Any) -> dict[str, Any]:
 def assistant(message: Any, mode: str) -> dict[str, Any]:
     """How an application keeps a response: ``to_param()`` (pydantic blocks) or plain dicts."""
     if mode in ("sync", "async", "messages.stream"):
-        return dict(message.to_param())
+        return assistant_turn(message)
     return {"role": "assistant", "content": [b.model_dump() for b in message.content]}
 
 

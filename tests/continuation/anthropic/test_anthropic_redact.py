@@ -15,6 +15,7 @@ from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
+from tests.support.anthropic_sdk import accumulate_one, assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-redact-91b2"
@@ -33,14 +34,12 @@ def _seen_stream(sim: Simulator, kw: dict[str, Any], seen: list[Any]) -> Any:
 
 
 def _seen_raw_stream(sim: Simulator, kw: dict[str, Any], seen: list[Any]) -> Any:
-    from anthropic.lib.streaming._messages import accumulate_event
-
     snapshot = None
     bufs: dict[int, bytes] = {}
     with sim.anthropic_client().messages.create(stream=True, **kw) as stream:
         for event in stream:
             seen.append(event)
-            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+            snapshot = accumulate_one(event, snapshot, bufs)
     return snapshot
 
 
@@ -76,7 +75,7 @@ def test_five_round_tool_loop_app_never_sees_reasoning(mode: str, digest: str, t
         for _ in range(ROUNDS + 1):
             message = SENDERS[mode](sim, {**kw, "messages": list(history)}, seen)
             responses.append(message)
-            history.append(message.to_param())
+            history.append(assistant_turn(message))
             if message.stop_reason != "tool_use":
                 break
             call = next(b for b in message.content if b.type == "tool_use")

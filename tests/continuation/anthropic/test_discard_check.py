@@ -22,6 +22,7 @@ from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic import modes
 from tests.anthropic.modes import MODES, request
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-discard-5b90"
@@ -30,7 +31,7 @@ QUESTIONS = ("Umbrella for Lyon?", "And for Paris?", "And for Nice?")
 
 def _without_reasoning(message: Any) -> dict[str, Any]:
     """What a framework that keeps only text and tool calls sends back."""
-    param = message.to_param()
+    param = assistant_turn(message)
     kept = [b for b in param["content"] if (b["type"] if isinstance(b, dict) else b.type) in ("text", "tool_use")]
     return {**param, "content": kept}
 
@@ -40,7 +41,7 @@ def _conversation(mode: str, sim: Simulator, *, strip: bool) -> list[Any]:
     for question in QUESTIONS:
         history.append({"role": "user", "content": question})
         message = MODES[mode](sim, request(messages=list(history)))
-        history.append(_without_reasoning(message) if strip else message.to_param())
+        history.append(_without_reasoning(message) if strip else assistant_turn(message))
     return history
 
 

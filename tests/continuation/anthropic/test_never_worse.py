@@ -18,6 +18,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-never-worse-8c4a"
@@ -32,7 +33,7 @@ def _tool_round(
     send: Callable[[Simulator, dict[str, Any]], Any],
     sim: Simulator,
     thinking: dict[str, Any],
-    edit: Callable[[Any], Any] = lambda message: message.to_param(),
+    edit: Callable[[Any], Any] = assistant_turn,
 ) -> str:
     """A first call that asks for a tool, then the tool result under a CHANGED system prompt; returns
     ``ok`` or the vendor's refusal."""

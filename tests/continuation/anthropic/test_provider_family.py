@@ -12,16 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
+from loom_otel.testing.simulator._clients import anthropic_http
 from tests.continuation.anthropic.loop import CANARY, DROPPED, run_loop
 from tests.continuation.anthropic.loop import next_turn as _next
 
+HTTP = anthropic_http()  # httpx2, or httpx for anthropic < 1
 ALL = ["messages.1.content.0", "messages.3.content.0"]
 _VERTEX_PATH = re.compile(r"/publishers/anthropic/models/([^/:]+):(?:streamRawPredict|rawPredict)$")
 
@@ -31,10 +32,10 @@ class Wire:
 
     def __init__(self, sim: Simulator) -> None:
         self.sim = sim
-        self.inner = sim.transport()
+        self.inner = sim.transport(HTTP)
         self.bodies: list[dict[str, Any]] = []
 
-    def _vertex(self, request: httpx2.Request) -> httpx2.Response:
+    def _vertex(self, request: Any) -> Any:
         """Vertex's ``rawPredict``: the model in the path, ``anthropic_version`` in the body."""
         found = _VERTEX_PATH.search(request.url.path)
         assert found is not None, request.url
@@ -44,21 +45,21 @@ class Wire:
         self.bodies.append(body)
         headers = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sim"}
         return self.inner.handle_request(
-            httpx2.Request("POST", "https://api.anthropic.sim/v1/messages", headers=headers, json=body)
+            HTTP.Request("POST", "https://api.anthropic.sim/v1/messages", headers=headers, json=body)
         )
 
-    def _direct(self, request: httpx2.Request) -> httpx2.Response:
+    def _direct(self, request: Any) -> Any:
         self.bodies.append(json.loads(request.content))
         return self.inner.handle_request(request)
 
     def client(self, provider: str) -> anthropic.Anthropic | anthropic.AnthropicVertex:
         if provider == "gcp.vertex_ai":
-            transport = httpx2.MockTransport(self._vertex)
-            http = httpx2.Client(transport=transport)
+            transport = HTTP.MockTransport(self._vertex)
+            http = HTTP.Client(transport=transport)
             return anthropic.AnthropicVertex(
                 region="us-east5", project_id="p", access_token="t", http_client=http, max_retries=0
             )
-        return self.sim.anthropic_client(http_client=httpx2.Client(transport=httpx2.MockTransport(self._direct)))
+        return self.sim.anthropic_client(http_client=HTTP.Client(transport=HTTP.MockTransport(self._direct)))
 
 
 def _create(client: Any, kw: dict[str, Any]) -> Any:

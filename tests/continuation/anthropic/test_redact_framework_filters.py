@@ -17,6 +17,7 @@ from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
+from tests.support.anthropic_sdk import accumulate_one, assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-filter-5d1e"
@@ -35,27 +36,23 @@ def _async(sim: Simulator, kw: dict[str, Any], seen: list[Any]) -> Any:
 
 
 def _stream(sim: Simulator, kw: dict[str, Any], seen: list[Any]) -> Any:
-    from anthropic.lib.streaming._messages import accumulate_event
-
     snapshot = None
     bufs: dict[int, bytes] = {}
     with sim.anthropic_client().messages.create(stream=True, **kw) as stream:
         for event in stream:
             seen.append(event)
-            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+            snapshot = accumulate_one(event, snapshot, bufs)
     return snapshot
 
 
 def _async_stream(sim: Simulator, kw: dict[str, Any], seen: list[Any]) -> Any:
-    from anthropic.lib.streaming._messages import accumulate_event
-
     async def go() -> Any:
         snapshot = None
         bufs: dict[int, bytes] = {}
         stream = await sim.async_anthropic_client().messages.create(stream=True, **kw)
         async for event in stream:
             seen.append(event)
-            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=bufs)
+            snapshot = accumulate_one(event, snapshot, bufs)
         return snapshot
 
     return asyncio.run(go())
@@ -81,7 +78,7 @@ def _llamaindex_turn(message: Any) -> dict[str, Any]:
     """The assistant turn as LlamaIndex 0.14 rebuilds it: a thinking block only if its text is non-empty."""
     content = [
         block
-        for block in message.to_param()["content"]
+        for block in assistant_turn(message)["content"]
         if not (_field(block, "type") == "thinking" and not _field(block, "thinking"))
     ]
     return {"role": "assistant", "content": content}
@@ -149,7 +146,7 @@ def test_the_placeholder_left_in_a_block_fails_the_signature_and_elsewhere_goes_
     history: list[Any] = [{"role": "user", "content": "Plan a rainy-day walk in Lyon."}]
     with instrumented(AnthropicInstrumentor(), config=config):
         message = sim.anthropic_client().messages.create(**kw, messages=history)
-    turn = message.to_param()
+    turn = assistant_turn(message)
     call = next(b for b in message.content if b.type == "tool_use")
     result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]}
     # Bare (loom-otel not there to replace it), the placeholder is a modified text: the vendor refuses it.

@@ -10,16 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx2
 import pytest
 
 from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
+from loom_otel.testing.simulator._clients import anthropic_http
 from tests.anthropic.modes import MODES
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
+HTTP = anthropic_http()  # httpx2, or httpx for anthropic < 1
 CANARY = "CANARY-withheld-77e1"
 KW = {"model": "claude-sonnet-5-5", "max_tokens": 4096, "thinking": {"type": "adaptive"}, "tools": [WEATHER]}
 
@@ -29,7 +31,7 @@ def _first_round(sim: Simulator, send: Any) -> list[Any]:
     first = send(sim, {**KW, "messages": history})
     call = next(b for b in first.content if b.type == "tool_use")
     result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "rain"}]}
-    return [*history, first.to_param(), result]
+    return [*history, assistant_turn(first), result]
 
 
 def _reachable(exc: anthropic.APIStatusError) -> list[str]:
@@ -61,17 +63,17 @@ def test_an_sdk_error_after_text_was_put_back_carries_none(mode: str, status: in
 def test_a_400_that_quotes_the_request_carries_none(tmp_path: Path) -> None:
     """A vendor error message quoting the request body (some gateways do) loses the text put back."""
     sim = Simulator(strict=True, reasoning_text=f"Think it through. {CANARY}", max_tool_rounds=2)
-    inner = sim.transport()
+    inner = sim.transport(HTTP)
 
-    def quoting(request: httpx2.Request) -> httpx2.Response:
+    def quoting(request: Any) -> Any:
         if len(sim.requests) < 1:
             return inner.handle_request(request)
         quoted = request.content.decode()
         error = {"type": "error", "error": {"type": "invalid_request_error", "message": f"bad request: {quoted}"}}
-        return httpx2.Response(400, json=error, request=request)
+        return HTTP.Response(400, json=error, request=request)
 
     settings = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "j", transcript="redact")
-    client = sim.anthropic_client(http_client=httpx2.Client(transport=httpx2.MockTransport(quoting)))
+    client = sim.anthropic_client(http_client=HTTP.Client(transport=HTTP.MockTransport(quoting)))
     with instrumented(AnthropicInstrumentor(), config=settings):
         history = _first_round(sim, lambda _sim, kw: client.messages.create(**kw))
         with pytest.raises(anthropic.BadRequestError) as info:

@@ -16,6 +16,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES, request
+from tests.support.anthropic_sdk import assistant_turn
 
 CANARY = "CANARY-resolver-8e3b"
 
@@ -56,7 +57,7 @@ def test_the_resolver_decides_what_goes_back(mode: str, tmp_path, caplog) -> Non
             answer["outcome"] = outcome
             with execution(f"run-{outcome}", tenant="acme", principal="ana"):
                 first = MODES[mode](sim, request())
-                history = [*request()["messages"], first.to_param(), {"role": "user", "content": "And Paris?"}]
+                history = [*request()["messages"], assistant_turn(first), {"role": "user", "content": "And Paris?"}]
                 sent = len(sim.requests)
                 with step("turn-2"):
                     if outcome == "raises":

@@ -27,7 +27,7 @@ history = json.loads(history_file.read_text()) if phase == "second" else [
     {"role": "user", "content": "Umbrella for Lyon?"}]
 with instrumented(AnthropicInstrumentor(), config=config) as telemetry, execution("run-restart"):
     message = sim.anthropic_client().messages.create(messages=history, **kw)
-history.append(message.to_param())
+history.append({"role": message.role, "content": list(message.content)})  # to_param() (anthropic >= 1)
 if message.stop_reason == "tool_use":
     call = next(b for b in message.content if b.type == "tool_use")
     history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "rain"}]})

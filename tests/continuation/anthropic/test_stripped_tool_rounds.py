@@ -21,6 +21,7 @@ from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.anthropic.modes import MODES, request
+from tests.support.anthropic_sdk import assistant_turn
 from tests.support.tools import WEATHER
 
 CANARY = "CANARY-stripped-round-7c3a"
@@ -59,7 +60,7 @@ def _loop(sim: Simulator, mode: str, shape: str) -> list[Any]:
     for _ in range(3):
         message = MODES[mode](sim, _kw(history))
         responses.append(message)
-        history.append(SHAPES[shape](message) if message.stop_reason == "tool_use" else message.to_param())
+        history.append(SHAPES[shape](message) if message.stop_reason == "tool_use" else assistant_turn(message))
         if message.stop_reason != "tool_use":
             break
         call = next(b for b in message.content if b.type == "tool_use")

@@ -9,6 +9,7 @@ consuming it (iteration, ``text_stream``, ``get_final_message()``) is seen.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -80,10 +81,24 @@ def sdk_call_span(handler: ReasoningHandler) -> Wrapper:
     return traced_method
 
 
+@functools.cache
+def _snapshot_counts_thinking_tokens() -> bool:
+    """The helper's snapshot keeps the ``message_delta`` usage's ``output_tokens_details`` from anthropic
+    0.122 on; before, it keeps no thinking token count (the events carry it)."""
+    import anthropic
+
+    release = tuple(int(part) for part in anthropic.__version__.split(".")[:2] if part.isdigit())
+    return release >= (0, 122)
+
+
 def _helper_accumulator(call: ModelCall, outgoing: Outgoing | None, stream: Any) -> StreamAccumulator:
     """The helper's stream: read its snapshot, unless events must be seen one by one (live view, blanked
-    thinking)."""
-    if call.handler.observe is not None or (isinstance(outgoing, _continuation.Outgoing) and outgoing.blanks):
+    thinking, a snapshot without the thinking token count)."""
+    if (
+        call.handler.observe is not None
+        or (isinstance(outgoing, _continuation.Outgoing) and outgoing.blanks)
+        or not _snapshot_counts_thinking_tokens()
+    ):
         return MessageStreamAccumulator(call.request)
     return _continuation.Snapshot(stream, call.request)
 
