@@ -3,6 +3,7 @@ the tokens and policy of the readers, and a viewer app over them."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,21 @@ def captured(tmp_path: Path) -> Captured:
 
 def bearer(principal: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {TOKENS[principal]}"}
+
+
+def _parts(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for s in document["steps"] for a in s["attempts"] for p in a["parts"]]
+
+
+def read_count(document: dict[str, Any]) -> int:
+    """How many reads an execution's JSON document counts over its parts."""
+    return sum(int(p["reads"]["count"]) for p in _parts(document))
+
+
+def without_reads(document: dict[str, Any]) -> str:
+    """An execution's JSON document but for each part's ``reads`` (each read adds one): what every worker
+    and every restart must answer alike."""
+    copy = json.loads(json.dumps(document))
+    for part in _parts(copy):
+        part.pop("reads")
+    return json.dumps(copy, sort_keys=True)

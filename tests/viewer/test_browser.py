@@ -15,14 +15,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
 
 from tests.e2e_trail.receiver import free_port
 from tests.support.phoenix import PhoenixServer, get_json, wait_until
-from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_evidence
+from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_evidence, read_count, without_reads
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,13 +116,13 @@ def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path
         assert httpx2.get(api, headers=bearer("bob"), timeout=10).status_code == 404
         assert httpx2.get(api, timeout=10).status_code == 404
         documents = [httpx2.get(api, headers=bearer("alice"), timeout=10).json() for _ in range(12)]
-        answers = {_without_reads(d) for d in documents}
+        answers = {without_reads(d) for d in documents}
         assert len(answers) == 1  # two workers, one answer (but for the read counts, which each read raises)
-        counts = [_read_count(d) for d in documents]
+        counts = [read_count(d) for d in documents]
         assert counts == sorted(counts) and counts[-1] > counts[0]
 
     with serving(captured, port, workers=1, log=log):  # restarted (one worker now): the same answer
-        assert {_without_reads(httpx2.get(api, headers=bearer("alice"), timeout=10).json())} == answers
+        assert {without_reads(httpx2.get(api, headers=bearer("alice"), timeout=10).json())} == answers
 
     reads = subprocess.run(
         [sys.executable, "-m", "loom_otel.cli", "audit", "reads", "--journal", str(captured.root / "reads"), "--json"],
@@ -138,18 +137,3 @@ def test_a_person_follows_the_link_from_phoenix_and_reads_the_reasoning(tmp_path
         capture_output=True, text=True, cwd=ROOT, check=False,
     )  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr
-
-
-def _parts(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for s in document["steps"] for a in s["attempts"] for p in a["parts"]]
-
-
-def _read_count(document: dict[str, Any]) -> int:
-    return sum(int(p["reads"]["count"]) for p in _parts(document))
-
-
-def _without_reads(document: dict[str, Any]) -> str:
-    """The answer but for each part's ``reads`` (how many times and by whom it was read: each read adds one)."""
-    for part in _parts(document):
-        part.pop("reads")
-    return json.dumps(document, sort_keys=True)
