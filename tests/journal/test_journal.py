@@ -174,19 +174,6 @@ def test_a_failed_write_drops_the_records_queued_behind_it_and_the_chain_keeps_n
     assert [r["attributes"]["i"] for r in records] == [0, 2]
 
 
-@pytest.mark.parametrize("durability", ["batch", "always", "os"])
-def test_close_checkpoints_records_whose_segment_a_rotation_closed(journal_dir: Path, durability: str) -> None:
-    j = Journal(
-        journal_dir, durability=cast(Any, durability), checkpoint_key=None, checkpoint_interval=0, segment_records=2
-    )
-    j.append("capture", {"i": 0})
-    j.append("capture", {"i": 1})  # the segment is full: closed after this write
-    j.close()
-    records = list(iter_records(journal_dir))
-    assert [r["type"] for r in records][-1] == "checkpoint" and records[-1]["seq"] == 3
-    assert verify(journal_dir).ok
-
-
 def test_torn_tail_of_a_dead_writer_is_reported_not_dropped(journal_dir: Path) -> None:
     j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
     for i in range(5):

@@ -542,7 +542,7 @@ class Journal:
     def _timed_checkpoint(self) -> None:
         with self._lock:
             due = time.monotonic() - self._checkpoint_at >= self._interval
-            if self._dir_fd < 0 or self._seq == self._checkpoint_seq or not due:  # not live, or covered
+            if self._fd < 0 or self._seq == self._checkpoint_seq or not due:
                 return
             self._checkpoint_locked()
             target, generation = self._seq, self._generation
@@ -572,7 +572,7 @@ class Journal:
                 self._dirty.set()  # wake it: it ends
                 self._flusher = None
                 target, generation = self._seq, self._generation
-                if self._dir_fd >= 0 and self._seq != self._checkpoint_seq:  # live: a rotation may have closed _fd
+                if self._fd >= 0 and self._seq != self._checkpoint_seq:
                     self._checkpoint_locked()
                     target = self._seq
             self._write_through(generation, target, dropped_ok=True)
