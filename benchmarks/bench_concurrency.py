@@ -108,8 +108,6 @@ def _watch_locks() -> None:
     for journal in _writer.live_journals():
         if not isinstance(journal._lock, _WaitingLock):
             journal._lock = _WaitingLock(journal._lock, "journal")  # type: ignore[assignment]
-        if not isinstance(journal._write_lock, _WaitingLock):  # a caller waits there for its line's write
-            journal._write_lock = _WaitingLock(journal._write_lock, "journal write")  # type: ignore[assignment]
     for store in list(_file._writers):
         if not isinstance(store._lock, _WaitingLock):
             store._lock = _WaitingLock(store._lock, "store")  # type: ignore[assignment]

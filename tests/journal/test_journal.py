@@ -129,51 +129,6 @@ def test_short_write_leaves_no_torn_line(journal_dir: Path, monkeypatch: pytest.
     assert report.ok, report.problems
 
 
-def test_a_failed_write_drops_the_records_queued_behind_it_and_the_chain_keeps_no_hole(
-    journal_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 49: records are chained under the lock and written outside it, by one thread at a time with
-    every line queued by then. A write that fails (a full disk) fails the records not written yet, the
-    ones other threads queued meanwhile included, and the chain goes back to the last record written."""
-    import errno
-
-    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_interval=0)
-    j.append("capture", {"i": 0})
-    real_write = os.write
-    behind: list[BaseException | int] = []
-
-    def queue_behind() -> None:
-        try:
-            behind.append(j.append("capture", {"i": "queued behind"}).seq)
-        except OSError as exc:
-            behind.append(exc)
-
-    other = threading.Thread(target=queue_behind)
-
-    def disk_full(fd: int, data: bytes) -> int:
-        other.start()  # another thread chains its record while this write is under way
-        deadline = time.monotonic() + 30
-        while not j._queue and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert j._queue, "the other thread's record was not queued"
-        real_write(fd, data[: len(data) // 3])  # part of the line, then the disk is full
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_journal.os, "write", disk_full)
-        with pytest.raises(OSError, match=os.strerror(errno.ENOSPC)):
-            j.append("capture", {"i": 1})
-    other.join(30)
-    assert len(behind) == 1 and isinstance(behind[0], OSError), behind  # dropped: its caller fails closed
-    assert j.head[0] == 1
-    assert j.append("capture", {"i": 2}).seq == 2  # the chain goes on from the last record written
-    j.close()
-    report = verify(journal_dir)
-    assert report.ok, report.problems
-    records = [r for r in iter_records(journal_dir) if r["type"] == "capture"]
-    assert [r["attributes"]["i"] for r in records] == [0, 2]
-
-
 def test_torn_tail_of_a_dead_writer_is_reported_not_dropped(journal_dir: Path) -> None:
     j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
     for i in range(5):

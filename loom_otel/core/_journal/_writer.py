@@ -21,17 +21,10 @@ to the group commit too); ``os`` leaves it to the OS (``flush`` and ``close`` st
 journal's own files are synced, never the whole file system. In every mode the registered stores'
 blobs are synced before the records that name them (``_durability``).
 
-Writing: ``append`` chains its record under the journal's lock (no system call there) and queues its
-line; the lines are then written in order by one thread at a time, each ``write`` taking every line
-queued by then (a thread whose line another's ``write`` took returns when it is written), so threads
-do not wait on one another's system calls while holding the chain. A ``write`` that fails fails every
-record not written yet (each caller gets the ``OSError`` and fails closed) and rewinds the chain to
-the last record written, so the chain on disk never has a hole.
-
-Crash safety: a record is written whole, in one ``write`` with the lines queued with it. A crash (or a
-full disk) can leave a torn last line; the writer that hit a short write truncates it away and moves to
-a new segment, and a dead process's torn line stays where it is, to be reported by ``verify`` and by
-the forwarder (never silently dropped, never appended to: the next process starts its own origin). While a writer is
+Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
+line; the writer that hit a short write truncates it away and moves to a new segment, and a dead
+process's torn line stays where it is, to be reported by ``verify`` and by the forwarder (never
+silently dropped, never appended to: the next process starts its own origin). While a writer is
 alive it holds an exclusive ``flock`` on its origin directory, which is how readers tell a live chain
 from a dead one. Thread-safe; asyncio code may call ``append`` directly (it never awaits). Fork-safe:
 a child process starts its own origin, with new locks and threads (``_fork``).
@@ -217,16 +210,6 @@ class Journal:
 
     def _start_chain(self) -> None:
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        """Held by the one thread writing the queued lines (taken before ``_lock`` when both are)."""
-        self._queue: list[bytes] = []
-        """Lines chained and not written yet, in order."""
-        self._written_seq = 0
-        self._generation = 0
-        """How many times a failed write rewound the chain; with ``_discarded``, tells a caller whose record
-        was dropped by a rewind from one whose record was written before it."""
-        self._discarded: dict[int, int] = {}
-        """generation -> the first seq a failed write dropped in it."""
         self._synced_cond = threading.Condition(threading.Lock())
         self._syncing = False
         self._synced = 0
@@ -248,8 +231,6 @@ class Journal:
         """``batch``: the origin directory has a new segment the group commit has not synced yet."""
         self._checkpoint_seq = 0
         self._checkpoint_at = time.monotonic()
-        self._written_state = self._chain_state()
-        """``_chain_state()`` at the last record written: where a failed write rewinds the chain to."""
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
         self._dirty = threading.Event()
@@ -266,10 +247,9 @@ class Journal:
             entry = self._append_locked(type_, encoded, time.time_ns())
             if self._seq - self._checkpoint_seq >= self._every:
                 self._checkpoint_locked()
-            target, generation = self._seq, self._generation
+            target = self._seq
             if self._timer is None and self._interval > 0:
                 self._start_timer()
-        self._write_through(generation, target)
         self._schedule_sync(target)
         return entry
 
@@ -279,15 +259,13 @@ class Journal:
             if self._seq == self._checkpoint_seq:
                 return None
             entry = self._checkpoint_locked()
-            target, generation = self._seq, self._generation
-        self._write_through(generation, target)
+            target = self._seq
         self._await_sync(target)
         return entry
 
     def _append_locked(self, type_: str, attributes: bytes, now: int) -> JournalEntry:
-        """Chain a record whose ``attributes`` are already canonical JSON (``canonical_json``) and queue its
-        line (``_write_through`` writes it)."""
-        if self._fd < 0:
+        """Append a record whose ``attributes`` are already canonical JSON (``canonical_json``)."""
+        if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
             self._open_segment()
         seq = self._seq + 1
         # canonical_json(record), its keys in sorted order: attributes, origin, prev, seq, time, type, v
@@ -304,73 +282,32 @@ class Journal:
         )
         digest = chain_hash(self._head, body)
         line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
+        if self.durability == "always":
+            _durability.sync_dependents()  # the blobs the record names are on the disk before it exists
         entry = JournalEntry(self.origin, seq, self._head, digest, now)
-        self._queue.append(line)
+        self._write(line)
+        if self.durability == "always":
+            _sync(self._fd)
         self._seq, self._head = entry.seq, entry.hash
         self._tree.append(leaf_hash(bytes.fromhex(digest)))
+        self._in_segment += 1
+        self._segment_size += len(line)
         return entry
 
-    def _chain_state(self) -> tuple[int, str, CompactRange, int, float]:
-        """The chain as it stands (under the lock): what a failed write rewinds to."""
-        tree = CompactRange(self._tree.size, self._tree.peaks)
-        return self._seq, self._head, tree, self._checkpoint_seq, self._checkpoint_at
-
-    def _write_through(self, generation: int, seq: int, *, dropped_ok: bool = False) -> None:
-        """Return once record ``seq`` (chained in ``generation``) is written to the OS: by this thread,
-        with every line queued by then, or by the thread that took it. ``OSError`` when the write failed
-        or a failed write dropped the record (unless ``dropped_ok``: ``flush`` and ``close``)."""
-        with self._write_lock:
-            with self._lock:
-                first_dropped = self._discarded.get(generation)
-                if first_dropped is not None and seq >= first_dropped:
-                    if dropped_ok:
-                        return
-                    raise OSError("an audit journal write failed before this record was written: it was not kept")
-                if generation < self._generation or seq <= self._written_seq or not self._queue:
-                    return
-                if self._fd < 0:
-                    self._open_segment()
-                lines, self._queue = self._queue, []
-                upto, state, fd = self._seq, self._chain_state(), self._fd
-            data = b"".join(lines)
-            try:
-                if self.durability == "always":
-                    _durability.sync_dependents()  # the blobs the records name are on the disk before them
-                written = os.write(fd, data)
-                if written != len(data):
-                    raise OSError(f"short write to the audit journal ({written} of {len(data)} bytes)")
-                if self.durability == "always":
-                    _sync(fd)
-            except BaseException:
-                with self._lock:
-                    self._rewind(fd)
-                raise
-            with self._lock:
-                self._written_seq, self._written_state = upto, state
-                self._in_segment += len(lines)
-                self._segment_size += len(data)
-                if self.durability == "always":
-                    with self._synced_cond:
-                        self._synced = max(self._synced, upto)
-                        self._synced_cond.notify_all()
-                if self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
-                    self._close_segment()  # the next record opens the next segment
-
-    def _rewind(self, fd: int) -> None:
-        """A write failed (under the lock): every record not written is dropped, the chain goes back to
-        the last one written, and the segment is cut back to it (or abandoned) so no torn line stays."""
-        self._discarded[self._generation] = self._written_seq + 1
-        self._generation += 1
-        seq, head, tree, checkpoint_seq, checkpoint_at = self._written_state
-        self._seq, self._head, self._tree = seq, head, CompactRange(tree.size, tree.peaks)
-        self._checkpoint_seq, self._checkpoint_at = checkpoint_seq, checkpoint_at
-        self._queue = []
+    def _write(self, line: bytes) -> None:
         try:
-            os.ftruncate(fd, self._segment_size)
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
         except OSError:
-            _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
-        os.close(fd)
-        self._fd = -1
+            # Never leave a torn line in a live segment: cut it off, or abandon the segment.
+            try:
+                os.ftruncate(self._fd, self._segment_size)
+            except OSError:
+                _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
+            os.close(self._fd)
+            self._fd = -1
+            raise
 
     def _checkpoint_locked(self) -> JournalEntry:
         if not self._signer_loaded:
@@ -421,7 +358,7 @@ class Journal:
             if self.durability != "os":
                 _sync(self._fd)
                 with self._synced_cond:
-                    self._synced = max(self._synced, self._written_seq)
+                    self._synced = max(self._synced, self._seq)
                     self._synced_cond.notify_all()
         finally:
             os.close(self._fd)
@@ -429,30 +366,26 @@ class Journal:
 
     def _sync_retired(self) -> None:
         """Sync the segments a rotation closed and the origin directory's new entries (``batch``); on
-        ``OSError`` what is left stays for the next call. The directory is opened by its path: a duplicate
-        of the descriptor holding its ``flock`` would hold the lock too, past a ``close``."""
+        ``OSError`` what is left stays for the next call."""
         with self._lock:
             retired, self._retired = self._retired, []
-            directory, self._dir_dirty = self._dir_dirty, False
+            dir_fd = os.dup(self._dir_fd) if self._dir_dirty and self._dir_fd >= 0 else -1
+            self._dir_dirty = False
         try:
             while retired:
                 _sync(retired[0])
                 os.close(retired.pop(0))
-            if directory:
-                try:
-                    dir_fd = os.open(self.directory / self.origin, os.O_RDONLY)
-                except FileNotFoundError:  # removed since: nothing of it is left to keep
-                    directory = False
-                else:
-                    try:
-                        os.fsync(dir_fd)
-                    finally:
-                        os.close(dir_fd)
-                    directory = False
+            if dir_fd >= 0:
+                os.fsync(dir_fd)
+                os.close(dir_fd)
+                dir_fd = -1
         except BaseException:
             with self._lock:
                 self._retired[:0] = retired
-                self._dir_dirty = self._dir_dirty or directory
+                if dir_fd >= 0:
+                    self._dir_dirty = True
+            if dir_fd >= 0:
+                os.close(dir_fd)
             raise
 
     def _schedule_sync(self, target: int) -> None:
@@ -476,8 +409,7 @@ class Journal:
     def flush(self) -> None:
         """Sync every record appended so far, and first the blobs they name (any durability)."""
         with self._lock:
-            target, generation = self._seq, self._generation
-        self._write_through(generation, target, dropped_ok=True)
+            target = self._seq
         self._await_sync(target, force=True)
 
     def _await_sync(self, target: int, *, force: bool = False) -> None:
@@ -498,7 +430,7 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, segment, open_ = self._written_seq, self._segment, self._fd >= 0
+                upto, segment, open_ = self._seq, self._segment, self._fd >= 0
             _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
             self._sync_retired()
             if open_ or segment > 0:
@@ -545,8 +477,7 @@ class Journal:
             if self._fd < 0 or self._seq == self._checkpoint_seq or not due:
                 return
             self._checkpoint_locked()
-            target, generation = self._seq, self._generation
-        self._write_through(generation, target)
+            target = self._seq
         self._await_sync(target)
 
     # -- state ---------------------------------------------------------------------------------
@@ -563,21 +494,16 @@ class Journal:
 
     def close(self) -> None:
         """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens)."""
-        target = generation = 0
-        try:
-            with self._lock:
-                self._timer_stop.set()
-                self._timer = None
-                self._flusher_stop.set()
-                self._dirty.set()  # wake it: it ends
-                self._flusher = None
-                target, generation = self._seq, self._generation
+        with self._lock:
+            self._timer_stop.set()
+            self._timer = None
+            self._flusher_stop.set()
+            self._dirty.set()  # wake it: it ends
+            self._flusher = None
+            try:
                 if self._fd >= 0 and self._seq != self._checkpoint_seq:
                     self._checkpoint_locked()
-                    target = self._seq
-            self._write_through(generation, target, dropped_ok=True)
-        finally:
-            with self._write_lock, self._lock:
+            finally:
                 try:
                     _durability.sync_dependents()
                 finally:
