@@ -15,10 +15,9 @@ record can be rebuilt from an exported event and its hash checked (``_records``)
 
 Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before ``append`` returns;
 ``batch`` is a background group commit: ``append`` returns once its record is written to the OS, and
-one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile; a calling thread
-never waits on a device flush (a segment's rotation hands the closed segment and the origin directory
-to the group commit too); ``os`` leaves it to the OS (``flush`` and ``close`` still sync). Only the
-journal's own files are synced, never the whole file system. In every mode the registered stores'
+one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile (none when a
+store's ``syncfs`` of the same file system, started after the last of them was written, already did);
+``os`` leaves it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores'
 blobs are synced before the records that name them (``_durability``).
 
 Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
@@ -85,7 +84,7 @@ CHECKPOINT_EVERY: Final = 1000
 CHECKPOINT_INTERVAL: Final = 30.0
 
 _logger = logging.getLogger(__name__)
-_sync: Final = _durability.sync_file
+_sync = getattr(os, "fdatasync", os.fsync)
 
 
 class _FromEnvironment:
@@ -224,11 +223,11 @@ class Journal:
         self._in_segment = 0
         self._segment_size = 0
         self._fd = -1
+        self._device = -1
+        """The open segment's file system (``st_dev``), read once when it is opened."""
         self._dir_fd = -1
-        self._retired: list[int] = []
-        """``batch``: segments closed by a rotation, their descriptors kept for the group commit to sync."""
-        self._dir_dirty = False
-        """``batch``: the origin directory has a new segment the group commit has not synced yet."""
+        self._written_mark = 0
+        """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
         self._checkpoint_seq = 0
         self._checkpoint_at = time.monotonic()
         self._timer: threading.Thread | None = None
@@ -299,6 +298,7 @@ class Journal:
             written = os.write(self._fd, line)
             if written != len(line):
                 raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
+            self._written_mark = _durability.syncfs_mark()
         except OSError:
             # Never leave a torn line in a live segment: cut it off, or abandon the segment.
             try:
@@ -337,23 +337,16 @@ class Journal:
                 self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         self._segment += 1
         self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self._device = os.fstat(self._fd).st_dev
         self._in_segment = 0
         self._segment_size = 0
-        if self.durability == "batch":
-            self._dir_dirty = True  # synced by the group commit, before the records in the segment
-        elif self.durability == "always":
+        if self.durability != "os":
             os.fsync(self._dir_fd)
 
     def _segment_path(self, segment: int) -> Path:
         return self.directory / self.origin / f"{segment:08d}.jsonl"
 
-    def _close_segment(self, *, now: bool = False) -> None:
-        """Close the open segment: synced first under ``always`` (or with ``now``); under ``batch`` its
-        descriptor goes to the group commit, which syncs and closes it (the calling thread does not wait)."""
-        if self.durability == "batch" and not now:
-            self._retired.append(self._fd)
-            self._fd = -1
-            return
+    def _close_segment(self) -> None:
         try:
             if self.durability != "os":
                 _sync(self._fd)
@@ -362,31 +355,7 @@ class Journal:
                     self._synced_cond.notify_all()
         finally:
             os.close(self._fd)
-            self._fd = -1
-
-    def _sync_retired(self) -> None:
-        """Sync the segments a rotation closed and the origin directory's new entries (``batch``); on
-        ``OSError`` what is left stays for the next call."""
-        with self._lock:
-            retired, self._retired = self._retired, []
-            dir_fd = os.dup(self._dir_fd) if self._dir_dirty and self._dir_fd >= 0 else -1
-            self._dir_dirty = False
-        try:
-            while retired:
-                _sync(retired[0])
-                os.close(retired.pop(0))
-            if dir_fd >= 0:
-                os.fsync(dir_fd)
-                os.close(dir_fd)
-                dir_fd = -1
-        except BaseException:
-            with self._lock:
-                self._retired[:0] = retired
-                if dir_fd >= 0:
-                    self._dir_dirty = True
-            if dir_fd >= 0:
-                os.close(dir_fd)
-            raise
+            self._fd, self._device = -1, -1
 
     def _schedule_sync(self, target: int) -> None:
         """``batch``: hand the sync to the group-commit thread; ``always`` synced already; ``os``: none."""
@@ -430,10 +399,9 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, segment, open_ = self._seq, self._segment, self._fd >= 0
+                upto, mark, device, segment = self._seq, self._written_mark, self._device, self._segment
             _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-            self._sync_retired()
-            if open_ or segment > 0:
+            if device >= 0 and not _durability.synced_since(device, mark):  # else a store's syncfs did it
                 self._sync_segment(segment)
             synced = True
         finally:
@@ -508,27 +476,13 @@ class Journal:
                     _durability.sync_dependents()
                 finally:
                     if self._fd >= 0:
-                        self._close_segment(now=True)
-                    self._close_retired()
+                        self._close_segment()
                 if self._dir_fd >= 0:
                     os.close(self._dir_fd)
                     self._dir_fd = -1
 
-    def _close_retired(self) -> None:
-        """``close`` (under the lock): sync and close what the group commit has not yet."""
-        retired, self._retired = self._retired, []
-        try:
-            for fd in retired:
-                _sync(fd)
-            if self._dir_dirty and self._dir_fd >= 0:
-                os.fsync(self._dir_fd)
-                self._dir_dirty = False
-        finally:
-            for fd in retired:
-                os.close(fd)
-
     def _after_fork_in_child(self) -> None:
-        for fd in (self._fd, self._dir_fd, *self._retired):
+        for fd in (self._fd, self._dir_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)

@@ -19,7 +19,7 @@ records a writer wrote into a scope it never read are kept by ref alone (``_writ
 Erasure removes the scope's directory and overwrites the scope's records in its shard in place (frame
 marked erased, ref and blob zeroed, then synced): no text is left in any file.
 
-Each process appends to its own packs, so a capture costs one ``pwritev`` on an open file. A new named
+Each process appends to its own packs, so a capture costs one ``writev`` on an open file. A new named
 execution's directory and pack come ready-made: a writer keeps a pool of them in a private dot-directory
 (``blobs/.pools/.ready-<pid>-<random>``, filled by a background thread; ``_pool``) and renames one to
 ``blobs/<scope>`` at the execution's first blob, so a new ``execution()`` costs one ``rename`` on the
@@ -31,15 +31,10 @@ packs for the shards: from a writer's first shared record on, it makes one per s
 pack in yet, and the writer's first record in a shard renames one there, instead of an ``open(O_CREAT)``
 in nearly every shard over a fresh writer's first few hundred new conversations.
 
-A pack record is ``FRAME(magic, ref length, blob length, CRC-32 of ref and blob) | ref | blob``
-(``LOOMPK2``; packs of the first format, ``LOOMPK1`` without the CRC, are still read and erased); the
-blob is the sealed form (``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record's place is
-reserved under the store's lock and written outside it with one ``pwritev``, so threads write side by
-side. A record is visible only when it is whole: bytes that are no whole record (a write that failed,
-one still under way, a torn tail left by a crash) are a gap that readers skip to the next record whose
-checksum holds, and look at again next time (it may be a write under way); a failed write's capture
-failed closed, so no record names it, and ``pack_gaps`` (``verify --store``) lists the gaps. After a
-failed write the writer's next record starts a new pack, so a reader never sees part of a blob. For the
+A pack record is ``FRAME(magic, ref length, blob length) | ref | blob``; the blob is the sealed form
+(``LOOMR1\\n`` + header + UTF-8 text) that ``get`` unseals. A record is visible only when it is whole: a
+torn tail left by a crash is ignored by readers and the writer's next record starts a new pack, so a
+reader never sees part of a blob (the guarantee the write-then-rename of per-blob files gave). For the
 same ref the last whole record wins; a read checks the record's frame and ref where it was indexed, so
 one erased by another process meanwhile reads as nothing.
 
@@ -49,9 +44,8 @@ the record again into a fresh pack: a capture racing an erasure is kept, as if i
 Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
 synced yet (packs written, directories made or renamed into place, by the paths they have now); the
 journal syncs it before the records that name it (``_durability``: ``always`` before the append
-returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``): ``fdatasync`` of each pack
-written and ``fsync`` of each directory changed, never the whole file system (another program's writes on
-the same disk are not flushed with loom-otel's).
+returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``). On Linux one ``syncfs``
+covers every pending pack and directory.
 """
 
 from __future__ import annotations
@@ -756,14 +750,14 @@ class FileReasoningStore:
                 raise
 
     def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
-        """Sync this writer's own files only (never the whole file system): the packs' data, then the
-        directories whose entries changed, deepest first (the blobs directory last)."""
-        for path in sorted(paths):
-            with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
-                _fsync_path(path, data=True)
-        for path in sorted(dirs, key=len, reverse=True):
-            with contextlib.suppress(FileNotFoundError):
-                _fsync_path(path)
+        try:
+            synced = _durability.sync_filesystem(self._blobs_dir)
+        except FileNotFoundError:  # the store's directory is gone, and with it what was pending
+            synced = True
+        if not synced:
+            for path in sorted(paths) + sorted(dirs, key=len, reverse=True):  # the blobs directory last
+                with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                    _fsync_path(path)
 
     def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
         """What this writer knows of ``scope``, indexed from disk when it is new to it, except with
@@ -960,14 +954,10 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _fsync_path(path: str, *, data: bool = False) -> None:
-    """``fsync`` a directory by its path, or with ``data`` a pack (``fdatasync``: its bytes and size);
-    a descriptor opened read-only syncs the same inode."""
+def _fsync_path(path: str) -> None:
+    """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        if data:
-            _durability.sync_file(fd)
-        else:
-            os.fsync(fd)
+        os.fsync(fd)
     finally:
         os.close(fd)
