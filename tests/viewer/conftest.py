@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import ReasoningConfig, execution, step
+from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
+from loom_otel.core.policy import load_policy
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
+from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.anthropic.modes import MODES, request
 
 CANARY = "CANARY-viewer-9d41e0"
@@ -102,3 +104,16 @@ def without_reads(document: dict[str, Any]) -> str:
     for part in _parts(copy):
         part.pop("reads")
     return json.dumps(copy, sort_keys=True)
+
+
+def viewer_app(captured: Captured, **options: Any) -> Any:
+    """The viewer's app over a captured run: its journal and store, the tokens and policy files, the
+    reads journal beside them (``options``: the rest of ``create_app``'s)."""
+    return create_app(
+        captured.journal,
+        FileReasoningStore(captured.root / "store"),
+        authenticator=tokens_file_authenticator(captured.tokens),
+        reads_journal=captured.root / "reads",
+        policy=load_policy(captured.policy),
+        **options,
+    )

@@ -16,23 +16,14 @@ import pytest
 from loom_otel.audit import verify
 from loom_otel.cli._audit import run_show
 from loom_otel.core import FileReasoningStore
-from loom_otel.core._policy import load_policy
 from loom_otel.testing import find_leaks
 from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
 from tests.live.conftest import Server
-from tests.viewer.conftest import BOB_TEXT, CANARY, NOBODY_TEXT, TOKENS, Captured, bearer
+from tests.viewer.conftest import BOB_TEXT, CANARY, NOBODY_TEXT, TOKENS, Captured, bearer, viewer_app
 
 
 def _app(captured: Captured, **kw):
-    return create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-        trace_url="http://jaeger.local/trace/{trace_id}",
-        **kw,
-    )
+    return viewer_app(captured, trace_url="http://jaeger.local/trace/{trace_id}", **kw)
 
 
 @pytest.fixture

@@ -32,10 +32,9 @@ import yaml
 
 from loom_otel.core import FileReasoningStore
 from loom_otel.core import _attributes as attr
-from loom_otel.core._policy import load_policy
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server
-from tests.viewer.conftest import CANARY, Captured, bearer, capture_evidence
+from tests.viewer.conftest import CANARY, Captured, bearer, capture_evidence, viewer_app
 
 CONFIG = Path(__file__).resolve().parents[2] / "collector-config"
 
@@ -100,13 +99,7 @@ def test_a_click_in_jaeger_opens_the_calls_page_in_the_viewer(tmp_path: Path, ki
     if tenant is None:  # a call with no tenant: its URL has no tenant parameter
         fields[attr.REASONING_URL] = fields[attr.REASONING_URL].replace("tenant=acme&", "")
     patterns = json.loads((CONFIG / "jaeger-ui.json").read_text())["linkPatterns"]
-    app = create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-    )
+    app = viewer_app(captured)
     with Server(app) as running:
         links = [
             link.replace("https://viewer.example", running.url)
@@ -265,13 +258,7 @@ def test_a_click_in_grafana_tempo_opens_the_calls_page_in_the_viewer(tmp_path: P
         for tag in row["tags"]:
             if tag["key"] == attr.REASONING_URL:
                 tag["value"] = tag["value"].replace("tenant=acme&", "")
-    app = create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-    )
+    app = viewer_app(captured)
     with Server(app) as running:
         links = [link.replace("https://viewer.example", running.url) for link in grafana_links(_tempo_source(), row)]
         assert len(links) == 1 and links[0].startswith(f"{running.url}/open?url=")
@@ -400,13 +387,7 @@ def test_a_click_in_langfuse_opens_the_calls_page_in_the_viewer(tmp_path: Path):
     (answer, *_) = langfuse_message_text(dict(call.attributes))
     assert _markdown_links(answer) == [url]
     assert find_leaks([CANARY], spans=telemetry.spans) == []
-    app = create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-    )
+    app = viewer_app(captured)
     with Server(app) as running:
         target = httpx2.URL(url.replace("http://viewer.placeholder", running.url))
         assert target.path == "/executions/run-langfuse" and target.params.get("step") == "s0"

@@ -13,13 +13,11 @@ import httpx2
 import pytest
 
 from loom_otel.cli.__main__ import main
-from loom_otel.core import FileReasoningStore
 from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._policy import load_policy
 from loom_otel.testing import find_leaks
-from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
+from loom_otel.viewer import read_records
 from tests.live.conftest import Server
-from tests.viewer.conftest import BOB_TEXT, CANARY, NOBODY_TEXT, Captured, bearer, capture_evidence
+from tests.viewer.conftest import BOB_TEXT, CANARY, NOBODY_TEXT, Captured, bearer, capture_evidence, viewer_app
 
 
 @pytest.fixture
@@ -41,13 +39,7 @@ def test_download_evidence_gives_a_verifiable_bundle_of_what_the_reader_may_read
     signed: tuple[Captured, Path], tmp_path: Path
 ) -> None:
     captured, public = signed
-    app = create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-    )
+    app = viewer_app(captured)
     with Server(app) as server:
         page = httpx2.get(f"{server.url}/executions/run-alice?tenant=acme", headers=bearer("alice"), timeout=30)
         assert 'href="/executions/run-alice/evidence?tenant=acme"' in page.text

@@ -7,15 +7,14 @@ from __future__ import annotations
 import httpx2
 import pytest
 
-from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
-from loom_otel.core._policy import load_policy
+from loom_otel.core import ReasoningConfig, execution, step
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
-from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
+from loom_otel.viewer import read_records
 from tests.anthropic.modes import MODES, request
 from tests.live.conftest import Server
-from tests.viewer.conftest import BOB_TEXT, CANARY, Captured, bearer, capture_evidence
+from tests.viewer.conftest import BOB_TEXT, CANARY, Captured, bearer, capture_evidence, viewer_app
 
 GLOBEX_TEXT = "CANARY-viewer-globex-5a1c reasoning of alice at globex"
 
@@ -37,13 +36,7 @@ def captured(tmp_path) -> Captured:
 
 @pytest.fixture
 def server(captured):
-    app = create_app(
-        captured.journal,
-        FileReasoningStore(captured.root / "store"),
-        authenticator=tokens_file_authenticator(captured.tokens),
-        reads_journal=captured.root / "reads",
-        policy=load_policy(captured.policy),
-    )
+    app = viewer_app(captured)
     with Server(app) as running:
         yield running
 
