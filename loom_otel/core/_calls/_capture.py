@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -115,6 +115,7 @@ def capture(
     request_attributes: Mapping[str, AttributeValue] | None = None,
     layout: Sequence[str] = (),
     scope: ExecutionScope | None = None,
+    keeping: Callable[[], ReasoningStore | None] | None = None,
 ) -> Capture | None:
     """Keep ``reasonings`` as evidence; ``None`` (and nothing recorded) when there are none.
 
@@ -124,6 +125,7 @@ def capture(
     order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured, or the capture predicate raises; then no event
     claims the parts. ``scope``: the call's explicit ``execution()`` (its own capture and store), if any.
+    ``keeping``: the call's decision of where its texts go (``ModelCall.keeping``), made once per call.
     """
     if not reasonings or not runtime.enabled:
         return None
@@ -134,7 +136,7 @@ def capture(
         identity = decide(context, scope, None, current_step(), principal)
     store = None
     if any(r.text and r.kind is not ReasoningKind.REDACTED for r in reasonings):
-        store = keeping_store(runtime, identity, scope, provider, request_model)
+        store = keeping() if keeping is not None else keeping_store(runtime, identity, scope, provider, request_model)
     parts = tuple([_part(runtime, store, identity, r) for r in reasonings])
     recorded = functools.partial(highest_in, runtime.journal_dir) if identity.named_execution else None
     attempt = next_attempt(

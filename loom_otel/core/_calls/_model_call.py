@@ -24,12 +24,15 @@ from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
+from loom_otel.core._calls._keep import Keeping, keeping
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._model import Reasoning
 from loom_otel.core._scrub import remember
+from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core.exceptions import ReasoningCaptureError
 
 if TYPE_CHECKING:
     from loom_otel.core._config import Runtime
@@ -139,6 +142,7 @@ class ModelCall:
         "_genai",
         "_identified",
         "_identity",
+        "_kept",
         "_metric_attributes",
         "_owns_span",
         "_started",
@@ -190,6 +194,8 @@ class ModelCall:
         ``Outgoing`` to each step itself and never reads it here."""
         self.observer: CallObserver | None = None
         """What watches this call (``handler.observe``); ``None`` until the call has something to tell."""
+        self._kept: Keeping | None = None
+        """Where this call's readable texts go, once decided (``_keep.keeping``: the predicate runs once)."""
 
     def activate(self) -> Activation:
         """Make the span (and this call) current while the SDK sends: HTTP spans nest under it, and
@@ -310,6 +316,18 @@ class ModelCall:
                 last[attr.GEN_AI_RESPONSE_MODEL] = response.model
         self._last_attributes(last)
 
+    def keeping(self) -> ReasoningStore | None:
+        """The store this call's readable texts go to (``None``: none is kept), decided once per call, for
+        the capture and the live view alike; raises ``ReasoningCaptureError`` as ``_keep.keeping`` does
+        (not remembered: the capture raises it again)."""
+        return self._keeping().store
+
+    def _keeping(self) -> Keeping:
+        if self._kept is None:
+            request = self.request
+            self._kept = keeping(self.handler.runtime, self.identity, self._explicit, request.provider, request.model)
+        return self._kept
+
     def capture(self, reasonings: Sequence[Reasoning], response: ResponseInfo) -> Capture | None:
         """Capture the response's reasoning under the call's identity; raises ``ReasoningCaptureError``
         (fail-closed)."""
@@ -324,6 +342,7 @@ class ModelCall:
             request_attributes=self.request.thinking,
             layout=response.layout,
             scope=self._explicit,
+            keeping=self.keeping,
         )
 
     def record_content(self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None) -> None:
@@ -392,11 +411,19 @@ class ModelCall:
         self._tell_end("failed", None)
 
     def watched(self) -> CallObserver | None:
-        """The call's observer, started at the first thing the call tells it; ``None``: nobody watches."""
+        """The call's observer, started at the first thing the call tells it; ``None``: nobody watches, or
+        capture is off for this call though a store is there (``execution(capture=False)``, the predicate,
+        capture off): what the application chose not to keep is not shown live either."""
         observer = self.observer
-        if observer is None and self.handler.observe is not None:
+        if observer is None and self.handler.observe is not None and self._shown_live():
             observer = self.observer = self.handler.observe(self)
         return observer
+
+    def _shown_live(self) -> bool:
+        try:
+            return not self._keeping().declined
+        except ReasoningCaptureError:  # the capture fails closed with it; nothing is shown meanwhile
+            return False
 
     def _tell_end(self, outcome: str, result: Capture | None) -> None:
         """Tell the watcher the call ended, unless it was told nothing and nothing was captured (the live
