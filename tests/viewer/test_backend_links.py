@@ -87,6 +87,21 @@ def test_a_link_of_the_whole_value_was_jaegers_own_search_page():
     assert urlsplit(link).scheme == "" and link.startswith("http%3A%2F%2F")
 
 
+def _opens_the_call(running: Server, links: list[str], event: Any, tenant: str | None) -> None:
+    """The backend's one link goes through the viewer's ``/open`` (one redirect on its own site) to the
+    call's step and attempt, with its tenant if it has one, and the page shows its reader the text."""
+    assert len(links) == 1 and links[0].startswith(f"{running.url}/open?url=")
+    hop = httpx2.get(links[0], timeout=30)
+    assert hop.status_code == 303
+    target = httpx2.URL(links[0]).join(hop.headers["location"])
+    assert target.host == httpx2.URL(running.url).host and target.path == "/executions/run-alice"
+    assert target.fragment == f"attempt-{event.attributes[attr.ATTEMPT]}"
+    assert target.params.get("step") == event.attributes[attr.STEP_ID]
+    assert (target.params.get("tenant") == "acme") == (tenant == "acme")
+    page = httpx2.get(str(target.copy_with(fragment=None)), headers=bearer("alice"), timeout=30)
+    assert page.status_code == 200 and CANARY in page.text
+
+
 @pytest.mark.parametrize("kind", ["logs", "tags"])
 @pytest.mark.parametrize("tenant", ["acme", None])
 def test_a_click_in_jaeger_opens_the_calls_page_in_the_viewer(tmp_path: Path, kind: str, tenant: str | None):
@@ -105,15 +120,7 @@ def test_a_click_in_jaeger_opens_the_calls_page_in_the_viewer(tmp_path: Path, ki
             link.replace("https://viewer.example", running.url)
             for link in jaeger_links(patterns, kind, fields, dict(span.attributes))
         ]
-        assert len(links) == 1 and links[0].startswith(f"{running.url}/open?url=")
-        hop = httpx2.get(links[0], timeout=30)
-        assert hop.status_code == 303
-        target = httpx2.URL(links[0]).join(hop.headers["location"])
-        assert target.host == httpx2.URL(running.url).host and target.path == "/executions/run-alice"
-        assert target.fragment == f"attempt-{event.attributes[attr.ATTEMPT]}"
-        assert target.params.get("step") == event.attributes[attr.STEP_ID]
-        page = httpx2.get(str(target.copy_with(fragment=None)), headers=bearer("alice"), timeout=30)
-        assert page.status_code == 200 and CANARY in page.text
+        _opens_the_call(running, links, event, tenant)
 
 
 @pytest.mark.parametrize(
@@ -261,16 +268,7 @@ def test_a_click_in_grafana_tempo_opens_the_calls_page_in_the_viewer(tmp_path: P
     app = viewer_app(captured)
     with Server(app) as running:
         links = [link.replace("https://viewer.example", running.url) for link in grafana_links(_tempo_source(), row)]
-        assert len(links) == 1 and links[0].startswith(f"{running.url}/open?url=")
-        hop = httpx2.get(links[0], timeout=30)
-        assert hop.status_code == 303
-        target = httpx2.URL(links[0]).join(hop.headers["location"])
-        assert target.host == httpx2.URL(running.url).host and target.path == "/executions/run-alice"
-        assert target.fragment == f"attempt-{event.attributes[attr.ATTEMPT]}"
-        assert target.params.get("step") == event.attributes[attr.STEP_ID]
-        assert (target.params.get("tenant") == "acme") == (tenant == "acme")
-        page = httpx2.get(str(target.copy_with(fragment=None)), headers=bearer("alice"), timeout=30)
-        assert page.status_code == 200 and CANARY in page.text
+        _opens_the_call(running, links, event, tenant)
 
 
 def _broken(change: str) -> dict[str, Any]:

@@ -13,14 +13,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from loom_otel.core import FileReasoningStore, ReasoningConfig
-from loom_otel.core._policy import load_policy
+from loom_otel.core import ReasoningConfig
 from loom_otel.testing import find_leaks
-from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
+from loom_otel.viewer import read_records
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._who_read import ReadsJournal
 from tests.live.conftest import Server
-from tests.viewer.conftest import CANARY, TOKENS, capture_run
+from tests.viewer.conftest import CANARY, TOKENS, Captured, capture_run, viewer_app
 
 READERS = {**TOKENS, "gus": "gus-token-0123456789abcdef0000"}
 """The viewer's tokens: gus audits another tenant."""
@@ -57,13 +56,7 @@ def reads(tmp_path: Path):
     tokens = tmp_path / "tokens.toml"
     tokens.write_text("[tokens]\n" + "".join(f'{p} = "{t}"\n' for p, t in READERS.items()))
     (tmp_path / "policy.toml").write_text(POLICY)
-    app = create_app(
-        journal,
-        FileReasoningStore(store_dir),
-        authenticator=tokens_file_authenticator(tokens),
-        reads_journal=tmp_path / "reads",
-        policy=load_policy(tmp_path / "policy.toml"),
-    )
+    app = viewer_app(Captured(tmp_path, f"file://{store_dir}", journal, tokens, tmp_path / "policy.toml", trace_id=""))
     with Server(app) as server:
         assert [_read(server, p, "run-alice") for p in ("alice", "ada", "bob")] == [200, 200, 404]
         time.sleep(0.05)

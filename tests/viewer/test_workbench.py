@@ -14,11 +14,10 @@ import pytest
 from loom_otel.audit import erase_execution
 from loom_otel.core import FileReasoningStore, ReasoningConfig
 from loom_otel.core._journal._checkpoint import generate_key, load_public_key
-from loom_otel.core._policy import load_policy
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server
-from tests.viewer.conftest import CANARY, TOKENS, bearer, capture_run
+from tests.viewer.conftest import CANARY, TOKENS, Captured, bearer, capture_run, viewer_app
 
 TRACE: list[str] = []
 """The trace id of run-alice's first call (set by the fixture)."""
@@ -41,12 +40,8 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tokens = tmp_path / "tokens.toml"
     tokens.write_text("[tokens]\n" + "".join(f'{p} = "{t}"\n' for p, t in TOKENS.items()))
     (tmp_path / "policy.toml").write_text(POLICY)
-    app = create_app(
-        journal,
-        FileReasoningStore(store_dir),
-        authenticator=tokens_file_authenticator(tokens),
-        reads_journal=tmp_path / "reads",
-        policy=load_policy(tmp_path / "policy.toml"),
+    app = viewer_app(
+        Captured(tmp_path, f"file://{store_dir}", journal, tokens, tmp_path / "policy.toml", trace_id=trace),
         trace_url="http://jaeger.local/trace/{trace_id}",
         trust=(load_public_key(public),),
     )
