@@ -14,6 +14,7 @@ import pytest
 from loom_otel.audit import verify
 from loom_otel.core import FileReasoningStore
 from loom_otel.exporters.chain._inner import inner_from_environment
+from loom_otel.exporters.chain._spans import PROJECT_KEY
 from loom_otel.testing import find_leaks
 from loom_otel.viewer import create_app, read_records, tokens_file_authenticator
 from tests.live.conftest import Server
@@ -88,20 +89,24 @@ def test_phoenix_behind_a_collector_lists_no_read_record(
     tmp_path: Path, phoenix: PhoenixServer, rotel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+    # a project of this test's own: the session's Phoenix holds other tests' traces in ``default``
+    project = f"reads-{tmp_path.name}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"{PROJECT_KEY}={project}")
     _serve_and_read(tmp_path, rotel, monkeypatch)
-    sentinel = TracerProvider()  # sent last through the same hop: once it is listed, all before it is too
+    sentinel = TracerProvider(resource=Resource.create())  # sent last through the same hop: once it is
     sentinel.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=rotel, insecure=True)))
-    sentinel.get_tracer("test").start_span("sentinel").end()
+    sentinel.get_tracer("test").start_span("sentinel").end()  # listed, all before it is too
     sentinel.shutdown()
 
     def listed() -> list[dict] | None:
-        spans = get_json(f"{phoenix.base}/v1/projects/default/spans?limit=1000")["data"]
+        spans = get_json(f"{phoenix.base}/v1/projects/{project}/spans?limit=1000")["data"]
         return spans if any(s["name"] == "sentinel" for s in spans) else None
 
     spans = wait_until(listed, 120, "the sentinel in Phoenix")
     assert {s["name"] for s in spans} == {"sentinel"}  # no loom.audit.record span: no trace but the sentinel
     projects = [p["name"] for p in get_json(f"{phoenix.base}/v1/projects")["data"]]
-    assert "default-audit" not in projects
+    assert f"{project}-audit" not in projects
