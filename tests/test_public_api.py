@@ -149,6 +149,20 @@ def test_the_vendor_face_leaves_the_call_skeleton_to_core():
     assert not any(hasattr(face, step) for step in steps)
 
 
+@pytest.mark.parametrize("vendor", ["anthropic", "bedrock", "google_genai", "openai"])
+def test_every_vendor_gives_readers_to_the_one_result_dispatch(vendor):
+    """What a wrapped method returned is dispatched by core (``ResultReaders``) alike for every vendor: a
+    vendor's adapter gives its readers and dispatches nothing itself."""
+    from loom_otel.core.vendor import ResultReaders
+
+    module = importlib.import_module(f"loom_otel.instrumentation.{vendor}._adapter")
+    (adapter,) = [getattr(module, name) for name in module.__all__ if name.endswith("Adapter")]
+    assert isinstance(adapter.readers, ResultReaders)
+    assert type(adapter.readers).sync_result is ResultReaders.sync_result
+    assert type(adapter.readers).async_result is ResultReaders.async_result
+    assert not hasattr(adapter, "sync_result") and not hasattr(adapter, "async_result")
+
+
 def test_simulator_is_reachable_as_the_contract_says():
     from loom_otel.testing import simulator
 

@@ -30,6 +30,7 @@ from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo, current_call
 from loom_otel.core._calls._raw_streams import END_OF_STREAM, Decode, tap_raw_body
+from loom_otel.core._calls._results import ResultReaders
 from loom_otel.core._calls._skeleton import DeferredSend, Wrapper, active, async_method, finish, sync_method
 from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
 from loom_otel.core._calls._withheld import WITHHELD, withhold_from_response, withhold_from_text
@@ -84,6 +85,7 @@ __all__ = [
     "ReasoningInstrumentor",
     "RequestInfo",
     "ResponseInfo",
+    "ResultReaders",
     "RoundBlock",
     "Runtime",
     "StreamAccumulator",

@@ -344,3 +344,33 @@ def test_raw_stream_whose_body_was_read_already(transcript, store, journal_dir):
     assert (seen == bare) if transcript == "keep" else ("CANARY" not in seen and "[DONE]" in seen)
     (event,) = reasoning_events(telemetry.spans)
     assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+@pytest.mark.parametrize("api", APIS)
+def test_raw_response_of_a_whole_response_redacted(api, is_async, store, journal_dir):
+    """``with_raw_response.create()`` without ``stream``: parsed and captured at once, and in redact mode
+    neither its body nor its parse holds the reasoning (core's dispatch, as for Anthropic)."""
+    config = ReasoningConfig(store=store, journal=journal_dir, transcript="redact")
+    sim = _sim(CANARY)
+
+    async def aread() -> tuple[bytes, Any]:
+        client = sim.async_openai_client()
+        resource: Any = client.chat.completions if api == "chat" else client.responses
+        raw = await resource.with_raw_response.create(**_kwargs(api))
+        return raw.content, raw.parse()
+
+    with instrumented(OpenAiInstrumentor(), config=config) as telemetry:
+        if is_async:
+            body, parsed = asyncio.run(aread())
+        else:
+            client = sim.openai_client()
+            resource: Any = client.chat.completions if api == "chat" else client.responses
+            raw = resource.with_raw_response.create(**_kwargs(api))
+            body, parsed = raw.content, raw.parse()
+    assert json.loads(body)["model"]
+    assert "CANARY" not in body.decode()
+    assert "CANARY" not in parsed.model_dump_json()
+    (event,) = reasoning_events(telemetry.spans)
+    assert event["loom.reasoning.part.digest"] == (_digest(CANARY),)
+    assert find_leaks(["CANARY"], spans=telemetry.spans, directories=[journal_dir]) == []

@@ -8,8 +8,9 @@ The contract, in the order the skeleton uses it:
   ``Outgoing``, or ``None`` without continuation); it finds the request's lineage (whose reasoning
   blocks it carries), which the call joins when its span starts (``Outgoing.attach``);
 - ``VendorAdapter.request_info`` / ``streams``: what the span says at start;
-- ``VendorAdapter.sync_result`` / ``async_result``: what the wrapped method returned, read: a whole
-  response goes to the skeleton's ``finish`` with its reasoning and facts, a stream gets a proxy with the
+- ``VendorAdapter.readers``: what the wrapped method returned, dispatched by core alike for every vendor
+  (``_results.ResultReaders``, the vendor giving its readers): a whole response goes to the skeleton's
+  ``finish`` with its reasoning and facts, a stream (a raw one's body included) gets a proxy with the
   vendor's ``StreamAccumulator``, under the ``Outgoing``'s ``tap``, whose end goes to the same ``finish``;
 - ``finish`` then runs the ``Outgoing``'s steps in one order: ``dropped`` (the vendor's own drops), the
   capture (``_skeleton._complete``), ``bound`` (the bindings of what was produced), ``scrub`` (what the
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from loom_otel.core._config import Runtime
     from loom_otel.core._model import Reasoning
 
-__all__ = ["Outgoing", "StreamAccumulator", "VendorAdapter"]
+__all__ = ["Outgoing", "Results", "StreamAccumulator", "VendorAdapter"]
 
 
 class StreamAccumulator(Protocol):
@@ -68,6 +69,12 @@ class Outgoing(Protocol):
         """The keyword arguments to send (the application's own when nothing changed)."""
         ...
 
+    @property
+    def blanks(self) -> bool:
+        """Whether the application gets the response without its readable reasoning (redact mode, or a
+        summary only loom-otel asked for): a raw response's body loses it too."""
+        ...
+
     def attach(self, call: ModelCall) -> None:
         """The call's span exists: the call joins the request's lineage (``call.join``: the execution of
         the request's latest reasoning block whose recorded binding holds, ``Plan.lineage``) and the
@@ -103,7 +110,16 @@ class Outgoing(Protocol):
         ...
 
 
-OutgoingT = TypeVar("OutgoingT", bound=Outgoing)
+OutgoingT = TypeVar("OutgoingT", bound=Outgoing, covariant=True)
+
+
+class Results(Protocol):
+    """Core's dispatch of what a wrapped method returned (``_results.ResultReaders`` over the vendor's
+    readers): a whole response finished, a stream under a proxy that finishes at its end."""
+
+    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any: ...
+
+    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any: ...
 
 
 class VendorAdapter(Protocol[OutgoingT]):
@@ -126,11 +142,7 @@ class VendorAdapter(Protocol[OutgoingT]):
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo: ...
 
-    def sync_result(self, call: ModelCall, outgoing: OutgoingT | None, result: Any) -> Any:
-        """What the application gets: a whole response once finished (``_skeleton.finish``), or a
-        stream under a proxy (``_streams.SyncStreamProxy``) that finishes at its end."""
-        ...
-
-    async def async_result(self, call: ModelCall, outgoing: OutgoingT | None, result: Any) -> Any:
-        """The async twin of ``sync_result``."""
+    @property
+    def readers(self) -> Results:
+        """The vendor's readers of what its SDK returns, under core's one dispatch."""
         ...

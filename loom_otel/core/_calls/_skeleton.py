@@ -7,9 +7,9 @@
 4. send: ``with sending(call, outgoing)``, the SDK method runs with the span (and the call) current,
    below any other GenAI instrumentation's wrapper of it (one span per call); a failure ends the call
    with its error type (``failed``) and is re-raised unchanged;
-5. the result: the vendor's ``sync_result`` / ``async_result`` reads a whole response and hands it to
-   ``finish``, or wraps the stream (``_streams``), whose end (or early close) hands what it received to
-   the same ``finish``;
+5. the result: core's one dispatch over the vendor's readers (``VendorAdapter.readers``,
+   ``_results.ResultReaders``) reads a whole response and hands it to ``finish``, or wraps the stream
+   (``_streams``), whose end (or early close) hands what it received to the same ``finish``;
 6. finish: the vendor's drops (``Outgoing.dropped``), the call's finishing steps (``_complete``: the
    response's attributes, the capture, fail-closed, the content, the span's end),
    the bindings of what was produced (``Outgoing.bound``), the application's copy scrubbed
@@ -232,6 +232,12 @@ class DeferredSend:
             result = await send()
         return call, delivered(call, self.outgoing, result)
 
+    def send(self, send: Callable[[], Any], *, stream: bool) -> Any:
+        """Steps 3-6: ``run``, then what ``send`` returned goes through the vendor's readers (a whole
+        response finished, a stream under a proxy)."""
+        call, result = self.run(send, stream=stream)
+        return self._handler.adapter.readers.sync_result(call, self.outgoing, result)
+
 
 def sync_method(handler: ReasoningHandler) -> Wrapper:
     """Steps 1-6 for a sync method that sends when called."""
@@ -244,7 +250,7 @@ def sync_method(handler: ReasoningHandler) -> Wrapper:
         call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
         with sending(call, outgoing):
             result = without_peers(wrapped)(*args, **sent(kwargs, outgoing))
-        return adapter.sync_result(call, outgoing, delivered(call, outgoing, result))
+        return adapter.readers.sync_result(call, outgoing, delivered(call, outgoing, result))
 
     return traced_method
 
@@ -262,7 +268,7 @@ def async_method(handler: ReasoningHandler) -> Wrapper:
             call = start(handler, instance, kwargs, outgoing, stream=adapter.streams(kwargs), wrapped=wrapped)
             with sending(call, outgoing):
                 result = await without_peers(wrapped)(*args, **sent(kwargs, outgoing))
-            return await adapter.async_result(call, outgoing, delivered(call, outgoing, result))
+            return await adapter.readers.async_result(call, outgoing, delivered(call, outgoing, result))
 
         return send()
 

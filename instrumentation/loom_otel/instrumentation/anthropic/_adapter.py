@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import json
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from loom_otel.core import Reasoning
-from loom_otel.core.vendor import (
-    AsyncStreamProxy,
-    Decode,
-    ModelCall,
-    RequestInfo,
-    Runtime,
-    SyncStreamProxy,
-    finish,
-    tap_raw_body,
-    withhold_from_response,
-)
+from loom_otel.core.vendor import Decode, ModelCall, RequestInfo, ResponseInfo, ResultReaders, Runtime
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation, Outgoing
 from loom_otel.instrumentation.anthropic._extractors import (
     MessageStreamAccumulator,
@@ -33,7 +22,7 @@ from loom_otel.instrumentation.anthropic._extractors import (
 from loom_otel.instrumentation.anthropic._guard import check_anthropic_request
 from loom_otel.instrumentation.anthropic._readable import readable_thinking
 
-__all__ = ["AnthropicAdapter"]
+__all__ = ["AnthropicAdapter", "AnthropicReaders"]
 
 
 @functools.cache
@@ -49,8 +38,27 @@ def _raw_response_types() -> tuple[type[Any], ...]:
     return (BaseAPIResponse, legacy)
 
 
+class AnthropicReaders(ResultReaders):
+    """A message, a stream of events, and the SDK's raw responses (``APIResponse``; before anthropic 1.0
+    also the ``with_raw_response`` ``LegacyAPIResponse``)."""
+
+    def whole(self, call: ModelCall, outgoing: Outgoing | None, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
+        return reasonings_of(response, call.request), response_info(response, call.request)
+
+    def accumulator(self, call: ModelCall, result: Any) -> MessageStreamAccumulator:
+        return MessageStreamAccumulator(call.request)
+
+    def raw(self, result: Any) -> bool:
+        return isinstance(result, _raw_response_types())
+
+    def decode(self, raw: Any) -> Decode:
+        return _decode(raw)
+
+
 class AnthropicAdapter:
     """Messages ``create`` / ``parse`` / ``stream`` of the first-party, beta, Vertex and Bedrock clients."""
+
+    readers: Final = AnthropicReaders()
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = AnthropicContinuation(runtime) if runtime.enabled else None
@@ -83,58 +91,10 @@ class AnthropicAdapter:
         readable = self.continuation is not None and self._readable(kwargs) is not None
         return request_info(instance, kwargs, stream=stream, readable=readable)
 
-    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if isinstance(result, _raw_response_types()):
-            if call.request.stream:
-                _tap(call, outgoing, result, asynchronous=False)
-                return result
-            _finish_raw(call, outgoing, result, result.parse())
-            return result
-        if call.request.stream:
-            return SyncStreamProxy(result, call, outgoing, MessageStreamAccumulator(call.request))
-        _finish(call, outgoing, result)
-        return result
-
-    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if isinstance(result, _raw_response_types()):
-            if call.request.stream:
-                _tap(call, outgoing, result, asynchronous=True)
-                return result
-            parsed = result.parse()  # a coroutine, but the legacy response's (anthropic < 1) is sync
-            _finish_raw(call, outgoing, result, await parsed if inspect.isawaitable(parsed) else parsed)
-            return result
-        if call.request.stream:
-            return AsyncStreamProxy(result, call, outgoing, MessageStreamAccumulator(call.request))
-        _finish(call, outgoing, result)
-        return result
-
-
-def _finish(call: ModelCall, outgoing: Outgoing | None, message: Any) -> list[Reasoning]:
-    """A whole message, read, through the skeleton's ``finish``; its reasoning returned."""
-    reasonings = reasonings_of(message, call.request)
-    finish(call, outgoing, message, reasonings, response_info(message, call.request))
-    return reasonings
-
-
-def _finish_raw(call: ModelCall, outgoing: Outgoing | None, raw: Any, message: Any) -> None:
-    """``with_raw_response``: the parsed message as a whole message; in redact mode the raw body loses
-    the reasoning text too."""
-    reasonings = _finish(call, outgoing, message)
-    if outgoing is not None and outgoing.blanks:
-        withhold_from_response(raw.http_response, [r.text for r in reasonings if r.text])
-
 
 def _continues_thread(kwargs: Mapping[str, Any]) -> bool:
     thread = kwargs.get("thread")
     return isinstance(thread, Mapping) and thread.get("type") == "continue"
-
-
-def _tap(call: ModelCall, outgoing: Outgoing | None, raw: Any, *, asynchronous: bool) -> None:
-    """A raw streaming response: capture reads its body, which the application reads in any way."""
-    blanks = outgoing is not None and outgoing.blanks
-    accumulator = MessageStreamAccumulator(call.request)
-    decode = _decode(raw)
-    tap_raw_body(raw.http_response, call, outgoing, accumulator, decode, rewrite=blanks, asynchronous=asynchronous)
 
 
 def _decode(raw: Any) -> Decode:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-from loom_otel.core.vendor import ModelCall, RequestInfo, Runtime, SyncStreamProxy, finish
+from loom_otel.core import Reasoning
+from loom_otel.core.vendor import ModelCall, RequestInfo, ResponseInfo, ResultReaders, Runtime, StreamAccumulator
 from loom_otel.instrumentation.bedrock._continuation import BedrockContinuation, Outgoing
 from loom_otel.instrumentation.bedrock._extractors import (
     ConverseStreamAccumulator,
@@ -16,13 +17,34 @@ from loom_otel.instrumentation.bedrock._extractors import (
 )
 from loom_otel.instrumentation.bedrock._guard import check_converse_request
 
-__all__ = ["BedrockAdapter"]
+__all__ = ["BedrockAdapter", "BedrockReaders"]
+
+
+class BedrockReaders(ResultReaders):
+    """A ``converse`` response (a dict), and ``converse_stream``'s: its ``stream`` entry (an
+    ``EventStream``) goes back under a stream proxy, the rest of the dict is the application's as it was."""
+
+    def whole(self, call: ModelCall, outgoing: Outgoing | None, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
+        if call.request.stream:  # a stream's result without its stream: nothing was received
+            return [], response_info({}, call.request)
+        body = response if isinstance(response, Mapping) else {}
+        return reasonings_of(body, call.request), response_info(body, call.request)
+
+    def accumulator(self, call: ModelCall, result: Any) -> StreamAccumulator:
+        return ConverseStreamAccumulator(call.request, request_id_of(result))
+
+    def stream_of(self, result: Any) -> Any | None:
+        return result["stream"] if isinstance(result, dict) and "stream" in result else None
+
+    def restream(self, result: Any, proxy: Any) -> Any:
+        return {**result, "stream": proxy}
 
 
 class BedrockAdapter:
-    """``converse`` and ``converse_stream`` of boto3 ``bedrock-runtime`` clients. The stream is the
-    ``stream`` entry of what ``converse_stream`` returns (an ``EventStream``): it goes back under a
-    ``SyncStreamProxy``; the rest of the dict is the application's as it was."""
+    """``converse`` and ``converse_stream`` of boto3 ``bedrock-runtime`` clients (read by
+    ``BedrockReaders``)."""
+
+    readers: Final = BedrockReaders()
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = BedrockContinuation(runtime) if runtime.enabled else None
@@ -38,17 +60,3 @@ class BedrockAdapter:
 
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
         return request_info(instance, kwargs, stream=stream)
-
-    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if call.request.stream:
-            if isinstance(result, dict) and "stream" in result:
-                accumulator = ConverseStreamAccumulator(call.request, request_id_of(result))
-                return {**result, "stream": SyncStreamProxy(result["stream"], call, outgoing, accumulator)}
-            finish(call, outgoing, result, [], response_info({}, call.request))
-            return result
-        response = result if isinstance(result, Mapping) else {}
-        finish(call, outgoing, result, reasonings_of(response, call.request), response_info(response, call.request))
-        return result
-
-    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        return self.sync_result(call, outgoing, result)  # botocore has no async client

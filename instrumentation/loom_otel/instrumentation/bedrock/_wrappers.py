@@ -32,7 +32,6 @@ def make_api_call(handler: ReasoningHandler) -> Wrapper:
         deferred = DeferredSend.open(handler, instance, params, wrapped)
         if deferred is None:
             return wrapped(*args, **kwargs)
-        call, result = deferred.run(lambda: deferred.sdk(operation, deferred.kwargs), stream=stream)
-        return handler.adapter.sync_result(call, deferred.outgoing, result)
+        return deferred.send(lambda: deferred.sdk(operation, deferred.kwargs), stream=stream)
 
     return traced_method

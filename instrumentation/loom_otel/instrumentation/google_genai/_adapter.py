@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
@@ -18,9 +18,9 @@ from loom_otel.core.vendor import (
     ModelCall,
     RequestInfo,
     ResponseInfo,
+    ResultReaders,
     Runtime,
     StreamAccumulator,
-    finish,
     withhold_from_text,
 )
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
@@ -28,7 +28,7 @@ from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulat
 from loom_otel.instrumentation.google_genai._guard import check_gemini_request
 from loom_otel.instrumentation.google_genai._readable import readable_config
 
-__all__ = ["CallHops", "GeminiAdapter", "hops_of"]
+__all__ = ["CallHops", "GeminiAdapter", "GeminiReaders", "hops_of"]
 
 
 class CallHops:
@@ -106,7 +106,8 @@ class CallHops:
             turn.feed(_read_body(response))
         return turn.result()
 
-    def withholds(self) -> bool:
+    @property
+    def blanks(self) -> bool:
         """Whether the application gets no readable thought text (redact mode), or none of the thoughts
         only loom-otel asked for."""
         session = self.session
@@ -155,8 +156,32 @@ def _read_body(response: Any) -> Any:
     return types.GenerateContentResponse._from_response(response=json.loads(body), kwargs={})
 
 
+class GeminiReaders(ResultReaders):
+    """A whole call's response (every request's, through its ``CallHops``), a stream's chunks, and the
+    response the SDK returns unread (``should_return_http_response``: its raw body is the raw form)."""
+
+    def whole(self, call: ModelCall, outgoing: CallHops, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
+        return outgoing.read(response)
+
+    def accumulator(self, call: ModelCall, result: Any) -> StreamAccumulator:
+        hops = hops_of(call)
+        assert hops is not None  # ``prepare`` always makes one
+        return hops.turn
+
+    def raw(self, result: Any) -> bool:
+        return _raw_body(result) is not None
+
+    def parse(self, raw: Any) -> Any:
+        return raw  # ``CallHops.read`` reads the raw body
+
+    def withhold_raw(self, raw: Any, texts: list[str]) -> None:
+        raw.sdk_http_response.body = withhold_from_text(raw.sdk_http_response.body, texts)
+
+
 class GeminiAdapter:
     """``Models.generate_content(_stream)`` (chats included: they call these) and ``AsyncModels``'."""
+
+    readers: Final = GeminiReaders()
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = GeminiContinuation(runtime) if runtime.enabled else None
@@ -174,15 +199,3 @@ class GeminiAdapter:
     def request_info(self, instance: Any, kwargs: Mapping[str, Any], *, stream: bool) -> RequestInfo:
         readable = self.readable and readable_config(kwargs.get("config")) is not None
         return request_info(instance, kwargs, stream=stream, readable=readable)
-
-    def sync_result(self, call: ModelCall, outgoing: CallHops | None, result: Any) -> Any:
-        assert outgoing is not None  # ``prepare`` always makes one
-        reasonings, info = outgoing.read(result)
-        finish(call, outgoing, result, reasonings, info)
-        body = _raw_body(result)
-        if body is not None and outgoing.withholds():
-            result.sdk_http_response.body = withhold_from_text(body, [r.text for r in reasonings if r.text])
-        return result
-
-    async def async_result(self, call: ModelCall, outgoing: CallHops | None, result: Any) -> Any:
-        return self.sync_result(call, outgoing, result)

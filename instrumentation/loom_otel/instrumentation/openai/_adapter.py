@@ -3,31 +3,29 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import typing
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
     END_OF_STREAM,
-    AsyncStreamProxy,
     Decode,
     ModelCall,
     RequestInfo,
+    ResponseInfo,
+    ResultReaders,
     Runtime,
-    SyncStreamProxy,
-    finish,
-    tap_raw_body,
-    withhold_from_response,
+    StreamAccumulator,
 )
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
 from loom_otel.instrumentation.openai._guard import check_openai_chat_request, check_openai_responses_request
 from loom_otel.instrumentation.openai._readable import readable_reasoning, thinking_settings
 
-__all__ = ["OpenAiAdapter"]
+__all__ = ["OpenAiAdapter", "OpenAiReaders"]
 
 _CHAT_RESOURCES: Final = frozenset({"Completions", "AsyncCompletions"})
 _RESPONSES_HINTS: Final = {"api": "responses"}
@@ -37,11 +35,32 @@ def _is_chat(instance: Any) -> bool:
     return type(instance).__name__ in _CHAT_RESOURCES
 
 
+class OpenAiReaders(ResultReaders):
+    """A response of either API, its stream, and the SDK's raw responses (``APIResponse``,
+    ``LegacyAPIResponse``): a raw whole response is parsed at once (the SDK caches the parse)."""
+
+    def whole(self, call: ModelCall, outgoing: Outgoing | None, response: Any) -> tuple[list[Reasoning], ResponseInfo]:
+        api = _api_of(call)
+        return api.reasonings_of(response, call.request), api.response_info(response, call.request)
+
+    def accumulator(self, call: ModelCall, result: Any) -> StreamAccumulator:
+        return _api_of(call).accumulator(call.request)
+
+    def raw(self, result: Any) -> bool:
+        from openai._legacy_response import LegacyAPIResponse
+        from openai._response import BaseAPIResponse
+
+        return isinstance(result, LegacyAPIResponse | BaseAPIResponse)
+
+    def decode(self, raw: Any) -> Decode:
+        return _decode(raw)
+
+
 class OpenAiAdapter:
-    """``create`` and ``parse`` of Chat Completions and of the Responses API. A raw response
-    (``with_raw_response``, ``with_streaming_response``) of a whole response is parsed at once (the SDK
-    caches the parse), and in redact mode its body loses the reasoning; a raw streaming response is
-    captured from its body as the application reads it (``tap_raw_body``)."""
+    """``create`` and ``parse`` of Chat Completions and of the Responses API; what they return is read by
+    ``OpenAiReaders`` under core's dispatch (raw responses whole and streamed included)."""
+
+    readers: Final = OpenAiReaders()
 
     def __init__(self, runtime: Runtime) -> None:
         self.continuation = OpenAiContinuation(runtime) if runtime.enabled else None
@@ -78,63 +97,6 @@ class OpenAiAdapter:
             return replace(CHAT.request_info(instance, kwargs, stream), thinking=thinking)
         info = RESPONSES.request_info(instance, kwargs, stream)
         return replace(info, hints={**info.hints, **_RESPONSES_HINTS}, thinking=thinking)
-
-    def sync_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if _is_raw(result):
-            if call.request.stream:
-                _tap(call, outgoing, result, asynchronous=False)
-            else:
-                _finish_raw(call, outgoing, result, result.parse())
-            return result
-        return _result(call, outgoing, result, SyncStreamProxy)
-
-    async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any:
-        if _is_raw(result):
-            if call.request.stream:
-                _tap(call, outgoing, result, asynchronous=True)
-            else:  # the legacy response's parse is sync, the streamed response's a coroutine
-                parsed = result.parse()
-                _finish_raw(call, outgoing, result, await parsed if inspect.isawaitable(parsed) else parsed)
-            return result
-        return _result(call, outgoing, result, AsyncStreamProxy)
-
-
-def _is_raw(result: Any) -> bool:
-    from openai._legacy_response import LegacyAPIResponse
-    from openai._response import BaseAPIResponse
-
-    return isinstance(result, LegacyAPIResponse | BaseAPIResponse)
-
-
-def _result(
-    call: ModelCall,
-    outgoing: Outgoing | None,
-    result: Any,
-    proxy: type[SyncStreamProxy] | type[AsyncStreamProxy],
-) -> Any:
-    api = _api_of(call)
-    if call.request.stream:
-        return proxy(result, call, outgoing, api.accumulator(call.request))
-    finish(call, outgoing, result, api.reasonings_of(result, call.request), api.response_info(result, call.request))
-    return result
-
-
-def _finish_raw(call: ModelCall, outgoing: Outgoing | None, raw: Any, parsed: Any) -> None:
-    """A raw whole response: the parsed response as a whole response; in redact mode the raw body the
-    application can read loses the reasoning too."""
-    api = _api_of(call)
-    reasonings = api.reasonings_of(parsed, call.request)
-    finish(call, outgoing, parsed, reasonings, api.response_info(parsed, call.request))
-    if outgoing is not None and outgoing.blanks:
-        withhold_from_response(raw.http_response, [r.text for r in reasonings if r.text])
-
-
-def _tap(call: ModelCall, outgoing: Outgoing | None, raw: Any, *, asynchronous: bool) -> None:
-    """A raw streaming response: capture reads its body, which the application reads in any way."""
-    blanks = outgoing is not None and outgoing.blanks
-    accumulator = _api_of(call).accumulator(call.request)
-    decode = _decode(raw)
-    tap_raw_body(raw.http_response, call, outgoing, accumulator, decode, rewrite=blanks, asynchronous=asynchronous)
 
 
 def _decode(raw: Any) -> Decode:
