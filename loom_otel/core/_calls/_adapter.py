@@ -110,7 +110,7 @@ class Outgoing(Protocol):
         ...
 
 
-OutgoingT = TypeVar("OutgoingT", bound=Outgoing, covariant=True)
+OutgoingT_co = TypeVar("OutgoingT_co", bound=Outgoing, covariant=True)
 
 
 class Results(Protocol):
@@ -122,8 +122,8 @@ class Results(Protocol):
     async def async_result(self, call: ModelCall, outgoing: Outgoing | None, result: Any) -> Any: ...
 
 
-class VendorAdapter(Protocol[OutgoingT]):
-    """What one vendor supplies (one instance per instrumentor, built with the runtime); ``OutgoingT`` is its
+class VendorAdapter(Protocol[OutgoingT_co]):
+    """What one vendor supplies (one instance per instrumentor, built with the runtime); ``OutgoingT_co`` is its
     ``Outgoing``."""
 
     def __init__(self, runtime: Runtime) -> None: ...
@@ -132,7 +132,7 @@ class VendorAdapter(Protocol[OutgoingT]):
         """Raise ``ReasoningConfigError`` for reasoning in an instruction position (the request guard)."""
         ...
 
-    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> OutgoingT | None:
+    def prepare(self, instance: Any, kwargs: dict[str, Any]) -> OutgoingT_co | None:
         """The continuation pass (raises ``ReasoningContinuationError`` when the store fails)."""
         ...
 
