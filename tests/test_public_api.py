@@ -147,6 +147,8 @@ def test_the_vendor_face_leaves_the_call_skeleton_to_core():
     steps = {"prepare", "start", "sending", "sent", "delivered", "failed", "without_peers"}
     assert steps.isdisjoint(face.__all__)
     assert not any(hasattr(face, step) for step in steps)
+    public = {name for name in dir(face.DeferredSend) if not name.startswith("_")}
+    assert public == {"kwargs", "open", "outgoing", "run", "run_async", "sdk", "send", "stream", "stream_async"}
 
 
 @pytest.mark.parametrize("vendor", ["anthropic", "bedrock", "google_genai", "openai"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import hashlib
 import logging
 from pathlib import Path
@@ -264,6 +265,37 @@ async def test_async_stream_closed_early(sim, config, store):
     assert span.attributes["loom.stream.outcome"] == "closed_early"
     (event,) = reasoning_events(telemetry.spans)
     assert _text(store, event, 0) == first.candidates[0].content.parts[0].text
+
+
+def test_stream_dropped_unclosed_is_abandoned_as_other_streams(sim, config, journal_dir):
+    """A stream the application drops after its first chunk, without closing it, ends ``abandoned`` with
+    nothing captured, as Anthropic's and OpenAI's stream objects do (``DeferredSend.stream``); a closed
+    one is ``closed_early`` (above)."""
+    config = ReasoningConfig(store=config.store, journal=journal_dir)
+    with instrumented(GoogleGenAiInstrumentor(), config=config) as telemetry:
+        client = sim.genai_client()
+        stream = client.models.generate_content_stream(model=MODEL, contents="Hi", config=thinking())
+        assert next(stream).candidates
+        del stream
+        gc.collect()
+    (span,) = telemetry.spans
+    assert span.attributes["loom.stream.outcome"] == "abandoned"
+    assert reasoning_events(telemetry.spans) == []
+
+
+async def test_async_stream_dropped_unclosed_is_abandoned(sim, config):
+    with instrumented(GoogleGenAiInstrumentor(), config=config) as telemetry:
+        client = sim.genai_client()
+        stream = await client.aio.models.generate_content_stream(model=MODEL, contents="Hi", config=thinking())
+        assert (await stream.__anext__()).candidates
+        del stream
+        gc.collect()
+        for _ in range(5):  # the loop finalizes the dropped async generators
+            await asyncio.sleep(0)
+        gc.collect()
+    (span,) = telemetry.spans
+    assert span.attributes["loom.stream.outcome"] == "abandoned"
+    assert reasoning_events(telemetry.spans) == []
 
 
 @pytest.mark.parametrize("mode", ["stream", "async_stream", "chat_stream", "async_chat_stream"])

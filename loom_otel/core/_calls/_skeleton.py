@@ -17,20 +17,21 @@
 
 Methods that send later than they are called (a stream manager sends when entered, a generator when
 iterated, an operation whose streaming is known only from its name) hold one ``DeferredSend``: steps
-1-2 when it is made, steps 3-4 when it sends (``run`` / ``run_async``, or ``begin`` for a generator
-whose proxy sends on its first step), so no vendor runs the steps itself.
+1-2 when it is made, steps 3-4 when it sends (``run`` / ``run_async``; ``send`` with step 5 too; for a
+generator, ``stream`` / ``stream_async``: steps 3-5 at its first step), so no vendor runs the steps itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextvars
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from loom_otel.core._callbacks import shielded
-from loom_otel.core._calls._adapter import Outgoing
+from loom_otel.core._calls._adapter import Outgoing, Results
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import Activation, ModelCall, ResponseInfo
@@ -185,7 +186,8 @@ class DeferredSend:
     """One request sent later than its SDK method is called: made at the call (``open``: the guard and
     the continuation pass, steps 1-2), it sends once (``run`` / ``run_async``: the span starts, the send
     runs current and below other instrumentations, a failure ends the call, the result's request is
-    cleaned; or ``begin``, the call only, for a generator whose stream proxy ends it)."""
+    cleaned; ``send`` also hands the result to the vendor's readers; ``stream`` / ``stream_async`` for a
+    generator, which sends when iterated)."""
 
     __slots__ = ("_handler", "_instance", "_kwargs", "_wrapped", "outgoing")
 
@@ -214,20 +216,20 @@ class DeferredSend:
         """The wrapped SDK method, called below any other GenAI instrumentation's wrapper of it."""
         return without_peers(self._wrapped)(*args, **kwargs)
 
-    def begin(self, *, stream: bool = True) -> ModelCall:
-        """Step 3 only: the call starts; what sends (a stream proxy) ends it."""
+    def _begin(self, *, stream: bool = True) -> ModelCall:
+        """Step 3: the call starts."""
         return start(self._handler, self._instance, self._kwargs, self.outgoing, stream=stream, wrapped=self._wrapped)
 
     def run(self, send: Callable[[], T], *, stream: bool = True) -> tuple[ModelCall, T]:
         """Steps 3-4 around ``send`` (a manager's ``__enter__``, the SDK method)."""
-        call = self.begin(stream=stream)
+        call = self._begin(stream=stream)
         with sending(call, self.outgoing):
             result = send()
         return call, delivered(call, self.outgoing, result)
 
     async def run_async(self, send: Callable[[], Awaitable[T]], *, stream: bool = True) -> tuple[ModelCall, T]:
         """``run`` for an awaited send."""
-        call = self.begin(stream=stream)
+        call = self._begin(stream=stream)
         with sending(call, self.outgoing):
             result = await send()
         return call, delivered(call, self.outgoing, result)
@@ -236,7 +238,110 @@ class DeferredSend:
         """Steps 3-6: ``run``, then what ``send`` returned goes through the vendor's readers (a whole
         response finished, a stream under a proxy)."""
         call, result = self.run(send, stream=stream)
-        return self._handler.adapter.readers.sync_result(call, self.outgoing, result)
+        return self._readers().sync_result(call, self.outgoing, result)
+
+    def stream(self, chunks: Generator[Any, None, None]) -> Iterator[Any]:
+        """What the application gets for the SDK's generator ``chunks``, which sends when iterated: the
+        call starts at the first step, the stream goes through the vendor's readers (a stream proxy), and
+        every step runs with the call current (its failure ends the call, as a send's does)."""
+        return _DeferredStream(self, chunks)
+
+    def stream_async(self, chunks: AsyncGenerator[Any, None]) -> AsyncIterator[Any]:
+        """``stream`` for the SDK's async generator."""
+        return _DeferredAsyncStream(self, chunks)
+
+    def _proxied(self, chunks: Any) -> tuple[ModelCall, Any]:
+        """A generator's first step: the call starts, the generator is delivered (its request cleaned)."""
+        call = self._begin()
+        return call, delivered(call, self.outgoing, chunks)
+
+    def _readers(self) -> Results:
+        readers: Results = self._handler.adapter.readers
+        return readers
+
+
+class _DeferredStream:
+    """A generator's stream (``DeferredSend.stream``): an iterator like the SDK's generator. Its steps run
+    in one context prepared at the first (the call current, its span current), so nothing leaks to the
+    caller and a chunk costs one ``Context.run``. Closed, the stream ends ``closed_early``; dropped
+    without a close, ``abandoned`` (the stream proxy's), as a stream object's does; never iterated, it
+    records nothing (nothing was sent)."""
+
+    __slots__ = ("_chunks", "_context", "_deferred", "_iterator", "_proxy", "_step")
+
+    def __init__(self, deferred: DeferredSend, chunks: Generator[Any, None, None]) -> None:
+        self._deferred = deferred
+        self._chunks = chunks
+        self._step: Callable[[], Any] | None = None
+        self._proxy: Any = None
+
+    def __iter__(self) -> _DeferredStream:
+        return self
+
+    def __next__(self) -> Any:
+        step = self._step
+        if step is None:
+            step = self._start()
+        return self._context.run(step)
+
+    def _start(self) -> Callable[[], Any]:
+        deferred = self._deferred
+        call, chunks = deferred._proxied(self._chunks)
+        self._proxy = deferred._readers().sync_result(call, deferred.outgoing, chunks)
+        self._context = contextvars.copy_context()
+        self._context.run(call.make_current)
+        self._iterator = iter(self._proxy)  # the proxy's own generator: one resume per chunk
+        step: Callable[[], Any] = self._iterator.__next__
+        self._step = step
+        return step
+
+    def close(self) -> None:
+        """Closed early: the SDK's generator closes, what was received is captured (once started)."""
+        if self._proxy is None:
+            self._chunks.close()
+            return
+        self._iterator.close()
+        self._proxy.close()
+
+
+class _DeferredAsyncStream:
+    """The async twin of ``_DeferredStream`` (each step with the call activated)."""
+
+    __slots__ = ("_call", "_chunks", "_deferred", "_iterator", "_proxy", "_step")
+
+    def __init__(self, deferred: DeferredSend, chunks: AsyncGenerator[Any, None]) -> None:
+        self._deferred = deferred
+        self._chunks = chunks
+        self._step: Callable[[], Awaitable[Any]] | None = None
+        self._proxy: Any = None
+
+    def __aiter__(self) -> _DeferredAsyncStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        step = self._step
+        if step is None:
+            step = await self._start()
+        with self._call.activate():
+            return await step()
+
+    async def _start(self) -> Callable[[], Awaitable[Any]]:
+        deferred = self._deferred
+        call, chunks = deferred._proxied(self._chunks)
+        self._call = call
+        self._proxy = await deferred._readers().async_result(call, deferred.outgoing, chunks)
+        self._iterator = aiter(self._proxy)  # the proxy's own async generator: one resume per chunk
+        step: Callable[[], Awaitable[Any]] = self._iterator.__anext__
+        self._step = step
+        return step
+
+    async def aclose(self) -> None:
+        """Closed early: the SDK's generator closes, what was received is captured (once started)."""
+        if self._proxy is None:
+            await self._chunks.aclose()
+            return
+        await self._iterator.aclose()
+        await self._proxy.close()
 
 
 def sync_method(handler: ReasoningHandler) -> Wrapper:

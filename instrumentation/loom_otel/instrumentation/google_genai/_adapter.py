@@ -8,7 +8,7 @@ continuation session, which plans each request when the per-request wrappers rep
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import Reasoning
@@ -64,10 +64,13 @@ class CallHops:
 
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """A stream's accumulator (the call's ``turn``), under the session's layer when chunks lose thought
-        text (redact mode) or thoughts only loom-otel asked for."""
+        text (redact mode) or thoughts only loom-otel asked for (the chunks left with nothing else are
+        kept from the application: ``withheld``)."""
         if self.session is None:
             return accumulator
-        return self.session.tap(accumulator, self.withhold if self.asks_readable else None)
+        if not self.asks_readable:
+            return self.session.tap(accumulator, None)
+        return _Withholding(self.session.tap(accumulator, self.withhold), self.withheld)
 
     def request(self, call: ModelCall, kwargs: dict[str, Any]) -> dict[str, Any]:
         """One HTTP request of the call is about to be built from ``kwargs`` (model, contents, config):
@@ -129,6 +132,16 @@ class CallHops:
         session.scrub(response)
         if self.readable:
             session.withhold(response)
+
+
+class _Withholding(AccumulatorLayer):
+    """The session's layer, and which chunks held nothing but the thoughts withheld (the stream proxy
+    keeps them from the application)."""
+
+    def __init__(self, inner: StreamAccumulator, withheld: Callable[[Any], bool]) -> None:
+        super().__init__(inner)
+        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = inner.feed
+        self.withheld = withheld
 
 
 def hops_of(call: ModelCall | None) -> CallHops | None:

@@ -8,29 +8,26 @@ request to the call in flight (``current_call()``, its ``CallHops``): the contin
 request, and a complete request's response is folded into the call. Outside a public call the private
 wrappers do nothing.
 
-``generate_content_stream`` sends nothing until iterated: the guard runs when it is called, the span
-starts at the first iteration; a stream never iterated records nothing.
+``generate_content_stream`` sends nothing until iterated: the guard runs when it is called, and its
+generator goes through ``DeferredSend.stream`` (the span starts at the first iteration, as a stream
+manager's at ``__enter__``; a stream never iterated records nothing).
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from loom_otel.core.vendor import (
-    AsyncStreamProxy,
     DeferredSend,
-    ModelCall,
     ReasoningHandler,
-    SyncStreamProxy,
     Wrapper,
     active,
     async_method,
     current_call,
     sync_method,
 )
-from loom_otel.instrumentation.google_genai._adapter import CallHops, hops_of
+from loom_otel.instrumentation.google_genai._adapter import hops_of
 
 __all__ = [
     "async_models_generate_content",
@@ -57,7 +54,7 @@ def models_generate_content_stream(handler: ReasoningHandler) -> Wrapper:
         deferred = DeferredSend.open(handler, instance, kwargs, wrapped)  # the guard, now; the pass runs per request
         if deferred is None:
             return wrapped(*args, **kwargs)
-        return _stream(deferred.begin, wrapped(*args, **kwargs))
+        return deferred.stream(wrapped(*args, **kwargs))
 
     return traced_method
 
@@ -70,57 +67,11 @@ def async_models_generate_content_stream(handler: ReasoningHandler) -> Wrapper:
         async def send() -> Any:
             deferred = DeferredSend(handler, instance, kwargs, wrapped)
             chunks = await wrapped(*args, **kwargs)  # an async generator: nothing is sent yet
-            return _async_stream(deferred.begin, chunks)
+            return deferred.stream_async(chunks)
 
         return send()
 
     return traced_method
-
-
-def _hops(call: ModelCall) -> CallHops:
-    hops = hops_of(call)
-    assert hops is not None
-    return hops
-
-
-def _stream(begin: Callable[[], ModelCall], chunks: Iterator[Any]) -> Iterator[Any]:
-    """A generator like the SDK's: the call starts when iteration starts. Each step runs in one context
-    prepared once (the call current, its span current), so nothing leaks to the caller and a chunk
-    costs one ``Context.run`` instead of an attach/detach per step."""
-    call = begin()
-    hops = _hops(call)
-    proxy = SyncStreamProxy(chunks, call, hops, hops.turn)
-    context = contextvars.copy_context()
-    context.run(call.make_current)
-    step = iter(proxy).__next__  # the proxy's own generator: one resume per chunk
-    try:
-        while True:
-            try:
-                chunk = context.run(step)
-            except StopIteration:
-                return
-            if not hops.withheld(chunk):
-                yield chunk
-    finally:
-        proxy.close()  # closed early: the SDK stream closes, what was received is captured; else a no-op
-
-
-async def _async_stream(begin: Callable[[], ModelCall], chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    call = begin()
-    hops = _hops(call)
-    proxy = AsyncStreamProxy(chunks, call, hops, hops.turn)
-    step = aiter(proxy).__anext__  # the proxy's own async generator: one resume per chunk
-    try:
-        while True:
-            try:
-                with call.activate():
-                    chunk = await step()
-            except StopAsyncIteration:
-                return
-            if not hops.withheld(chunk):
-                yield chunk
-    finally:
-        await proxy.close()
 
 
 def models_generate_content_hop(handler: ReasoningHandler) -> Wrapper:
