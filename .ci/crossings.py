@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENDORS = ("anthropic", "google_genai", "openai", "bedrock")
 VENDOR_DIR = str(ROOT / "instrumentation" / "loom_otel" / "instrumentation") + "/"
 CORE_DIR = str(ROOT / "loom_otel" / "core") + "/"
-FACES = ("loom_otel.core.vendor", "loom_otel.core._adapter_kit")
+FACES = ("loom_otel.core.vendor", "loom_otel.core.vendor_helpers", "loom_otel.core._adapter_kit")
 
 
 def _side(filename: str) -> str | None:

@@ -18,6 +18,7 @@ PUBLIC_MODULES = [
     "loom_otel.core.runtime",
     "loom_otel.core.stores",
     "loom_otel.core.vendor",
+    "loom_otel.core.vendor_helpers",
     "loom_otel.audit",
     "loom_otel.testing",
     "loom_otel.testing.simulator",
@@ -57,13 +58,13 @@ CONTRACT = {
         "Outgoing",
         "ReasoningHandler",
         "ReasoningInstrumentor",
+        "ResultReaders",
         "StreamAccumulator",
         "SyncStreamProxy",
         "AsyncStreamProxy",
         "Wrap",
         "Wrapper",
         "async_method",
-        "finish",
         "sync_method",
     ],
     "loom_otel.instrumentation.anthropic": ["AnthropicInstrumentor"],
@@ -142,13 +143,37 @@ def test_contract_names(name, members):
 
 
 def test_the_vendor_face_leaves_the_call_skeleton_to_core():
-    """A vendor sends through ``DeferredSend`` or the skeleton's wrappers: the steps are not its to run."""
+    """A vendor sends through ``DeferredSend`` or the skeleton's wrappers, and its results go through core's
+    one dispatch: the steps (``finish`` included) are not its to run, nor in either vendor module."""
     face = importlib.import_module("loom_otel.core.vendor")
-    steps = {"prepare", "start", "sending", "sent", "delivered", "failed", "without_peers"}
-    assert steps.isdisjoint(face.__all__)
-    assert not any(hasattr(face, step) for step in steps)
+    helpers = importlib.import_module("loom_otel.core.vendor_helpers")
+    steps = {"prepare", "start", "sending", "sent", "delivered", "failed", "without_peers", "finish", "tap_raw_body"}
+    for module in (face, helpers):
+        assert steps.isdisjoint(module.__all__)
+        assert not any(hasattr(module, step) for step in steps)
     public = {name for name in dir(face.DeferredSend) if not name.startswith("_")}
     assert public == {"kwargs", "open", "outgoing", "run", "run_async", "sdk", "send", "stream", "stream_async"}
+
+
+def test_the_vendor_face_is_small_and_every_name_of_it_is_used():
+    """About 25 objects a vendor implements and calls (the helpers apart); no name of the face or the
+    helpers is left unused by every vendor."""
+    import ast
+
+    face = importlib.import_module("loom_otel.core.vendor")
+    helpers = importlib.import_module("loom_otel.core.vendor_helpers")
+    assert len(face.__all__) <= 26
+    assert set(face.__all__).isdisjoint(helpers.__all__)
+    used = set()
+    vendors = Path(__file__).resolve().parents[1] / "instrumentation" / "loom_otel" / "instrumentation"
+    for path in vendors.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "loom_otel.core.vendor",
+                "loom_otel.core.vendor_helpers",
+            ):
+                used.update(alias.name for alias in node.names)
+    assert set(face.__all__) | set(helpers.__all__) == used
 
 
 @pytest.mark.parametrize("vendor", ["anthropic", "bedrock", "google_genai", "openai"])

@@ -16,7 +16,7 @@ import anthropic
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
-from loom_otel.core.vendor import WITHHELD
+from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -19,13 +19,10 @@ from typing import Any, Final
 from loom_otel.core import Reasoning
 from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.core.vendor import (
-    WITHHELD,
     AccumulatorLayer,
     Block,
-    BoundedMemo,
     Capture,
     Continuation,
-    DigestMemo,
     Header,
     MessageView,
     ModelCall,
@@ -36,6 +33,11 @@ from loom_otel.core.vendor import (
     RoundBlock,
     Runtime,
     StreamAccumulator,
+)
+from loom_otel.core.vendor_helpers import (
+    WITHHELD,
+    BoundedMemo,
+    DigestMemo,
     attr,
     bindings_for,
     current_execution,
@@ -43,7 +45,7 @@ from loom_otel.core.vendor import (
     record_digest,
     text_bytes,
 )
-from loom_otel.core.vendor import field as _get
+from loom_otel.core.vendor_helpers import field as _get
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
 
 __all__ = ["AnthropicContinuation", "Outgoing", "Snapshot"]

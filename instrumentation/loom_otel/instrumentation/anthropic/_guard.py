@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core.vendor import GuardPath, check, check_rest, field, is_mapping, model_fields, reasoning_block
+from loom_otel.core.vendor_helpers import GuardPath, check, check_rest, field, is_mapping, model_fields, reasoning_block
 
 __all__ = ["check_anthropic_batch_request", "check_anthropic_request"]
 

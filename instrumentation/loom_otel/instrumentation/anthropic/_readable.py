@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core.vendor import AttributeValue, attr, field
+from loom_otel.core.vendor_helpers import AttributeValue, attr, field
 
 __all__ = ["default_omitted", "readable_thinking", "summarises", "thinking_settings"]
 

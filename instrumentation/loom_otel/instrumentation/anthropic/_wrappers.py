@@ -25,11 +25,10 @@ from loom_otel.core.vendor import (
     StreamAccumulator,
     SyncStreamProxy,
     Wrapper,
-    active,
     async_method,
-    current_call,
     sync_method,
 )
+from loom_otel.core.vendor_helpers import active, current_call
 from loom_otel.instrumentation.anthropic import _continuation
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 from loom_otel.instrumentation.anthropic._guard import check_anthropic_batch_request

@@ -33,11 +33,8 @@ from loom_otel.core.vendor import (
     RoundBlock,
     Runtime,
     StreamAccumulator,
-    bindings_for,
-    current_execution,
-    record_digest,
-    text_bytes,
 )
+from loom_otel.core.vendor_helpers import bindings_for, current_execution, record_digest, text_bytes
 from loom_otel.instrumentation.bedrock._extractors import PROVIDER, ConverseStreamAccumulator
 
 __all__ = ["BedrockContinuation", "Outgoing"]

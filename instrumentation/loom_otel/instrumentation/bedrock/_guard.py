@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core.vendor import check, check_rest, field, reasoning_block
+from loom_otel.core.vendor_helpers import check, check_rest, field, reasoning_block
 
 __all__ = ["check_converse_request"]
 

@@ -21,8 +21,8 @@ from loom_otel.core.vendor import (
     ResultReaders,
     Runtime,
     StreamAccumulator,
-    withhold_from_text,
 )
+from loom_otel.core.vendor_helpers import withhold_from_text
 from loom_otel.instrumentation.google_genai._continuation import GeminiContinuation, GeminiSession
 from loom_otel.instrumentation.google_genai._extractors import ResponseAccumulator, request_info, resumes
 from loom_otel.instrumentation.google_genai._guard import check_gemini_request

@@ -28,10 +28,8 @@ from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
     AccumulatorLayer,
     Block,
-    BoundedMemo,
     Capture,
     Continuation,
-    ExecutionScope,
     Header,
     ModelCall,
     Plan,
@@ -39,11 +37,8 @@ from loom_otel.core.vendor import (
     RoundBlock,
     Runtime,
     StreamAccumulator,
-    bindings_for,
-    digest_of,
-    readable,
-    record_digest,
 )
+from loom_otel.core.vendor_helpers import BoundedMemo, ExecutionScope, bindings_for, digest_of, readable, record_digest
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 from loom_otel.instrumentation.google_genai._readable import withhold_thoughts

@@ -18,11 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningKind
-from loom_otel.core.vendor import (
+from loom_otel.core.vendor import RequestInfo, ResponseInfo
+from loom_otel.core.vendor_helpers import (
     AttributeValue,
     LayoutBuilder,
-    RequestInfo,
-    ResponseInfo,
     attach_request,
     attr,
     content_mode,

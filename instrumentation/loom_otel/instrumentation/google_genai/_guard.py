@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from loom_otel.core.vendor import (
+from loom_otel.core.vendor_helpers import (
     DATA_ROLES,
     GuardPath,
     check,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from loom_otel.core.vendor import AttributeValue, attr, is_mapping
+from loom_otel.core.vendor_helpers import AttributeValue, attr, is_mapping
 from loom_otel.instrumentation.google_genai._transcript import config_value
 
 __all__ = ["readable_config", "thinking_settings", "withhold_thoughts"]

@@ -25,15 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core.vendor import (
-    Block,
-    BoundedMemo,
-    DigestMemo,
-    MessageView,
-    canonical_json,
-    is_mapping,
-    text_of,
-)
+from loom_otel.core.vendor import Block, MessageView
+from loom_otel.core.vendor_helpers import BoundedMemo, DigestMemo, canonical_json, is_mapping, text_of
 
 __all__ = [
     "MODEL_HEAD",

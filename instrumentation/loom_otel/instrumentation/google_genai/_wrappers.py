@@ -18,15 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loom_otel.core.vendor import (
-    DeferredSend,
-    ReasoningHandler,
-    Wrapper,
-    active,
-    async_method,
-    current_call,
-    sync_method,
-)
+from loom_otel.core.vendor import DeferredSend, ReasoningHandler, Wrapper, async_method, sync_method
+from loom_otel.core.vendor_helpers import active, current_call
 from loom_otel.instrumentation.google_genai._adapter import hops_of
 
 __all__ = [

@@ -11,7 +11,6 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
-    END_OF_STREAM,
     Decode,
     ModelCall,
     RequestInfo,
@@ -20,6 +19,7 @@ from loom_otel.core.vendor import (
     Runtime,
     StreamAccumulator,
 )
+from loom_otel.core.vendor_helpers import END_OF_STREAM
 from loom_otel.instrumentation.openai._continuation import OpenAiContinuation, Outgoing
 from loom_otel.instrumentation.openai._extractors import CHAT, RESPONSES, Api
 from loom_otel.instrumentation.openai._guard import check_openai_chat_request, check_openai_responses_request

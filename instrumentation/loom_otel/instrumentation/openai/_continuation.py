@@ -25,13 +25,10 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning, ReasoningPart
 from loom_otel.core.vendor import (
-    UNRESOLVABLE,
     AccumulatorLayer,
     Block,
-    BlockRecord,
     Capture,
     Continuation,
-    ExecutionScope,
     Header,
     MessageView,
     ModelCall,
@@ -39,6 +36,11 @@ from loom_otel.core.vendor import (
     Produced,
     Runtime,
     StreamAccumulator,
+)
+from loom_otel.core.vendor_helpers import (
+    UNRESOLVABLE,
+    BlockRecord,
+    ExecutionScope,
     attr,
     bindings_for,
     canonical_json,
@@ -48,7 +50,7 @@ from loom_otel.core.vendor import (
     record_digest,
     resolve_text,
 )
-from loom_otel.core.vendor import field as _get
+from loom_otel.core.vendor_helpers import field as _get
 from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
 
 __all__ = ["OpenAiContinuation", "Outgoing"]

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from loom_otel.core import Reasoning, ReasoningKind
-from loom_otel.core.vendor import (
+from loom_otel.core.vendor import RequestInfo, ResponseInfo
+from loom_otel.core.vendor_helpers import (
     AttributeValue,
     LayoutBuilder,
-    RequestInfo,
-    ResponseInfo,
     attach_request,
     attr,
     content_mode,

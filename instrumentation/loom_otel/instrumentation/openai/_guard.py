@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core.vendor import DATA_ROLES, GuardPath, check, check_rest, field, reasoning_block
+from loom_otel.core.vendor_helpers import DATA_ROLES, GuardPath, check, check_rest, field, reasoning_block
 
 __all__ = ["check_openai_chat_request", "check_openai_responses_request"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from loom_otel.core.vendor import AttributeValue, attr, field
+from loom_otel.core.vendor_helpers import AttributeValue, attr, field
 
 __all__ = ["readable_reasoning", "thinking_settings", "withhold_item", "withhold_summaries"]
 
