@@ -87,7 +87,8 @@ AUDIT_TYPE: Final = "loom.audit.type"
 
 # Model-call span fields of loom-otel's own.
 STREAM_OUTCOME: Final = "loom.stream.outcome"
-"""How a stream ended without its vendor end: ``closed_early``, ``abandoned``, ``raw_response``."""
+"""How a stream ended without its vendor end: ``closed_early`` (closed by the application), ``abandoned``
+(dropped unclosed)."""
 
 # Continuation event fields.
 DROP_REASON: Final = "loom.reasoning.drop.reason"
