@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
+    WITHHELD,
     AccumulatorLayer,
     Block,
     Capture,
@@ -193,13 +194,13 @@ class Outgoing:
         self.adapter.record(self.plan, blocks, capture, call)
 
     def scrub(self, response: Any) -> None:
-        """``transcript="redact"``: the application gets the answer without reasoning text (a stream's
-        events were blanked one by one)."""
+        """``transcript="redact"``: the application gets the answer without reasoning text, each withheld
+        text ``WITHHELD`` (a framework drops an empty block; a stream's events were blanked one by one)."""
         if self.blanks and isinstance(response, Mapping):
             for block in _answer(response):
                 text = block.get("reasoningContent", {}).get("reasoningText") if isinstance(block, dict) else None
                 if isinstance(text, dict) and text.get("text"):
-                    text["text"] = ""
+                    text["text"] = WITHHELD
 
 
 def _answer(response: Any) -> list[Any]:
@@ -331,7 +332,9 @@ def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
 
 
 def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
-    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it."""
+    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it; the
+    first text delta of a block carries ``WITHHELD`` instead (what ``scrub`` hands a complete answer)."""
+    marked: set[object] = set()
 
     def redacting_feed(event: Any) -> Sequence[tuple[int, str]]:
         deltas = feed(event)
@@ -339,7 +342,9 @@ def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[An
         delta = found.get("delta") if isinstance(found, dict) else None
         reasoning = delta.get("reasoningContent") if isinstance(delta, dict) else None
         if isinstance(reasoning, dict) and reasoning.get("text"):
-            reasoning["text"] = ""
+            index = found.get("contentBlockIndex") if isinstance(found, dict) else None
+            reasoning["text"] = "" if index in marked else WITHHELD
+            marked.add(index)
         return deltas
 
     return redacting_feed
