@@ -26,6 +26,7 @@ from typing import Any, Final
 from loom_otel.core import Reasoning, ReasoningPart
 from loom_otel.core.vendor import (
     UNRESOLVABLE,
+    WITHHELD,
     AccumulatorLayer,
     Block,
     BlockRecord,
@@ -224,13 +225,21 @@ class OpenAiContinuation:
         views = [_item_view(item, self.redact) for item in items]
         plan = self.rule.plan(header_of(kwargs), views, explicit, vendor_drops=True)
         outgoing.plan, outgoing.lineage = plan, plan.lineage
-        if plan.texts:
-            outgoing.kwargs = {**kwargs, "input": self._rebuild(list(items), plan)}
+        held = [i for i, item in enumerate(items) if (i, 0) not in plan.texts and _holds_placeholder(item)]
+        if plan.texts or held:
+            outgoing.kwargs = {**kwargs, "input": self._rebuild(list(items), plan, held)}
             outgoing.texts = plan.put_back()
         return outgoing
 
-    def _rebuild(self, items: list[Any], plan: Plan) -> list[Any]:
-        """The input with the texts the rule put back (each into the item whose binding holds)."""
+    def _rebuild(self, items: list[Any], plan: Plan, held: Sequence[int] = ()) -> list[Any]:
+        """The input with the texts the rule put back (each into the item whose binding holds); an item
+        ``held`` carries the placeholder with no text to put back: it goes out with empty texts, as the
+        application was handed them before the placeholder (the vendor never gets ``WITHHELD``)."""
+        for i in held:
+            field, pieces = _item_texts(items[i])
+            kind = "summary_text" if field == "summary" else "reasoning_text"
+            blank = ["" if p == WITHHELD else p for p in pieces]
+            items[i] = {**_plain(items[i]), field: [{"type": kind, "text": t} for t in blank]}
         for (i, _), text in plan.texts.items():
             item = items[i]
             field, _ = _item_texts(item)
@@ -276,6 +285,11 @@ class OpenAiContinuation:
     def remember(self, records: list[tuple[bytes, BlockRecord]]) -> None:
         if records:
             self.bindings.add(records, [])
+
+
+def _holds_placeholder(item: Any) -> bool:
+    """A reasoning item with a piece the application was handed as ``WITHHELD`` (redact mode)."""
+    return _get(item, "type") == "reasoning" and WITHHELD in _item_texts(item)[1]
 
 
 def _plain(item: Any) -> dict[str, Any]:
@@ -421,15 +435,25 @@ def _snapshot(response: Any) -> list[tuple[Any, list[str]]]:
     return [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
 
 
-def _blank_event_text(event: Any, kind: str | None) -> None:
-    """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place."""
+def _blank_event_text(event: Any, kind: str | None, marked: set[tuple[object, ...]] | None = None) -> None:
+    """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place. With
+    ``marked`` (redact mode: the pieces already handed ``WITHHELD``), a piece's first text carries
+    ``WITHHELD`` instead and its done text and part are ``WITHHELD``, as ``_blank_item`` hands an item."""
+    piece = (getattr(event, "item_id", None), getattr(event, "summary_index", getattr(event, "content_index", None)))
     if kind in _DELTA_EVENTS:
-        event.delta = ""
+        first = marked is not None and event.delta and piece not in marked
+        event.delta = WITHHELD if first else ""
+        if first and marked is not None:
+            marked.add(piece)
     elif kind in _TEXT_EVENTS:
-        event.text = ""
+        event.text = WITHHELD if marked is not None and event.text else ""
     part = getattr(event, "part", None)
     if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
-        part.text = ""
+        done = marked is not None and kind.endswith(".done")
+        added = marked is not None and not done and piece not in marked
+        part.text = WITHHELD if done or added else ""
+        if added and marked is not None:
+            marked.add(piece)
 
 
 def _drop_fields(obj: Any) -> None:
@@ -440,11 +464,13 @@ def _drop_fields(obj: Any) -> None:
 
 
 def _blank_item(item: Any) -> None:
+    """Redact mode: each readable piece of a reasoning item is ``WITHHELD`` (a framework drops a reasoning
+    item or summary whose text is empty); on the way out the rule puts the stored texts back."""
     if _get(item, "type") != "reasoning":
         return
     for piece in (*(_get(item, "summary") or ()), *(_get(item, "content") or ())):
         if getattr(piece, "text", None):
-            piece.text = ""
+            piece.text = WITHHELD
 
 
 def _summary_events() -> Callable[[Any], bool]:
@@ -476,6 +502,8 @@ class _RedactingLayer(AccumulatorLayer):
         self.snapshot: list[tuple[Any, list[str]]] = []
         """Its output items and their reasoning texts, read before they were blanked."""
         self._messages: dict[int, dict[str, Any]] = {}
+        self._marked: set[tuple[object, ...]] = set()
+        """Redact mode: the reasoning pieces (item, index) whose first text was handed as ``WITHHELD``."""
         self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
         """A summary only loom-otel asked for: its events are not handed on (a bare request streams
         none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
@@ -521,7 +549,7 @@ class _RedactingLayer(AccumulatorLayer):
             self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
-        _blank_event_text(event, kind)
+        _blank_event_text(event, kind, self._marked)
         item = getattr(event, "item", None)
         if item is not None:
             _blank_item(item)
