@@ -16,7 +16,7 @@ from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.openai.helpers import MODES, RESPONSES_MODEL, STREAMING, respond
+from tests.openai.helpers import CHAT_MODEL, MODES, RESPONSES_MODEL, STREAMING, THOUGHT, respond, run
 
 CANARY = "CANARY-placeholder-openai-7c2a"
 TOOLS = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
@@ -107,3 +107,20 @@ def test_a_placeholder_with_no_text_to_put_back_goes_out_empty(tmp_path):
         sim.openai_client().responses.create(model=RESPONSES_MODEL, input=items, store=False)
     sent = json.dumps(sim.requests[-1].body)
     assert WITHHELD not in sent and '"summary_text"' in sent
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_chat_hands_the_placeholder_and_never_sends_it(mode, sim, make, store, journal_dir):
+    """Chat Completions: the application gets ``WITHHELD`` for the reasoning (a stream's first reasoning
+    delta carries it); sent back outside ``execution()`` (no lineage: nothing to put back) the placeholder
+    is taken out, as the message went before."""
+    config = ReasoningConfig(store=store, journal=journal_dir, transcript="redact")
+    with instrumented(OpenAiInstrumentor(), config=config) as telemetry:
+        seen = run("chat", mode, make)
+        field = sim.script.reasoning_field
+        held = {"role": "assistant", "content": "The bus.", field: seen}
+        messages = [{"role": "user", "content": "Which is cheaper?"}, held, {"role": "user", "content": "Why?"}]
+        make(False).chat.completions.create(model=CHAT_MODEL, messages=messages)
+    assert seen == WITHHELD
+    assert sim.requests[-1].body["messages"][1] == {"role": "assistant", "content": "The bus."}
+    assert find_leaks([THOUGHT], spans=telemetry.spans, directories=[journal_dir]) == []

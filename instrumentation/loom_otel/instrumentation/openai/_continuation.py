@@ -6,11 +6,13 @@
   function call by id, name and arguments, ...) or, for a reasoning item, a ``Block`` keyed by a digest of
   its ``encrypted_content``. The vendor drops stale items itself (``input_transformations``, reported as
   ``loom.reasoning.vendor_dropped``), so the rule drops nothing here (``vendor_drops``): it finds the
-  lineage (an item whose recorded binding holds) and, in redact mode, puts the summary (or
-  ``reasoning_text``) texts back into the items that bind, from the call's execution, digest-checked.
+  lineage (an item whose recorded binding holds) and, in redact mode (the application holds each text as
+  ``WITHHELD``), puts the summary (or ``reasoning_text``) texts back into the items that bind, from the
+  call's execution, digest-checked; an item it cannot put them back into goes out with empty texts.
 - Chat Completions issues no secret: there is NO lineage (DESIGN "Execution identity"). In redact mode
-  the application gets messages and deltas without ``reasoning_content`` / ``reasoning``; on the way out,
-  inside an ``execution()`` scope only, an assistant message that carried reasoning gets it back
+  the application gets ``WITHHELD`` in place of ``reasoning_content`` / ``reasoning`` (in a stream, the
+  first reasoning delta of a choice; the later ones carry none); on the way out the placeholder never goes
+  out, and inside an ``execution()`` scope only, an assistant message that carried reasoning gets it back
   (DeepSeek requires it on tool-call turns), from that execution. Its records are keyed by the scope
   (tenant, execution, principal) and a digest of the message (content and tool calls), so a message is
   never found for another scope. A text that cannot be had is left out (``loom.reasoning.dropped``,
@@ -211,7 +213,7 @@ class OpenAiContinuation:
         explicit = current_execution()
         if chat:
             items = kwargs.get("messages")
-            if self.redact and explicit is not None and isinstance(items, list | tuple):
+            if self.redact and isinstance(items, list | tuple):
                 rebuilt, lost = self._chat_put_back(list(items), explicit, outgoing.texts)
                 if rebuilt is not None:
                     outgoing.kwargs = {**kwargs, "messages": rebuilt}
@@ -252,16 +254,23 @@ class OpenAiContinuation:
         return items
 
     def _chat_put_back(
-        self, items: list[Any], scope: ExecutionScope, texts: list[str]
+        self, items: list[Any], scope: ExecutionScope | None, texts: list[str]
     ) -> tuple[list[Any] | None, list[int]]:
         """Redact mode, inside ``execution()``: each assistant message this scope produced with reasoning
-        gets it back (from the scope's execution, digest-checked)."""
+        gets it back (from the scope's execution, digest-checked). The placeholder the application was
+        handed (``WITHHELD``) never goes out: replaced so, or else taken out of the message."""
         changed, lost = False, []
-        for i, item in enumerate(items):
-            if _get(item, "role") != "assistant" or any(_get(item, f) for f in FIELDS):
+        for i, sent in enumerate(items):
+            if _get(sent, "role") != "assistant":
                 continue
-            found = self._lookup([(f, message_key(f, item, scope)) for f in FIELDS])
-            if found is None:
+            held = [f for f in FIELDS if _get(sent, f) == WITHHELD]
+            if any(_get(sent, f) for f in FIELDS if f not in held):
+                continue
+            item = {k: v for k, v in _plain(sent).items() if k not in held} if held else sent
+            if held:
+                items[i], changed = item, True
+            found = self._lookup([(f, message_key(f, item, scope)) for f in FIELDS]) if scope is not None else None
+            if found is None or scope is None:
                 continue
             field, record = found
             text = None
@@ -420,7 +429,7 @@ class Outgoing:
             return
         if self.chat:
             for choice in _get(response, "choices") or ():
-                _drop_fields(choice.message)
+                _withhold_fields(choice.message, first=True)
         else:
             for item in _get(response, "output") or ():
                 _blank_item(item)
@@ -435,7 +444,7 @@ def _snapshot(response: Any) -> list[tuple[Any, list[str]]]:
     return [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
 
 
-def _blank_event_text(event: Any, kind: str | None, marked: set[tuple[object, ...]] | None = None) -> None:
+def _blank_event_text(event: Any, kind: str | None, marked: set[object] | None = None) -> None:
     """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place. With
     ``marked`` (redact mode: the pieces already handed ``WITHHELD``), a piece's first text carries
     ``WITHHELD`` instead and its done text and part are ``WITHHELD``, as ``_blank_item`` hands an item."""
@@ -456,11 +465,20 @@ def _blank_event_text(event: Any, kind: str | None, marked: set[tuple[object, ..
             marked.add(piece)
 
 
-def _drop_fields(obj: Any) -> None:
+def _withhold_fields(obj: Any, *, first: bool) -> bool:
+    """A chat message's (or delta's) reasoning out of the application's hands: ``WITHHELD`` where it had
+    text and ``first`` (a message, a stream's first reasoning delta of a choice), else taken out.
+    Whether it had text."""
     extra = getattr(obj, "model_extra", None)
+    had = False
     if extra:
         for field in FIELDS:
-            extra.pop(field, None)
+            value = extra.pop(field, None)
+            if isinstance(value, str) and value:
+                had = True
+                if first:
+                    extra[field] = WITHHELD
+    return had
 
 
 def _blank_item(item: Any) -> None:
@@ -502,8 +520,9 @@ class _RedactingLayer(AccumulatorLayer):
         self.snapshot: list[tuple[Any, list[str]]] = []
         """Its output items and their reasoning texts, read before they were blanked."""
         self._messages: dict[int, dict[str, Any]] = {}
-        self._marked: set[tuple[object, ...]] = set()
-        """Redact mode: the reasoning pieces (item, index) whose first text was handed as ``WITHHELD``."""
+        self._marked: set[object] = set()
+        """Redact mode: the reasoning pieces (item, index) or chat choices whose first text was handed
+        as ``WITHHELD``."""
         self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
         """A summary only loom-otel asked for: its events are not handed on (a bare request streams
         none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
@@ -536,8 +555,8 @@ class _RedactingLayer(AccumulatorLayer):
                 if call.function is not None:
                     slot["name"] = call.function.name or slot["name"]
                     slot["arguments"] += call.function.arguments or ""
-            if self._outgoing.adapter.redact:
-                _drop_fields(delta)
+            if self._outgoing.adapter.redact and _withhold_fields(delta, first=choice.index not in self._marked):
+                self._marked.add(choice.index)
 
     def _event(self, event: Any) -> None:
         kind = getattr(event, "type", None)
