@@ -29,6 +29,8 @@ INTERNAL_PACKAGES: Final = (
     "anthropic",
     "openai",
     "google.genai",
+    "botocore",
+    "boto3",
     "httpx",
     "httpcore",
     "contextlib",
@@ -39,8 +41,9 @@ INTERNAL_PACKAGES: Final = (
     "site",
     "sitecustomize",
 )
-"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs,
-``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal),
+"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs (boto3
+and botocore for Bedrock), ``contextlib`` (the glue between a ``with`` statement and a context manager that
+is itself internal),
 and the interpreter's own glue: imports, threads and thread pools, ``python -m``, start-up (``site``,
 and ``opentelemetry-instrument``'s ``sitecustomize``)."""
 NOWHERE: Final = "loom-otel"

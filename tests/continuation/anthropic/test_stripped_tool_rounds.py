@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
+from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core.vendor import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
@@ -144,7 +144,11 @@ def test_nothing_is_restored_from_another_execution(tmp_path: Path):
             _crewai(first),
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
         ]
-        with execution("crew-b"), pytest.raises(anthropic.BadRequestError, match="Expected `thinking`"):
+        with (
+            execution("crew-b"),
+            pytest.raises(anthropic.BadRequestError, match="Expected `thinking`"),
+            pytest.warns(LoomOtelWarning, match="tool-use turn at message 1"),  # said at the first refusal
+        ):
             MODES["sync"](sim, _kw(history))
     assert sim.requests[-1].body["messages"] == history  # exactly as the app sent it
     assert reasoning_events(telemetry.spans, "loom.reasoning.restored") == []
@@ -187,12 +191,14 @@ def test_outside_an_execution_nothing_changes_and_the_warning_names_the_framewor
             SHAPES[shape](first),
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
         ]
-        for _ in range(2):  # the framework retries the refused call
+        for attempt in range(2):  # the framework retries the refused call
             with pytest.raises(anthropic.BadRequestError) as error:
                 framework.call(client.messages.create, _kw(history))
             assert str(error.value) == str(bare_error.value)
             assert sim.requests[-1].body["messages"] == history  # unchanged from bare
-    messages = [str(w.message) for w in caught if "sent back none of the reasoning" in str(w.message)]
+            messages = [str(w.message) for w in caught if "sent back none of the reasoning" in str(w.message)]
+            assert len(messages) == 1, attempt  # at the first refused call already (the vendor's 400 ends a run)
     (message,) = messages
+    assert "tool-use turn at message 1" in message and "execution()" in message
     assert f"{package.partition('.')[0]!r}" in message and f"<{package}>" in message
     assert find_leaks([CANARY], spans=telemetry.spans, texts=[str(w.message) for w in caught]) == []

@@ -214,7 +214,7 @@ class BedrockContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
-        self.rule = Continuation(bindings, runtime.store)
+        self.rule = Continuation(bindings, runtime.store, runtime.discards)
         self.redact = runtime.transcript == "redact"
         self._keyed = runtime.digest != "sha256"
 
@@ -227,12 +227,14 @@ class BedrockContinuation:
         if not isinstance(messages, list):
             return None
         views = [message_view(m) for m in messages]
+        in_flight = _in_flight(messages, views)
         plan = self.rule.plan(
             header_of(kwargs),
             views,
             current_execution(),
             vendor_drops=False,
-            protected=_tool_round(messages, views),
+            protected=_tool_round(views, in_flight),
+            required=in_flight if _thinking_on(kwargs) else None,
         )
         if plan.changes:
             kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
@@ -276,16 +278,28 @@ def _recorded_blocks(kinds: Sequence[object]) -> int:
     return end
 
 
-def _tool_round(messages: list[Any], views: list[MessageView]) -> frozenset[tuple[int, int]]:
-    """The leading reasoning blocks of an in-flight tool round: never dropped (Bedrock, as Anthropic,
-    requires the assistant turn of a tool round to start with its thinking)."""
+def _in_flight(messages: list[Any], views: list[MessageView]) -> int | None:
+    """The assistant message of an in-flight tool round (the last message answers its tool calls): with
+    thinking on, Bedrock (as Anthropic) requires it to start with its thinking."""
     if len(messages) < 2 or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
-        return frozenset()
+        return None
     if views[-2].round_key is None or not any(
         isinstance(b, Mapping) and "toolResult" in b for b in _content(messages[-1])
     ):
+        return None
+    return len(messages) - 2
+
+
+def _thinking_on(kwargs: Mapping[str, Any]) -> bool:
+    fields = kwargs.get("additionalModelRequestFields")
+    thinking = fields.get("thinking") if isinstance(fields, Mapping) else None
+    return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
+
+
+def _tool_round(views: list[MessageView], i: int | None) -> frozenset[tuple[int, int]]:
+    """The leading reasoning blocks of the in-flight tool round ``i`` (``_in_flight``): never dropped."""
+    if i is None:
         return frozenset()
-    i = len(messages) - 2
     leading = itertools.takewhile(lambda item: isinstance(item, Block), views[i].items)
     return frozenset((i, j) for j, _ in enumerate(leading))
 
