@@ -7,6 +7,7 @@ turn's tool calls), so the agent works; never from another execution, and never 
 
 from __future__ import annotations
 
+import asyncio
 import types
 import warnings
 from pathlib import Path
@@ -202,3 +203,44 @@ def test_outside_an_execution_nothing_changes_and_the_warning_names_the_framewor
     assert "tool-use turn at message 1" in message and "execution()" in message
     assert f"{package.partition('.')[0]!r}" in message and f"<{package}>" in message
     assert find_leaks([CANARY], spans=telemetry.spans, texts=[str(w.message) for w in caught]) == []
+
+
+_ASYNC_FRAMEWORK = """
+import asyncio
+
+async def steps(create, kw):
+    yield await asyncio.ensure_future(create(**kw))
+
+async def call(create, kw):
+    async for answer in steps(create, kw):
+        return answer
+"""
+
+
+def test_a_call_the_framework_runs_as_a_task_of_its_own_is_attributed_to_the_framework(tmp_path: Path):
+    """AutoGen awaits ``asyncio.ensure_future(client.messages.create(...))`` from an async generator: the
+    SDK call's own stack starts at the event loop, so the warning follows the task that awaits it to the
+    framework's frame (its file:line and package), not to ``asyncio``."""
+    package = "autogen_ext.models.anthropic"
+    framework = types.ModuleType(package)
+    exec(compile(_ASYNC_FRAMEWORK, f"<{package}>", "exec"), framework.__dict__)
+    sim = _sim()
+    config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal")
+    client = sim.async_anthropic_client()
+    history: list[Any] = [{"role": "user", "content": "Plan a rainy-day walk in Lyon."}]
+    with (
+        instrumented(AnthropicInstrumentor(), config=config),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        first = asyncio.run(framework.call(client.messages.create, _kw(history)))
+        call = next(b for b in first.content if b.type == "tool_use")
+        history += [
+            _autogen(first),
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
+        ]
+        with pytest.raises(anthropic.BadRequestError):
+            asyncio.run(framework.call(sim.async_anthropic_client().messages.create, _kw(history)))
+    (message,) = [str(w.message) for w in caught if "tool-use turn" in str(w.message)]
+    assert message.startswith(f"<{package}>:") and "made by 'autogen_ext'" in message
+    assert find_leaks([CANARY], texts=[str(w.message) for w in caught]) == []
