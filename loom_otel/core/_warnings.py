@@ -11,6 +11,8 @@ the warning is attributed to nothing: one line, ``loom-otel:0: LoomOtelWarning: 
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
 import threading
 import warnings
@@ -29,6 +31,8 @@ INTERNAL_PACKAGES: Final = (
     "anthropic",
     "openai",
     "google.genai",
+    "botocore",
+    "boto3",
     "httpx",
     "httpcore",
     "contextlib",
@@ -39,8 +43,9 @@ INTERNAL_PACKAGES: Final = (
     "site",
     "sitecustomize",
 )
-"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs,
-``contextlib`` (the glue between a ``with`` statement and a context manager that is itself internal),
+"""Packages whose frames a warning skips: loom-otel, the OpenTelemetry packages, the wrapped SDKs (boto3
+and botocore for Bedrock), ``contextlib`` (the glue between a ``with`` statement and a context manager that
+is itself internal),
 and the interpreter's own glue: imports, threads and thread pools, ``python -m``, start-up (``site``,
 and ``opentelemetry-instrument``'s ``sitecustomize``)."""
 NOWHERE: Final = "loom-otel"
@@ -69,20 +74,55 @@ def warn(message: str, category: type[Warning] = LoomOtelWarning, *, once: Hasha
 
 def call_site() -> str:
     """``file:line`` of the first frame outside ``INTERNAL_PACKAGES`` (the user's, or a framework's, call)."""
-    frame = sys._getframe(1)
-    while _is_internal(frame) and frame.f_back is not None:
-        frame = frame.f_back
+    frame = _caller(sys._getframe(1))
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def call_package() -> str:
     """The top-level package of the first frame outside ``INTERNAL_PACKAGES`` (``crewai`` for a call made
     in ``crewai.llm``, ``autogen_ext`` in ``autogen_ext.models.anthropic``; ``__main__`` for a script)."""
-    frame = sys._getframe(1)
+    name = _caller(sys._getframe(1)).f_globals.get("__name__")
+    return name.partition(".")[0] if isinstance(name, str) and name else "?"
+
+
+def _caller(frame: FrameType) -> FrameType:
+    """The first frame outside ``INTERNAL_PACKAGES``; when that is the event loop's (the SDK call runs as a
+    task of its own: AutoGen's ``asyncio.ensure_future(client.messages.create(...))``), the frame that
+    awaits the task, where the call was made (``_awaiting``), if one can be found."""
     while _is_internal(frame) and frame.f_back is not None:
         frame = frame.f_back
     name = frame.f_globals.get("__name__")
-    return name.partition(".")[0] if isinstance(name, str) and name else "?"
+    if isinstance(name, str) and (name == "asyncio" or name.startswith("asyncio.")):
+        return _awaiting() or frame
+    return frame
+
+
+def _awaiting() -> FrameType | None:
+    """The innermost frame outside ``INTERNAL_PACKAGES`` of the coroutine of the task that awaits the
+    current one (its wake-up is a done callback of this task); ``None`` when there is none."""
+    try:
+        task = asyncio.current_task()
+        for callback, _ in getattr(task, "_callbacks", None) or ():
+            owner = getattr(callback, "__self__", None)
+            if not isinstance(owner, asyncio.Task):
+                continue
+            found: FrameType | None = None
+            awaited: object = owner.get_coro()
+            while awaited is not None:  # down the chain of coroutines (and async generators) it awaits
+                frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+                if not isinstance(frame, FrameType):
+                    break
+                if not _is_internal(frame):
+                    found = frame
+                awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+                if awaited is not None and not hasattr(awaited, "cr_frame") and not hasattr(awaited, "ag_frame"):
+                    # ``async for``: an ``asend`` awaitable, which only refers to its async generator
+                    awaited = next((r for r in gc.get_referents(awaited) if hasattr(r, "ag_frame")), None)
+            if found is not None:
+                return found
+    except Exception:  # never raises into the app: the event loop's frame is named instead
+        return None
+    return None
 
 
 def forget_once() -> None:

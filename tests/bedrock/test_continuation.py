@@ -4,17 +4,19 @@ redact mode, against the strict simulator (which refuses what Bedrock refuses), 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
+from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
+from tests.bedrock import helpers
 from tests.bedrock.helpers import CANARY, MODES, THOUGHT, request
 
 DROPPED = "loom.reasoning.dropped"
@@ -164,3 +166,27 @@ def test_a_tool_round_stripped_of_its_reasoning_gets_it_back(mode, transcript, s
     assert find_leaks([CANARY, sent["signature"]], spans=telemetry.spans, directories=[tmp_path / "journal"]) == []
     with pytest.raises(ClientError, match="thinking"):  # bare, the vendor refuses it
         client.converse(**request(tools=True, messages=[*question, stripped, result]))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_stripped_tool_round_outside_any_execution_is_warned_at_the_first_request(mode, sim, client, tmp_path: Path):
+    """Zero code: the stripped round is not put back (no execution() to read its text from), Bedrock
+    refuses the request, so the discard warning is given at that first request, naming the call site."""
+    config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal")
+    question = request()["messages"]
+    with instrumented(BedrockInstrumentor(), config=config), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        message = MODES[mode](client, request(tools=True))["output"]["message"]
+        stripped = {"role": "assistant", "content": [b for b in message["content"] if "reasoningContent" not in b]}
+        (use,) = [b["toolUse"] for b in stripped["content"] if "toolUse" in b]
+        result = {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "r"}]}}],
+        }
+        assert caught == []
+        with pytest.raises(ClientError, match="thinking"):
+            MODES[mode](client, request(tools=True, messages=[*question, stripped, result]))
+    (warning,) = [w for w in caught if "tool-use turn at message 1" in str(w.message)]
+    assert warning.category is LoomOtelWarning and warning.filename == helpers.__file__  # the call site
+    assert "'tests'" in str(warning.message)
+    assert find_leaks([CANARY], texts=[str(w.message) for w in caught]) == []

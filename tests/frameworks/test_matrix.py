@@ -258,10 +258,25 @@ def test_crewai_stripped_tool_round_is_restored_inside_execution(case: Case, mod
 @pytest.mark.parametrize(("case", "mode"), _crew("both"))
 def test_crewai_stripped_tool_round_without_execution_fails_as_bare(case: Case, mode: str) -> None:
     """Zero code: the request goes out as CrewAI built it and is refused as bare (nothing from another
-    conversation is put back). No discard warning: each of CrewAI's three attempts fails at its first
-    stripped turn, and the warning waits for two consecutive turns sent back without their reasoning."""
+    conversation is put back). Each of CrewAI's three attempts fails at its first stripped turn: the discard
+    warning comes at that turn (the vendor refuses a tool round without its thinking), naming CrewAI."""
     alone = bare(case)
     run = instrumented(case, mode)
     assert not alone.ok and not run.ok
     assert run.error == alone.error
     assert "restored" not in run.stderr
+    assert "by 'crewai'" in run.stderr and "tool-use turn" in run.stderr and "execution()" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "mode"),
+    [pytest.param(Case("autogen", "anthropic", "tools"), mode, id=f"autogen-anthropic-tools-{mode}") for mode in MODES],
+)
+def test_autogen_stripped_tool_round_without_execution_is_warned_at_once(case: Case, mode: str) -> None:
+    """Zero code: AutoGen resends the thought as a text block, the vendor refuses the round as bare; the
+    discard warning comes at that first refused request, naming AutoGen's package."""
+    alone = bare(case)
+    run = instrumented(case, mode)
+    assert not alone.ok and not run.ok
+    assert run.error == alone.error
+    assert "by 'autogen_ext'" in run.stderr and "tool-use turn" in run.stderr

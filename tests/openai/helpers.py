@@ -9,6 +9,8 @@ from typing import Any
 
 import openai
 
+from loom_otel.testing.simulator import Simulator
+
 CHAT_MODEL = "deepseek-reasoner"
 RESPONSES_MODEL = "o4-mini"
 THOUGHT = "CANARY-reasoning-51c0: compare both options, then answer with the cheaper one."
@@ -91,3 +93,32 @@ async def _run_async(
         return "".join(
             [delta(e.chunk if api == "chat" else e) async for e in stream if api != "chat" or e.type == "chunk"]
         )
+
+
+def respond(sim: Simulator, mode: str, kwargs: dict[str, Any], events: list[Any]) -> Any:
+    """One Responses request in ``mode``: the final response the application ends up with (stream events kept)."""
+    if mode.startswith("async"):
+        return asyncio.run(_respond_async(sim, mode, kwargs, events))
+    client = sim.openai_client()
+    if mode in ("sync", "parse"):
+        return getattr(client.responses, "create" if mode == "sync" else "parse")(**kwargs)
+    if mode == "stream":
+        got = list(client.responses.create(stream=True, **kwargs))
+        events.extend(got)
+        return next(e.response for e in got if e.type == "response.completed")
+    with client.responses.stream(**kwargs) as stream:
+        events.extend(stream)
+        return stream.get_final_response()
+
+
+async def _respond_async(sim: Simulator, mode: str, kwargs: dict[str, Any], events: list[Any]) -> Any:
+    client = sim.async_openai_client()
+    if mode in ("async", "async_parse"):
+        return await getattr(client.responses, "create" if mode == "async" else "parse")(**kwargs)
+    if mode == "async_stream":
+        got = [e async for e in await client.responses.create(stream=True, **kwargs)]
+        events.extend(got)
+        return next(e.response for e in got if e.type == "response.completed")
+    async with client.responses.stream(**kwargs) as stream:
+        events.extend([e async for e in stream])
+        return await stream.get_final_response()

@@ -5,7 +5,6 @@ bare and instrumented, in every call mode."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -16,7 +15,7 @@ from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.instrumentation.openai._readable import readable_reasoning
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.openai.helpers import MODES, RESPONSES_MODEL
+from tests.openai.helpers import MODES, RESPONSES_MODEL, respond
 
 CANARY = "CANARY-readable-openai-3b9e"
 TOOLS = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
@@ -27,39 +26,12 @@ def _sim() -> Simulator:
     return Simulator(reasoning_text=f"Compare the fares first. {CANARY}", stream_chunks=3)
 
 
-def _send(sim: Simulator, mode: str, kwargs: dict[str, Any], events: list[Any]) -> Any:
-    """One request in ``mode``: the final response the application ends up with (stream events kept)."""
-    if mode.startswith("async"):
-        return asyncio.run(_send_async(sim, mode, kwargs, events))
-    client = sim.openai_client()
-    if mode in ("sync", "parse"):
-        return getattr(client.responses, "create" if mode == "sync" else "parse")(**kwargs)
-    if mode == "stream":
-        events.extend(client.responses.create(stream=True, **kwargs))
-        return next(e.response for e in events if e.type == "response.completed")
-    with client.responses.stream(**kwargs) as stream:
-        events.extend(stream)
-        return stream.get_final_response()
-
-
-async def _send_async(sim: Simulator, mode: str, kwargs: dict[str, Any], events: list[Any]) -> Any:
-    client = sim.async_openai_client()
-    if mode in ("async", "async_parse"):
-        return await getattr(client.responses, "create" if mode == "async" else "parse")(**kwargs)
-    if mode == "async_stream":
-        events.extend([e async for e in await client.responses.create(stream=True, **kwargs)])
-        return next(e.response for e in events if e.type == "response.completed")
-    async with client.responses.stream(**kwargs) as stream:
-        events.extend([e async for e in stream])
-        return await stream.get_final_response()
-
-
 def _script(sim: Simulator, mode: str, events: list[Any]) -> list[Any]:
     """A function call, its output, then a next turn, the application keeping every output item."""
     items: list[Any] = [{"role": "user", "content": "Which fare is cheaper?"}]
     received = []
     for _ in range(3):
-        response = _send(
+        response = respond(
             sim,
             mode,
             {"model": RESPONSES_MODEL, "input": list(items), "reasoning": {"effort": "high"}, "tools": TOOLS},

@@ -7,7 +7,9 @@ the drop rule removed (``Plan.drops``).
 
 When the application sent none back on two consecutive turns that had some to send, one warning per
 process names the call site, its top-level package (the framework) and what happened (restored from
-the store, or dropped and why). With
+the store, or dropped and why). A response the vendor rejects the request without (``Plan.required``: the
+assistant turn of an in-flight tool round, thinking on) sent back stripped and not restored is warned of
+at that first request: the rejection ends the conversation before a second turn comes. With
 ``LOOM_OTEL_REQUIRE_CONTINUATION=true`` a request whose reasoning would be dropped raises
 ``ReasoningContinuationError`` before anything is sent. Off with loom-otel (``LOOM_OTEL_REASONING=false``):
 no continuation pass runs.
@@ -25,6 +27,10 @@ from loom_otel.core.exceptions import ReasoningContinuationError
 
 __all__ = ["Counted", "DiscardCheck"]
 
+_ROUNDS: Final = (
+    "loom-otel puts a stripped tool round back only inside the execution() that produced it (wrap the "
+    "agent run in loom_otel.core.execution()), from its reasoning store."
+)
 _KEPT: Final = 65536
 """Responses (and conversations) remembered; the oldest is forgotten first."""
 
@@ -43,6 +49,9 @@ class Counted(Protocol):
 
     @property
     def restored(self) -> Mapping[int, Sequence[object]]: ...
+
+    @property
+    def required(self) -> int | None: ...
 
 
 class DiscardCheck:
@@ -102,6 +111,16 @@ class DiscardCheck:
             self._runs[conversation] = runs
             if len(self._runs) > _KEPT:
                 del self._runs[next(iter(self._runs))]
+        if plan.required is not None and any(i == plan.required and i not in plan.restored for i, _ in plan.stripped):
+            warn(
+                f"{call_site()}: the application sent back none of the reasoning its model began the tool-use "
+                f"turn at message {plan.required} with, in conversation {conversation!r} (the call is "
+                f"made by {call_package()!r}: a framework that drops reasoning blocks from the history it "
+                f"sends); the vendor rejects such a request while thinking is on. {_ROUNDS} "
+                f"{env.LOOM_OTEL_REQUIRE_CONTINUATION}=true makes this an error",
+                once=("discarded-reasoning",),
+            )
+            return
         if runs < 2:
             return
         what = f"loom-otel restored {restored} block(s) from the store" if restored else f"dropped: {self.lost}"

@@ -160,6 +160,8 @@ class Plan:
     """Reasoning blocks this process recorded that the application sent back (``_discards``)."""
     stripped: list[tuple[int, str]] = field(default_factory=list)
     """Responses that began with reasoning, sent back without any (message index, execution)."""
+    required: int | None = None
+    """The message the vendor rejects the request without the reasoning it began with (``Continuation.plan``)."""
 
     def put_back(self) -> list[str]:
         """The readable texts this plan puts into the request (redact mode keeps them from the app)."""
@@ -312,9 +314,13 @@ class Continuation:
         *,
         vendor_drops: bool = False,
         protected: frozenset[tuple[int, int]] = frozenset(),
+        required: int | None = None,
     ) -> Plan:
-        """``_decide``, then the discard check (``_discards``: may raise ``ReasoningContinuationError``)."""
+        """``_decide``, then the discard check (``_discards``: may raise ``ReasoningContinuationError``).
+        ``required``: the message the vendor rejects the request without the reasoning it began with (the
+        assistant turn of an in-flight tool round, thinking on: Anthropic, Bedrock), if any."""
         plan = self._decide(header, messages, scope, vendor_drops, protected)
+        plan.required = required
         if self.discards is not None:
             self.discards.check(plan)
         return plan

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import anthropic
 import pytest
 
 from loom_otel.core import (
@@ -113,3 +114,44 @@ def test_loom_otel_off_says_nothing(store, journal_dir, monkeypatch):
             warnings.simplefilter("always")
             _conversation("sync", sim, strip=True)
     assert _discard_warnings(caught) == [] and len(MemoryReasoningStore()) == 0
+
+
+def _first_tool_round(mode: str, sim: Simulator, **overrides: Any) -> list[Any]:
+    """A first request that calls a tool, then the history a framework rebuilds: the tool-use turn
+    without its thinking block, and the tool result (CrewAI's and AutoGen's tool loop)."""
+    history: list[Any] = [{"role": "user", "content": QUESTIONS[0]}]
+    message = MODES[mode](sim, request(messages=list(history), tools=[WEATHER], **overrides))
+    call = next(b for b in message.content if b.type == "tool_use")
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "rain"}]}
+    return [*history, _without_reasoning(message), result]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_stripped_tool_round_outside_any_execution_is_warned_at_the_first_request(mode, store, journal_dir):
+    """The vendor rejects the tool round without its thinking block (thinking on), so no second turn ever
+    comes: the warning is given at the first, before the request goes (and is rejected)."""
+    sim = Simulator(strict=True, reasoning_text=f"Think first. {CANARY}", max_tool_rounds=2)
+    config = ReasoningConfig(store=store, journal=journal_dir)
+    with instrumented(AnthropicInstrumentor(), config=config), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = _first_tool_round(mode, sim)
+        assert _discard_warnings(caught) == [] and caught == []
+        with pytest.raises(anthropic.BadRequestError, match="thinking"):
+            MODES[mode](sim, request(messages=history, tools=[WEATHER]))
+    (message,) = [str(w.message) for w in caught if "tool-use turn" in str(w.message)]
+    (warning,) = [w for w in caught if str(w.message) == message]
+    assert warning.category is LoomOtelWarning and warning.filename == modes.__file__  # the call site
+    assert f"{modes.__file__}:{warning.lineno}" in message and "'tests'" in message  # the package making the call
+    assert "message 1" in message and "rejects" in message and "execution()" in message
+    assert find_leaks([CANARY], texts=[str(w.message) for w in caught]) == []
+
+
+def test_a_stripped_tool_round_with_thinking_off_keeps_the_two_turn_rule(store, journal_dir):
+    """Thinking off in the request that sends the round back: the vendor accepts it, nothing is said."""
+    sim = Simulator(strict=True, reasoning_text=f"Think first. {CANARY}", max_tool_rounds=2)
+    config = ReasoningConfig(store=store, journal=journal_dir)
+    with instrumented(AnthropicInstrumentor(), config=config), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = _first_tool_round("sync", sim)
+        answer = MODES["sync"](sim, request(messages=history, tools=[WEATHER], thinking={"type": "disabled"}))
+    assert answer.content and caught == []

@@ -7,6 +7,7 @@ turn's tool calls), so the agent works; never from another execution, and never 
 
 from __future__ import annotations
 
+import asyncio
 import types
 import warnings
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
+from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
@@ -144,7 +145,11 @@ def test_nothing_is_restored_from_another_execution(tmp_path: Path):
             _crewai(first),
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
         ]
-        with execution("crew-b"), pytest.raises(anthropic.BadRequestError, match="Expected `thinking`"):
+        with (
+            execution("crew-b"),
+            pytest.raises(anthropic.BadRequestError, match="Expected `thinking`"),
+            pytest.warns(LoomOtelWarning, match="tool-use turn at message 1"),  # said at the first refusal
+        ):
             MODES["sync"](sim, _kw(history))
     assert sim.requests[-1].body["messages"] == history  # exactly as the app sent it
     assert reasoning_events(telemetry.spans, "loom.reasoning.restored") == []
@@ -187,12 +192,55 @@ def test_outside_an_execution_nothing_changes_and_the_warning_names_the_framewor
             SHAPES[shape](first),
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
         ]
-        for _ in range(2):  # the framework retries the refused call
+        for attempt in range(2):  # the framework retries the refused call
             with pytest.raises(anthropic.BadRequestError) as error:
                 framework.call(client.messages.create, _kw(history))
             assert str(error.value) == str(bare_error.value)
             assert sim.requests[-1].body["messages"] == history  # unchanged from bare
-    messages = [str(w.message) for w in caught if "sent back none of the reasoning" in str(w.message)]
+            messages = [str(w.message) for w in caught if "sent back none of the reasoning" in str(w.message)]
+            assert len(messages) == 1, attempt  # at the first refused call already (the vendor's 400 ends a run)
     (message,) = messages
+    assert "tool-use turn at message 1" in message and "execution()" in message
     assert f"{package.partition('.')[0]!r}" in message and f"<{package}>" in message
     assert find_leaks([CANARY], spans=telemetry.spans, texts=[str(w.message) for w in caught]) == []
+
+
+_ASYNC_FRAMEWORK = """
+import asyncio
+
+async def steps(create, kw):
+    yield await asyncio.ensure_future(create(**kw))
+
+async def call(create, kw):
+    async for answer in steps(create, kw):
+        return answer
+"""
+
+
+def test_a_call_the_framework_runs_as_a_task_of_its_own_is_attributed_to_the_framework(tmp_path: Path):
+    """AutoGen awaits ``asyncio.ensure_future(client.messages.create(...))`` from an async generator: the
+    SDK call's own stack starts at the event loop, so the warning follows the task that awaits it to the
+    framework's frame (its file:line and package), not to ``asyncio``."""
+    package = "autogen_ext.models.anthropic"
+    framework = types.ModuleType(package)
+    exec(compile(_ASYNC_FRAMEWORK, f"<{package}>", "exec"), framework.__dict__)
+    sim = _sim()
+    config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal")
+    client = sim.async_anthropic_client()
+    history: list[Any] = [{"role": "user", "content": "Plan a rainy-day walk in Lyon."}]
+    with (
+        instrumented(AnthropicInstrumentor(), config=config),
+        warnings.catch_warnings(record=True) as caught,
+    ):
+        warnings.simplefilter("always")
+        first = asyncio.run(framework.call(client.messages.create, _kw(history)))
+        call = next(b for b in first.content if b.type == "tool_use")
+        history += [
+            _autogen(first),
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "ok"}]},
+        ]
+        with pytest.raises(anthropic.BadRequestError):
+            asyncio.run(framework.call(sim.async_anthropic_client().messages.create, _kw(history)))
+    (message,) = [str(w.message) for w in caught if "tool-use turn" in str(w.message)]
+    assert message.startswith(f"<{package}>:") and "made by 'autogen_ext'" in message
+    assert find_leaks([CANARY], texts=[str(w.message) for w in caught]) == []

@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
+from loom_otel.core._calls._withheld import WITHHELD
 from loom_otel.core.exceptions import ReasoningContinuationError
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
@@ -108,14 +109,16 @@ def test_chat_redact_rehydrates_reasoning_content(mode: str, tmp_path: Path, cap
     assert CANARY in sent["reasoning_content"]  # the vendor got it back ...
     visible = [*(s.model_dump_json() for s in seen), json.dumps(messages), json.dumps(final), caplog.text]
     assert find_leaks([CANARY], texts=visible) == []  # ... the application never held it
-    assert "reasoning_content" not in messages[1]
+    assert WITHHELD not in sent["reasoning_content"]  # the placeholder the application held never went out
+    assert messages[1].get("reasoning_content") == (None if "stream" in mode else WITHHELD)
     assert find_leaks([CANARY], spans=telemetry.spans, directories=[tmp_path]) == []
     assert reasoning_events(telemetry.spans, "loom.reasoning.dropped") == []
     captured = reasoning_events(telemetry.spans)
     assert len(captured) == 2 and all(all(e["loom.reasoning.part.ref"]) for e in captured)
 
     with pytest.raises(openai.BadRequestError) as refused:  # without loom-otel: DeepSeek's 400
-        bare: dict[str, Any] = {"model": MODEL, "messages": messages, "tools": [TOOL]}
+        held = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
+        bare: dict[str, Any] = {"model": MODEL, "messages": held, "tools": [TOOL]}
         sim.openai_client().chat.completions.create(**bare)
     assert refused.value.status_code == 400
 

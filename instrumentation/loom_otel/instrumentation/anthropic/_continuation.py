@@ -331,12 +331,14 @@ class AnthropicContinuation:
             messages = list(messages)
             kwargs = {**kwargs, "messages": messages}
         views = [message_view(m, self._known) for m in messages]
+        in_flight = _in_flight(messages, views)
         plan = self.rule.plan(
             header_of(provider, kwargs),
             views,
             current_execution(),
             vendor_drops=_vendor_drops(kwargs),
-            protected=_tool_round(messages, views),
+            protected=_tool_round(views, in_flight),
+            required=in_flight if _thinking_on(kwargs.get("thinking")) else None,
         )
         if plan.changes:
             kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
@@ -397,15 +399,25 @@ def _vendor_drops(kwargs: Mapping[str, Any]) -> bool:
     return binding is not None and _get(binding, "prefix_mismatch_behavior") == "drop_block"
 
 
-def _tool_round(messages: list[Any], views: list[MessageView]) -> frozenset[tuple[int, int]]:
-    """The leading reasoning blocks of an in-flight tool round (the last message answers the tool
-    calls of the assistant message before it): the vendor requires that message to start with its
-    thinking block, so they are never dropped."""
+def _in_flight(messages: list[Any], views: list[MessageView]) -> int | None:
+    """The assistant message of an in-flight tool round (the last message answers its tool calls): with
+    thinking on, the vendor requires it to start with its thinking block."""
     if len(messages) < 2 or _get(messages[-1], "role") != "user" or views[-2].round_key is None:
-        return frozenset()
+        return None
     if not any(_get(b, "type") == "tool_result" for b in _content(messages[-1]) or ()):
+        return None
+    return len(messages) - 2
+
+
+def _thinking_on(thinking: Any) -> bool:
+    kind = _get(thinking, "type") if thinking is not None else None
+    return isinstance(kind, str) and kind != "disabled"
+
+
+def _tool_round(views: list[MessageView], i: int | None) -> frozenset[tuple[int, int]]:
+    """The leading reasoning blocks of the in-flight tool round ``i`` (``_in_flight``): never dropped."""
+    if i is None:
         return frozenset()
-    i = len(messages) - 2
     leading = itertools.takewhile(lambda item: isinstance(item, Block), views[i].items)
     return frozenset((i, j) for j, _ in enumerate(leading))
 

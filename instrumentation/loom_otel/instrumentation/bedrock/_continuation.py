@@ -34,7 +34,7 @@ from loom_otel.core.vendor import (
     Runtime,
     StreamAccumulator,
 )
-from loom_otel.core.vendor_helpers import bindings_for, current_execution, record_digest, text_bytes
+from loom_otel.core.vendor_helpers import WITHHELD, bindings_for, current_execution, record_digest, text_bytes
 from loom_otel.instrumentation.bedrock._extractors import PROVIDER, ConverseStreamAccumulator
 
 __all__ = ["BedrockContinuation", "Outgoing"]
@@ -190,13 +190,13 @@ class Outgoing:
         self.adapter.record(self.plan, blocks, capture, call)
 
     def scrub(self, response: Any) -> None:
-        """``transcript="redact"``: the application gets the answer without reasoning text (a stream's
-        events were blanked one by one)."""
+        """``transcript="redact"``: the application gets the answer without reasoning text, each withheld
+        text ``WITHHELD`` (a framework drops an empty block; a stream's events were blanked one by one)."""
         if self.blanks and isinstance(response, Mapping):
             for block in _answer(response):
                 text = block.get("reasoningContent", {}).get("reasoningText") if isinstance(block, dict) else None
                 if isinstance(text, dict) and text.get("text"):
-                    text["text"] = ""
+                    text["text"] = WITHHELD
 
 
 def _answer(response: Any) -> list[Any]:
@@ -210,7 +210,7 @@ class BedrockContinuation:
 
     def __init__(self, runtime: Runtime) -> None:
         bindings = bindings_for(runtime.journal_dir, durability=runtime.journal_durability)
-        self.rule = Continuation(bindings, runtime.store)
+        self.rule = Continuation(bindings, runtime.store, runtime.discards)
         self.redact = runtime.transcript == "redact"
         self._keyed = runtime.digest != "sha256"
 
@@ -223,12 +223,14 @@ class BedrockContinuation:
         if not isinstance(messages, list):
             return None
         views = [message_view(m) for m in messages]
+        in_flight = _in_flight(messages, views)
         plan = self.rule.plan(
             header_of(kwargs),
             views,
             current_execution(),
             vendor_drops=False,
-            protected=_tool_round(messages, views),
+            protected=_tool_round(views, in_flight),
+            required=in_flight if _thinking_on(kwargs) else None,
         )
         if plan.changes:
             kwargs = {**kwargs, "messages": _rebuild(messages, plan)}
@@ -272,16 +274,28 @@ def _recorded_blocks(kinds: Sequence[object]) -> int:
     return end
 
 
-def _tool_round(messages: list[Any], views: list[MessageView]) -> frozenset[tuple[int, int]]:
-    """The leading reasoning blocks of an in-flight tool round: never dropped (Bedrock, as Anthropic,
-    requires the assistant turn of a tool round to start with its thinking)."""
+def _in_flight(messages: list[Any], views: list[MessageView]) -> int | None:
+    """The assistant message of an in-flight tool round (the last message answers its tool calls): with
+    thinking on, Bedrock (as Anthropic) requires it to start with its thinking."""
     if len(messages) < 2 or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
-        return frozenset()
+        return None
     if views[-2].round_key is None or not any(
         isinstance(b, Mapping) and "toolResult" in b for b in _content(messages[-1])
     ):
+        return None
+    return len(messages) - 2
+
+
+def _thinking_on(kwargs: Mapping[str, Any]) -> bool:
+    fields = kwargs.get("additionalModelRequestFields")
+    thinking = fields.get("thinking") if isinstance(fields, Mapping) else None
+    return isinstance(thinking, Mapping) and thinking.get("type") not in (None, "disabled")
+
+
+def _tool_round(views: list[MessageView], i: int | None) -> frozenset[tuple[int, int]]:
+    """The leading reasoning blocks of the in-flight tool round ``i`` (``_in_flight``): never dropped."""
+    if i is None:
         return frozenset()
-    i = len(messages) - 2
     leading = itertools.takewhile(lambda item: isinstance(item, Block), views[i].items)
     return frozenset((i, j) for j, _ in enumerate(leading))
 
@@ -328,7 +342,9 @@ def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
 
 
 def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
-    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it."""
+    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it; the
+    first text delta of a block carries ``WITHHELD`` instead (what ``scrub`` hands a complete answer)."""
+    marked: set[object] = set()
 
     def redacting_feed(event: Any) -> Sequence[tuple[int, str]]:
         deltas = feed(event)
@@ -336,7 +352,9 @@ def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[An
         delta = found.get("delta") if isinstance(found, dict) else None
         reasoning = delta.get("reasoningContent") if isinstance(delta, dict) else None
         if isinstance(reasoning, dict) and reasoning.get("text"):
-            reasoning["text"] = ""
+            index = found.get("contentBlockIndex") if isinstance(found, dict) else None
+            reasoning["text"] = "" if index in marked else WITHHELD
+            marked.add(index)
         return deltas
 
     return redacting_feed

@@ -6,11 +6,13 @@
   function call by id, name and arguments, ...) or, for a reasoning item, a ``Block`` keyed by a digest of
   its ``encrypted_content``. The vendor drops stale items itself (``input_transformations``, reported as
   ``loom.reasoning.vendor_dropped``), so the rule drops nothing here (``vendor_drops``): it finds the
-  lineage (an item whose recorded binding holds) and, in redact mode, puts the summary (or
-  ``reasoning_text``) texts back into the items that bind, from the call's execution, digest-checked.
+  lineage (an item whose recorded binding holds) and, in redact mode (the application holds each text as
+  ``WITHHELD``), puts the summary (or ``reasoning_text``) texts back into the items that bind, from the
+  call's execution, digest-checked; an item it cannot put them back into goes out with empty texts.
 - Chat Completions issues no secret: there is NO lineage (DESIGN "Execution identity"). In redact mode
-  the application gets messages and deltas without ``reasoning_content`` / ``reasoning``; on the way out,
-  inside an ``execution()`` scope only, an assistant message that carried reasoning gets it back
+  the application gets ``WITHHELD`` in place of ``reasoning_content`` / ``reasoning`` (in a stream, the
+  first reasoning delta of a choice; the later ones carry none); on the way out the placeholder never goes
+  out, and inside an ``execution()`` scope only, an assistant message that carried reasoning gets it back
   (DeepSeek requires it on tool-call turns), from that execution. Its records are keyed by the scope
   (tenant, execution, principal) and a digest of the message (content and tool calls), so a message is
   never found for another scope. A text that cannot be had is left out (``loom.reasoning.dropped``,
@@ -39,6 +41,7 @@ from loom_otel.core.vendor import (
 )
 from loom_otel.core.vendor_helpers import (
     UNRESOLVABLE,
+    WITHHELD,
     BlockRecord,
     ExecutionScope,
     attr,
@@ -212,7 +215,7 @@ class OpenAiContinuation:
         explicit = current_execution()
         if chat:
             items = kwargs.get("messages")
-            if self.redact and explicit is not None and isinstance(items, list | tuple):
+            if self.redact and isinstance(items, list | tuple):
                 rebuilt, lost = self._chat_put_back(list(items), explicit, outgoing.texts)
                 if rebuilt is not None:
                     outgoing.kwargs = {**kwargs, "messages": rebuilt}
@@ -226,13 +229,21 @@ class OpenAiContinuation:
         views = [_item_view(item, self.redact) for item in items]
         plan = self.rule.plan(header_of(kwargs), views, explicit, vendor_drops=True)
         outgoing.plan, outgoing.lineage = plan, plan.lineage
-        if plan.texts:
-            outgoing.kwargs = {**kwargs, "input": self._rebuild(list(items), plan)}
+        held = [i for i, item in enumerate(items) if (i, 0) not in plan.texts and _holds_placeholder(item)]
+        if plan.texts or held:
+            outgoing.kwargs = {**kwargs, "input": self._rebuild(list(items), plan, held)}
             outgoing.texts = plan.put_back()
         return outgoing
 
-    def _rebuild(self, items: list[Any], plan: Plan) -> list[Any]:
-        """The input with the texts the rule put back (each into the item whose binding holds)."""
+    def _rebuild(self, items: list[Any], plan: Plan, held: Sequence[int] = ()) -> list[Any]:
+        """The input with the texts the rule put back (each into the item whose binding holds); an item
+        ``held`` carries the placeholder with no text to put back: it goes out with empty texts, as the
+        application was handed them before the placeholder (the vendor never gets ``WITHHELD``)."""
+        for i in held:
+            field, pieces = _item_texts(items[i])
+            kind = "summary_text" if field == "summary" else "reasoning_text"
+            blank = ["" if p == WITHHELD else p for p in pieces]
+            items[i] = {**_plain(items[i]), field: [{"type": kind, "text": t} for t in blank]}
         for (i, _), text in plan.texts.items():
             item = items[i]
             field, _ = _item_texts(item)
@@ -245,16 +256,23 @@ class OpenAiContinuation:
         return items
 
     def _chat_put_back(
-        self, items: list[Any], scope: ExecutionScope, texts: list[str]
+        self, items: list[Any], scope: ExecutionScope | None, texts: list[str]
     ) -> tuple[list[Any] | None, list[int]]:
         """Redact mode, inside ``execution()``: each assistant message this scope produced with reasoning
-        gets it back (from the scope's execution, digest-checked)."""
+        gets it back (from the scope's execution, digest-checked). The placeholder the application was
+        handed (``WITHHELD``) never goes out: replaced so, or else taken out of the message."""
         changed, lost = False, []
-        for i, item in enumerate(items):
-            if _get(item, "role") != "assistant" or any(_get(item, f) for f in FIELDS):
+        for i, sent in enumerate(items):
+            if _get(sent, "role") != "assistant":
                 continue
-            found = self._lookup([(f, message_key(f, item, scope)) for f in FIELDS])
-            if found is None:
+            held = [f for f in FIELDS if _get(sent, f) == WITHHELD]
+            if any(_get(sent, f) for f in FIELDS if f not in held):
+                continue
+            item = {k: v for k, v in _plain(sent).items() if k not in held} if held else sent
+            if held:
+                items[i], changed = item, True
+            found = self._lookup([(f, message_key(f, item, scope)) for f in FIELDS]) if scope is not None else None
+            if found is None or scope is None:
                 continue
             field, record = found
             text = None
@@ -278,6 +296,11 @@ class OpenAiContinuation:
     def remember(self, records: list[tuple[bytes, BlockRecord]]) -> None:
         if records:
             self.bindings.add(records, [])
+
+
+def _holds_placeholder(item: Any) -> bool:
+    """A reasoning item with a piece the application was handed as ``WITHHELD`` (redact mode)."""
+    return _get(item, "type") == "reasoning" and WITHHELD in _item_texts(item)[1]
 
 
 def _plain(item: Any) -> dict[str, Any]:
@@ -408,7 +431,7 @@ class Outgoing:
             return
         if self.chat:
             for choice in _get(response, "choices") or ():
-                _drop_fields(choice.message)
+                _withhold_fields(choice.message, first=True)
         else:
             for item in _get(response, "output") or ():
                 _blank_item(item)
@@ -423,30 +446,51 @@ def _snapshot(response: Any) -> list[tuple[Any, list[str]]]:
     return [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
 
 
-def _blank_event_text(event: Any, kind: str | None) -> None:
-    """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place."""
+def _blank_event_text(event: Any, kind: str | None, marked: set[object] | None = None) -> None:
+    """A stream event's reasoning text (a delta, a done text, a reasoning part) is emptied in place. With
+    ``marked`` (redact mode: the pieces already handed ``WITHHELD``), a piece's first text carries
+    ``WITHHELD`` instead and its done text and part are ``WITHHELD``, as ``_blank_item`` hands an item."""
+    piece = (getattr(event, "item_id", None), getattr(event, "summary_index", getattr(event, "content_index", None)))
     if kind in _DELTA_EVENTS:
-        event.delta = ""
+        first = marked is not None and event.delta and piece not in marked
+        event.delta = WITHHELD if first else ""
+        if first and marked is not None:
+            marked.add(piece)
     elif kind in _TEXT_EVENTS:
-        event.text = ""
+        event.text = WITHHELD if marked is not None and event.text else ""
     part = getattr(event, "part", None)
     if kind is not None and "reasoning" in kind and part is not None and getattr(part, "text", None):
-        part.text = ""
+        done = marked is not None and kind.endswith(".done")
+        added = marked is not None and not done and piece not in marked
+        part.text = WITHHELD if done or added else ""
+        if added and marked is not None:
+            marked.add(piece)
 
 
-def _drop_fields(obj: Any) -> None:
+def _withhold_fields(obj: Any, *, first: bool) -> bool:
+    """A chat message's (or delta's) reasoning out of the application's hands: ``WITHHELD`` where it had
+    text and ``first`` (a message, a stream's first reasoning delta of a choice), else taken out.
+    Whether it had text."""
     extra = getattr(obj, "model_extra", None)
+    had = False
     if extra:
         for field in FIELDS:
-            extra.pop(field, None)
+            value = extra.pop(field, None)
+            if isinstance(value, str) and value:
+                had = True
+                if first:
+                    extra[field] = WITHHELD
+    return had
 
 
 def _blank_item(item: Any) -> None:
+    """Redact mode: each readable piece of a reasoning item is ``WITHHELD`` (a framework drops a reasoning
+    item or summary whose text is empty); on the way out the rule puts the stored texts back."""
     if _get(item, "type") != "reasoning":
         return
     for piece in (*(_get(item, "summary") or ()), *(_get(item, "content") or ())):
         if getattr(piece, "text", None):
-            piece.text = ""
+            piece.text = WITHHELD
 
 
 def _summary_events() -> Callable[[Any], bool]:
@@ -478,6 +522,9 @@ class _RedactingLayer(AccumulatorLayer):
         self.snapshot: list[tuple[Any, list[str]]] = []
         """Its output items and their reasoning texts, read before they were blanked."""
         self._messages: dict[int, dict[str, Any]] = {}
+        self._marked: set[object] = set()
+        """Redact mode: the reasoning pieces (item, index) or chat choices whose first text was handed
+        as ``WITHHELD``."""
         self.withheld: Callable[[Any], bool] | None = _summary_events() if outgoing.readable else None
         """A summary only loom-otel asked for: its events are not handed on (a bare request streams
         none); capture saw them first. (A closure, not a bound method: no reference cycle.)"""
@@ -510,8 +557,8 @@ class _RedactingLayer(AccumulatorLayer):
                 if call.function is not None:
                     slot["name"] = call.function.name or slot["name"]
                     slot["arguments"] += call.function.arguments or ""
-            if self._outgoing.adapter.redact:
-                _drop_fields(delta)
+            if self._outgoing.adapter.redact and _withhold_fields(delta, first=choice.index not in self._marked):
+                self._marked.add(choice.index)
 
     def _event(self, event: Any) -> None:
         kind = getattr(event, "type", None)
@@ -523,7 +570,7 @@ class _RedactingLayer(AccumulatorLayer):
             self._withhold(event, kind, final)
         if not self._outgoing.adapter.redact:
             return
-        _blank_event_text(event, kind)
+        _blank_event_text(event, kind, self._marked)
         item = getattr(event, "item", None)
         if item is not None:
             _blank_item(item)
