@@ -32,7 +32,9 @@ The durable comparison (the upload hook, then loom-otel) comes first, as issue 4
 packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see ``_overhead.py``
 (wall median on the calling thread, its ratio to bare, its CPU time, the amortized cost); then the
 scrubber's CPU time per call (``time.thread_time`` inside its span and log hooks, on the calling thread:
-entering the call's texts into its index and reading every span), per workload and variant.
+entering the call's texts into its index and reading every span, or marking a span that only batch
+processors take, which their export thread scrubs), per workload and variant, and the scrubber's CPU
+time per span on the export thread, by the span's instrumentation scope.
 """
 
 from __future__ import annotations
@@ -60,21 +62,36 @@ Factory = Callable[[], Any]
 
 
 class _ScrubClock:
-    """The scrubber's CPU time on the calling thread, per (workload, variant): its span and log hooks are
-    timed (wrapped before the first ``instrument()``, as the SDK's pipelines take what these names hold)."""
+    """The scrubber's CPU time, per (workload, variant): on the calling thread, its span and log hooks
+    (``_scrub_ending``, ``_scrub_emitted``: the scrub itself, or the mark that leaves a span to the batch
+    processor's export thread), and on the export thread the scrub of the spans left to it
+    (``_scrub_exported``, per span, by the span's instrumentation scope: the benchmark's providers
+    batch). Wrapped before the first ``instrument()``, as the SDK's pipelines take what these names
+    hold."""
 
     def __init__(self) -> None:
         self.spent_ns = 0
         self.variant: str | None = None
         self.calls: dict[tuple[str, str], list[int]] = {}
-        for name in ("_scrub_span_safely", "_scrub_log_safely"):
+        self.exported: dict[str, list[int]] = {}
+        for name in ("_scrub_ending", "_scrub_emitted"):
             setattr(_install, name, self._timed(getattr(_install, name)))
+        _install._scrub_exported = self._exported(_install._scrub_exported)
 
-    def _timed(self, scrub_one: Callable[[Any], None]) -> Callable[[Any], None]:
-        def timed(record: Any) -> None:
+    def _timed(self, hook: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def timed(pipeline: Any, record: Any) -> None:
             start = time.thread_time_ns()
-            scrub_one(record)
+            hook(pipeline, record)
             self.spent_ns += time.thread_time_ns() - start
+
+        return timed
+
+    def _exported(self, scrub: Callable[[Any], None]) -> Callable[[Any], None]:
+        def timed(span: Any) -> None:
+            start = time.thread_time_ns()
+            scrub(span)
+            scope = getattr(span.instrumentation_scope, "name", "?")
+            self.exported.setdefault(scope, []).append(time.thread_time_ns() - start)
 
         return timed
 
@@ -111,6 +128,10 @@ class _ScrubClock:
                 spent = self.calls.get((name, variant.name), [])
                 if any(spent):
                     print(f"{name:16} {variant.name:46} {statistics.median(spent) / 1e3:8.1f}")
+        if self.exported:
+            print("scrubber CPU per span on the batch processor's export thread (median, us), by scope:")
+            for name, spans in sorted(self.exported.items()):
+                print(f"{'':16} {name:46} {statistics.median(spans) / 1e3:8.1f}  ({len(spans)} spans)")
 
 
 def _imported(module: str, name: str) -> Factory | None:

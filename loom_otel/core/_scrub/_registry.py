@@ -34,10 +34,19 @@ from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub._visible import shown, visible_skeleton
-from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, sample, shared_stretches, skeleton
+from loom_otel.core._scrub._windows import (
+    MIN_RUN,
+    STEP,
+    SkeletonMap,
+    WindowIndex,
+    sample,
+    shared_stretches,
+    skeleton,
+)
 
 __all__ = [
     "REMOVED",
+    "SAFE_LAG",
     "Kept",
     "forget_all",
     "marker",
@@ -66,10 +75,29 @@ _Capture = tuple[Any, ...]
 """One call's capture as ``remember`` queues it, flat: the trace id, the capture's number (what the call
 showed is kept apart under it, ``_Registry.visible``), then text, signature, ref, digest and size of
 each part: plain values only, which the garbage collector stops tracking."""
+SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
+"""How much (``_Registry.queued``) may be captured between a span's end and its scrub with everything
+the scrub would have had at the span's end still held: half of what one generation of windows takes
+(the exact values, the traces' short secrets and the queue hold more)."""
 _MAX_SHOWN: Final = 16
 """Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
 _PIECE: Final = 5
 _FIRST: Final = 2
+_MIN_COST: Final = 512
+"""The least a capture counts for in ``_Registry.queued`` (so a run of many small captures counts too)."""
+
+
+def _cost(capture: Sequence[Any]) -> int:
+    """What entering ``capture`` adds to the windows, about: its characters, eight per character of a
+    text that is not ASCII (UTF-8 bytes, and its ASCII JSON form beside), at least ``_MIN_COST``."""
+    cost = 0
+    for i in range(_FIRST, len(capture), _PIECE):
+        for secret in capture[i : i + 2]:
+            if isinstance(secret, str):
+                cost += len(secret) if secret.isascii() else 8 * len(secret)
+            elif secret:
+                cost += 2 * len(secret)
+    return max(cost, _MIN_COST)
 
 
 class _Needles:
@@ -145,6 +173,8 @@ class _Registry:
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
         self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
         self._numbers = count()
+        self.queued = 0
+        """The ``_cost`` of every capture queued so far (approximate: no lock on the model call's path)."""
 
     def captured(self, capture: list[object], shown: object) -> None:
         """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
@@ -152,6 +182,7 @@ class _Registry:
         capture[1] = number
         if shown is not None:
             self._shown.append((number, shown))
+        self.queued += _cost(capture)
         self._captured.append(tuple(capture))
 
     def _seen(self, number: int) -> bytes:
