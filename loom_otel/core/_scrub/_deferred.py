@@ -13,20 +13,23 @@ before any processor's ``on_end``.
 The scrub must find what it would have found at the span's end: the registry forgets the oldest
 captures as new ones come (``_registry.SAFE_LAG``). So when half of ``SAFE_LAG`` has been captured
 since the oldest marked span ended (a batch processor exports every few seconds), a thread of the
-scrubber's scrubs the marked spans then, before their export; at ``SAFE_LAG`` (that thread behind),
-the calling thread does it, and scrubs the span ending then too. An exporter handed a batch while a
-span of it is being scrubbed waits for that scrub (``_rescuing``).
+scrubber's scrubs the marked spans then, before their export (woken by the capture that crosses it,
+``_Registry.alarm``, or a span ending); at ``SAFE_LAG`` (that thread behind), the thread of the next
+capture or span ending does it (and scrubs that span too). What a generation of windows holds is twice
+``SAFE_LAG``: an export that begins just under it still finds every capture its spans could hold. An
+exporter handed a batch while a span of it is being scrubbed waits for that scrub (``_rescuing``).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from loom_otel.core._scrub._registry import SAFE_LAG, registry
+from loom_otel.core._scrub._registry import NEVER, SAFE_LAG, registry
 
 __all__ = ["deferred", "ended", "marked"]
 
@@ -56,6 +59,8 @@ class _ScrubbingExporter:
                 context = span.context
                 if context is not None and _marks.pop((context.trace_id, context.span_id), None) is not None:
                     mine.append(span)
+            if not _marks:
+                registry.alarm = NEVER
         for span in mine:
             self._loom_otel_scrub(span)
         with _rescuing:  # a span of the batch another thread took is scrubbed before it is exported
@@ -99,6 +104,9 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
     now = registry.queued
     with _lock:
         oldest = next(iter(_marks.values()))[0] if _marks else now
+        if not _marks:
+            registry.on_alarm = functools.partial(_alarm, scrub)
+            registry.alarm = now + SAFE_LAG // 2
         if now - oldest < SAFE_LAG:
             _marks[context.trace_id, context.span_id] = [now, span]
     if now - oldest < SAFE_LAG // 2:
@@ -108,6 +116,17 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
         return True
     _rescue(scrub)
     return False
+
+
+def _alarm(scrub: _Scrub) -> None:
+    """Half of ``SAFE_LAG`` was captured since the oldest marked span ended: the helper thread scrubs
+    the marked spans; at ``SAFE_LAG`` (the helper behind, no span ending meanwhile) this thread does."""
+    with _lock:
+        oldest = next(iter(_marks.values()))[0] if _marks else registry.queued
+    if registry.queued - oldest < SAFE_LAG:
+        _helper.wake(scrub)
+    else:
+        _rescue(scrub)
 
 
 def ended(span: Any) -> None:
@@ -159,6 +178,7 @@ def _rescue(scrub: _Scrub) -> None:
         while True:
             with _lock:
                 if not _marks:
+                    registry.alarm = NEVER
                     return
                 key = next(iter(_marks))
                 span = _marks.pop(key)[1]

@@ -28,7 +28,7 @@ import contextlib
 import json
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import count
 from typing import Any, Final
 
@@ -45,6 +45,7 @@ from loom_otel.core._scrub._windows import (
 )
 
 __all__ = [
+    "NEVER",
     "REMOVED",
     "SAFE_LAG",
     "Kept",
@@ -75,6 +76,7 @@ _Capture = tuple[Any, ...]
 """One call's capture as ``remember`` queues it, flat: the trace id, the capture's number (what the call
 showed is kept apart under it, ``_Registry.visible``), then text, signature, ref, digest and size of
 each part: plain values only, which the garbage collector stops tracking."""
+NEVER: Final = 1 << 62
 SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
 """How much (``_Registry.queued``) may be captured between a span's end and its scrub with everything
 the scrub would have had at the span's end still held: half of what one generation of windows takes
@@ -175,6 +177,9 @@ class _Registry:
         self._numbers = count()
         self.queued = 0
         """The ``_cost`` of every capture queued so far (approximate: no lock on the model call's path)."""
+        self.alarm = NEVER
+        """When ``queued`` reaches it, ``on_alarm`` is called (``_deferred``: spans wait to be scrubbed)."""
+        self.on_alarm: Callable[[], None] | None = None
 
     def captured(self, capture: list[object], shown: object) -> None:
         """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
@@ -184,6 +189,8 @@ class _Registry:
             self._shown.append((number, shown))
         self.queued += _cost(capture)
         self._captured.append(tuple(capture))
+        if self.queued >= self.alarm and self.on_alarm is not None:
+            self.on_alarm()
 
     def _seen(self, number: int) -> bytes:
         """The skeleton of what capture ``number``'s call showed (taken out: read once), else nothing."""
