@@ -26,7 +26,9 @@ whose ``bare`` is the uninstrumented call measured right before each variant in 
   a new conversation;
 - ``loom-otel, one execution()``: the same calls joined in one ``execution()`` (one conversation);
 - ``OpenLLMetry + loom-otel`` and ``OpenInference + loom-otel``: the peer wrapped outside loom-otel's
-  default, so its spans carry the text loom-otel's scrubber removes.
+  default, so its spans carry the text loom-otel's scrubber removes (the provider only batches: the
+  spans are scrubbed on the export thread); the same ``, simple processor``: a ``SimpleSpanProcessor``
+  beside the batch one, so the spans are scrubbed on the calling thread.
 
 The durable comparison (the upload hook, then loom-otel) comes first, as issue 49 asks. A variant whose
 packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see ``_overhead.py``
@@ -53,6 +55,7 @@ import httpx2
 from _overhead import Variant, arguments, loom_variants, remove, replayed, run, store_root
 from google import genai
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from loom_otel.core._scrub import _install
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -129,9 +132,10 @@ class _ScrubClock:
                 if any(spent):
                     print(f"{name:16} {variant.name:46} {statistics.median(spent) / 1e3:8.1f}")
         if self.exported:
-            print("scrubber CPU per span on the batch processor's export thread (median, us), by scope:")
+            print("scrubber CPU per span on the batch processor's export thread (median and mean, us), by scope:")
             for name, spans in sorted(self.exported.items()):
-                print(f"{'':16} {name:46} {statistics.median(spans) / 1e3:8.1f}  ({len(spans)} spans)")
+                median, mean = statistics.median(spans) / 1e3, statistics.fmean(spans) / 1e3
+                print(f"{'':16} {name:46} {median:8.1f} {mean:8.1f}  ({len(spans)} spans)")
 
 
 def _imported(module: str, name: str) -> Factory | None:
@@ -219,12 +223,22 @@ class _Both:
             part.uninstrument()
 
 
-def _beside(name: str, peer: list[Variant], loom: Variant) -> list[Variant]:
-    """The peer wrapped outside loom-otel (instrumented after it), on one tracer provider."""
+class _Discard(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _beside(name: str, peer: list[Variant], loom: Variant, *, simple: bool = False) -> list[Variant]:
+    """The peer wrapped outside loom-otel (instrumented after it), on one tracer provider; ``simple``:
+    the provider also has a ``SimpleSpanProcessor`` (its spans are scrubbed on the calling thread, as
+    every span was before the scrub of batched spans moved to the export thread)."""
     if not peer:
         return []
 
     def instrument(provider: TracerProvider) -> Callable[[], None]:
+        if simple and provider not in _simple:
+            _simple.add(provider)
+            provider.add_span_processor(SimpleSpanProcessor(_Discard()))
         undo_loom = loom.instrument(provider)
         undo_peer = peer[0].instrument(provider)
 
@@ -235,6 +249,9 @@ def _beside(name: str, peer: list[Variant], loom: Variant) -> list[Variant]:
         return undo
 
     return [Variant(name, instrument)]
+
+
+_simple: set[TracerProvider] = set()
 
 
 def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
@@ -264,6 +281,8 @@ def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
         *openinference,
         *_beside("OpenLLMetry + loom-otel", openllmetry, loom[0]),
         *_beside("OpenInference + loom-otel", openinference, loom[0]),
+        *_beside("OpenLLMetry + loom-otel, simple processor", openllmetry, loom[0], simple=True),
+        *_beside("OpenInference + loom-otel, simple processor", openinference, loom[0], simple=True),
     ]
     return found, drops
 

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from loom_otel.core._scrub._records import is_own
 from loom_otel.core._scrub._registry import NEVER, SAFE_LAG, registry
 
 __all__ = ["deferred", "ended", "marked"]
@@ -90,7 +91,7 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
     thread: every processor batches it (marked, it is scrubbed before its exporter sees it) or none
     exports it (not sampled). False: scrub it now."""
     processors = getattr(pipeline, "_span_processors", None)
-    if processors is None:
+    if processors is None or is_own(span):  # loom-otel's own: nothing to scrub, at once
         return False
     if getattr(pipeline, _CHECKED, None) is not processors:
         if not _batching(processors, scrub):
