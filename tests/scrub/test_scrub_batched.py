@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.core import ReasoningKind
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub import install_scrubber, remember, uninstall_scrubber
+from loom_otel.core._scrub import _deferred
 from loom_otel.core._scrub._deferred import marked
 from loom_otel.core._scrub._registry import SAFE_LAG
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -192,4 +193,33 @@ def test_a_peer_beside_loom_otel_on_a_batching_provider(name, stream, config, mo
     assert theirs
     assert find_leaks([CANARY, *signatures], spans=exporter.get_finished_spans()) == []
     assert marked() == 0
+    provider.shutdown()
+
+
+def test_spans_the_batch_processor_drops_do_not_pile_up_marked(monkeypatch):
+    """A full batch queue drops spans (never exported, their marks never taken by an export): past
+    ``_MAX_MARKED`` waiting, the ending span's thread scrubs them all, and the spans still exported hold
+    no thought."""
+    monkeypatch.setattr(_deferred, "_MAX_MARKED", 8)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(
+        BatchSpanProcessor(exporter, max_queue_size=2, max_export_batch_size=2, schedule_delay_millis=600_000)
+    )
+    owner = _Owner()
+    install_scrubber(owner, provider)
+    try:
+        _remember(THOUGHT, 0xB5)
+        most = 0
+        for _ in range(40):
+            with provider.get_tracer("peer").start_as_current_span("chat") as span:
+                span.set_attribute("gen_ai.completion.0.content", "Thinking: " + THOUGHT)
+            most = max(most, marked())
+        assert most <= 8
+        _flush_elsewhere(provider)
+    finally:
+        uninstall_scrubber(owner)
+    assert exporter.get_finished_spans()
+    assert find_leaks(_pieces(THOUGHT), spans=exporter.get_finished_spans()) == []
+    assert marked() <= 8  # the spans dropped since the last scrub wait for the next one
     provider.shutdown()

@@ -17,7 +17,8 @@ scrubber's scrubs the marked spans then, before their export (woken by the captu
 ``_Registry.alarm``, or a span ending); at ``SAFE_LAG`` (that thread behind), the thread of the next
 capture or span ending does it (and scrubs that span too). What a generation of windows holds is twice
 ``SAFE_LAG``: an export that begins just under it still finds every capture its spans could hold. An
-exporter handed a batch while a span of it is being scrubbed waits for that scrub (``_rescuing``).
+exporter handed a batch while a span of it is being scrubbed waits for that scrub (``_rescuing``). At
+most ``_MAX_MARKED`` spans wait (the batch processor drops spans when its queue is full).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ __all__ = ["deferred", "ended", "marked"]
 _CHECKED: Final = "_loom_otel_batched"
 """The pipeline's processors (its tuple, as read) when all of them were found batching and wrapped."""
 
+_MAX_MARKED: Final = 4096
+"""At most this many spans wait marked: a span the batch processor dropped (its queue full) is never
+exported and keeps its mark until a rescue; past this, the ending span's thread scrubs them all."""
 _Scrub = Callable[[Any], None]
 _marks: dict[tuple[int, int], list[Any]] = {}
 """Marked spans by (trace id, span id): [``registry.queued`` at the span's end, the span: the ending
@@ -108,8 +112,12 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
         if not _marks:
             registry.on_alarm = functools.partial(_alarm, scrub)
             registry.alarm = now + SAFE_LAG // 2
-        if now - oldest < SAFE_LAG:
+        crowded = len(_marks) >= _MAX_MARKED
+        if now - oldest < SAFE_LAG and not crowded:
             _marks[context.trace_id, context.span_id] = [now, span]
+    if crowded:
+        _rescue(scrub)
+        return False
     if now - oldest < SAFE_LAG // 2:
         return True
     if now - oldest < SAFE_LAG:
