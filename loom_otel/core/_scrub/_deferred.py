@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from loom_otel.core._scrub._records import is_own
 from loom_otel.core._scrub._registry import NEVER, SAFE_LAG, registry
 
-__all__ = ["deferred", "ended", "marked"]
+__all__ = ["deferred", "ended", "forget", "marked"]
 
 _CHECKED: Final = "_loom_otel_batched"
 """The pipeline's processors (its tuple, as read) when all of them were found batching and wrapped."""
@@ -197,3 +197,10 @@ def _rescue(scrub: _Scrub) -> None:
 def marked() -> int:
     """How many ended spans wait to be scrubbed before their export."""
     return len(_marks)
+
+
+def forget() -> None:
+    """Forget the marked spans (tests: with what the registry remembered, ``forget_all``)."""
+    with _lock:
+        _marks.clear()
+        registry.alarm = NEVER
