@@ -222,3 +222,41 @@ def test_spans_the_batch_processor_drops_do_not_pile_up_marked(monkeypatch):
     assert find_leaks(_pieces(THOUGHT), spans=exporter.get_finished_spans()) == []
     assert marked() <= 8  # the spans dropped since the last scrub wait for the next one
     provider.shutdown()
+
+
+def test_a_child_forked_while_a_thread_holds_the_marks_lock_scrubs_its_batched_spans():
+    """``fork()`` while another thread holds the marks' lock: the child gets it back unlocked, marks its
+    spans, and its export holds no thought."""
+    from loom_otel.core._scrub._deferred import _lock
+    from tests.support.forking import fork_runs
+
+    provider, exporter = _batched()
+    owner = _Owner()
+    install_scrubber(owner, provider)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with _lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+
+        def in_child() -> None:
+            _remember(THOUGHT, 0xB6)
+            with provider.get_tracer("peer").start_as_current_span("chat") as span:
+                span.set_attribute("gen_ai.completion.0.content", "Thinking: " + THOUGHT)
+            assert marked() >= 1
+            provider.force_flush()
+            assert find_leaks(_pieces(THOUGHT), spans=exporter.get_finished_spans()) == []
+            assert exporter.get_finished_spans()
+
+        fork_runs(in_child)
+    finally:
+        release.set()
+        holder.join(30)
+        uninstall_scrubber(owner)
+    provider.shutdown()

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._scrub._records import is_own
 from loom_otel.core._scrub._registry import NEVER, SAFE_LAG, registry
 
@@ -178,6 +179,8 @@ class _Helper:
 
 
 _helper: Final = _Helper()
+renew_module_after_fork(__name__)  # a forked child gets ``_lock`` and ``_rescuing`` back unlocked
+renew_after_fork(_helper)  # and the helper's event (its thread, gone, starts again when next woken)
 
 
 def _rescue(scrub: _Scrub) -> None:
