@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -46,6 +47,8 @@ _Scrub = Callable[[Any], None]
 _marks: dict[tuple[int, int], list[Any]] = {}
 """Marked spans by (trace id, span id): [``registry.queued`` at the span's end, the span: the ending
 one, then (``ended``) its readable copy, what the batch holds]."""
+_order: deque[tuple[tuple[int, int], int]] = deque()
+"""The marks' keys and positions in the order made (a key no longer marked is skipped: ``_oldest``)."""
 _lock = threading.Lock()
 _rescuing = threading.Lock()
 """Held by whoever scrubs marked spans it took from ``_marks`` outside an export."""
@@ -65,8 +68,7 @@ class _ScrubbingExporter:
                 context = span.context
                 if context is not None and _marks.pop((context.trace_id, context.span_id), None) is not None:
                     mine.append(span)
-            if not _marks:
-                registry.alarm = NEVER
+            _rearm()
         for span in mine:
             self._loom_otel_scrub(span)
         with _rescuing:  # a span of the batch another thread took is scrubbed before it is exported
@@ -109,13 +111,18 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
         return True
     now = registry.queued
     with _lock:
-        oldest = next(iter(_marks.values()))[0] if _marks else now
+        oldest = _oldest(now)
         if not _marks:
             registry.on_alarm = functools.partial(_alarm, scrub)
             registry.alarm = now + SAFE_LAG // 2
         crowded = len(_marks) >= _MAX_MARKED
         if now - oldest < SAFE_LAG and not crowded:
             _marks[context.trace_id, context.span_id] = [now, span]
+            _order.append(((context.trace_id, context.span_id), now))
+            if len(_order) > 2 * _MAX_MARKED:  # taken marks behind one that stays: made again from the marks
+                kept = [(key, mark[0]) for key, mark in _marks.items()]
+                _order.clear()
+                _order.extend(kept)
     if crowded:
         _rescue(scrub)
         return False
@@ -132,7 +139,7 @@ def _alarm(scrub: _Scrub) -> None:
     """Half of ``SAFE_LAG`` was captured since the oldest marked span ended: the helper thread scrubs
     the marked spans; at ``SAFE_LAG`` (the helper behind, no span ending meanwhile) this thread does."""
     with _lock:
-        oldest = next(iter(_marks.values()))[0] if _marks else registry.queued
+        oldest = _oldest(registry.queued)
     if registry.queued - oldest < SAFE_LAG:
         _helper.wake(scrub)
     else:
@@ -184,17 +191,32 @@ renew_after_fork(_helper)  # and the helper's event (its thread, gone, starts ag
 
 
 def _rescue(scrub: _Scrub) -> None:
-    """Scrub every marked span on this thread, one at a time (``_lock`` is held only to take a mark:
-    the calling threads mark their spans meanwhile; an exporter waits on ``_rescuing``)."""
+    """Scrub the spans marked now on this thread, one at a time (``_lock`` is held only to take a mark:
+    the calling threads mark their spans meanwhile, and those wait for the next rescue or their export;
+    an exporter waits on ``_rescuing`` for one pass, never for a load that keeps marking)."""
     with _rescuing:
-        while True:
+        with _lock:
+            keys = list(_marks)
+        for key in keys:
             with _lock:
-                if not _marks:
-                    registry.alarm = NEVER
-                    return
-                key = next(iter(_marks))
-                span = _marks.pop(key)[1]
-            scrub(span)
+                mark = _marks.pop(key, None)
+            if mark is not None:
+                scrub(mark[1])
+        with _lock:
+            _rearm()
+
+
+def _oldest(default: int) -> int:
+    """Where ``registry.queued`` stood when the oldest span still marked ended (``_lock`` held)."""
+    while _order and _order[0][0] not in _marks:
+        _order.popleft()
+    return _order[0][1] if _order else default
+
+
+def _rearm() -> None:
+    """The registry's alarm, for the oldest span still marked (``_lock`` held)."""
+    oldest = _oldest(NEVER)
+    registry.alarm = NEVER if oldest == NEVER else oldest + SAFE_LAG // 2
 
 
 def marked() -> int:
@@ -206,4 +228,5 @@ def forget() -> None:
     """Forget the marked spans (tests: with what the registry remembered, ``forget_all``)."""
     with _lock:
         _marks.clear()
+        _order.clear()
         registry.alarm = NEVER
