@@ -14,7 +14,10 @@ What the call that produced a text sent or returned visibly (``_visible``: its r
 tool results, its answer and tool arguments) is not a secret: the stretches of the text of at least
 ``MIN_RUN`` letters and digits that it holds are left out of the windows (the rest of the text is
 indexed piece by piece, so a run never extends into them), and a short secret it holds is not searched
-for. The whole text is still an exact value.
+for. The whole text is still an exact value. Reading what a call showed costs as much as entering its
+text, and most texts are never found again: a text is indexed whole and its call's visible text read
+when a record first holds a run of it (``resolve``: the text is then indexed as its pieces and the record
+searched again), for the newest ``_MAX_SHOWN`` texts; a short text's is read as it is entered.
 
 ``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
 enters what is queued.
@@ -81,6 +84,7 @@ SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
 """How much (``_Registry.queued``) may be captured between a span's end and its scrub with everything
 the scrub would have had at the span's end still held: half of what one generation of windows takes
 (the exact values, the traces' short secrets and the queue hold more)."""
+_UNREAD: Final = object()
 _MAX_SHOWN: Final = 16
 """Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
 _PIECE: Final = 5
@@ -174,6 +178,9 @@ class _Registry:
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
         self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
+        self._unread: OrderedDict[int, tuple[str, str, object]] = OrderedDict()
+        """Texts entered whole (by their first form number) whose call's visible text is not read yet:
+        text, replacement, what the call showed (the newest ``_MAX_SHOWN``; older ones stay whole)."""
         self._numbers = count()
         self.queued = 0
         """The ``_cost`` of every capture queued so far (approximate: no lock on the model call's path)."""
@@ -192,14 +199,14 @@ class _Registry:
         if self.queued >= self.alarm and self.on_alarm is not None:
             self.on_alarm()
 
-    def _seen(self, number: int) -> bytes:
-        """The skeleton of what capture ``number``'s call showed (taken out: read once), else nothing."""
+    def _shown_by(self, number: int) -> object:
+        """What capture ``number``'s call showed (taken out: read once), else ``None``."""
         for entry in list(self._shown):
             if entry[0] == number:
                 with contextlib.suppress(ValueError):  # another thread took it, or it was pushed out
                     self._shown.remove(entry)
-                return visible_skeleton(entry[1])
-        return b""
+                return entry[1]
+        return None
 
     def enter_captured(self) -> None:
         captured = self._captured
@@ -209,34 +216,70 @@ class _Registry:
             except IndexError:  # another thread entered the last one
                 return
             trace_id: int = capture[0]
-            seen: bytes | None = None
+            shown: object = _UNREAD
             for i in range(_FIRST, len(capture), _PIECE):
                 text, signature, ref, digest, size = capture[i : i + _PIECE]
                 if text:
-                    if seen is None:
-                        seen = self._seen(capture[1])
-                    self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id, seen)
+                    if shown is _UNREAD:
+                        shown = self._shown_by(capture[1])
+                    kept = (ref, digest, size)
+                    self.add_text(text, marker(ref, digest, size, "text"), kept, trace_id, shown=shown)
                 if signature:
                     self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
-    def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> None:
-        """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly."""
+    def add_text(
+        self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"", *, shown: object = None
+    ) -> None:
+        """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly, or ``shown``:
+        what it showed, read only when a record holds a run of the text (``resolve``) or the text is
+        short (whether it is searched for depends on it)."""
+        data = text.encode("utf-8", "surrogatepass")
+        skel = skeleton(data)
+        if shown is not None and len(skel) < MIN_RUN:
+            seen, shown = visible_skeleton(shown), None
         if self._add(text, replacement, kept, trace_id, seen):
-            data = text.encode("utf-8", "surrogatepass")
-            skel = skeleton(data)
             sampled = list(sample(skel))
             pieces = _unseen(text, data, skel, seen, sampled)
             if pieces is None:
                 forms, encoded = _text_forms(text, data, skel)
-                self.windows.add(forms, encoded, replacement, sampled)
+                first = self.windows.add(forms, encoded, replacement, sampled)
+                if shown is not None:
+                    with self._lock:
+                        self._unread[first] = (text, replacement, shown)
+                        while len(self._unread) > _MAX_SHOWN:
+                            self._unread.popitem(last=False)
                 return
-            forms, encoded = [], []
-            for piece in pieces:
-                piece_data = piece.encode("utf-8", "surrogatepass")
-                piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
-                forms += piece_forms
-                encoded += piece_encoded
-            self.windows.add(forms, encoded, replacement)
+            self._add_pieces(pieces, replacement)
+
+    def _add_pieces(self, pieces: Sequence[str], replacement: str) -> None:
+        """Index the pieces of a text between the stretches its call showed."""
+        forms: list[bytes] = []
+        encoded: list[bytes] = []
+        for piece in pieces:
+            piece_data = piece.encode("utf-8", "surrogatepass")
+            piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
+            forms += piece_forms
+            encoded += piece_encoded
+        self.windows.add(forms, encoded, replacement)
+
+    def resolve(self, firsts: Iterable[int]) -> bool:
+        """Read what the calls of the texts numbered ``firsts`` (runs found in a record) showed, if not
+        read yet; True when a text held some of it, which is no longer searched for (its pieces around
+        it are indexed in its place: search again)."""
+        changed = False
+        for first in firsts:
+            with self._lock:
+                entry = self._unread.pop(first, None)
+            if entry is None:
+                continue
+            text, replacement, shown = entry
+            data = text.encode("utf-8", "surrogatepass")
+            pieces = _unseen(text, data, skeleton(data), visible_skeleton(shown), ())
+            if pieces is not None:
+                self.windows.drop(first)
+                self._add_pieces(pieces, replacement)
+                changed = True
+        return changed
 
     def add_signature(self, signature: str | bytes, replacement: str, kept: Kept, trace_id: int) -> None:
         forms = list(signature_forms(signature))
@@ -296,6 +339,7 @@ class _Registry:
         with self._lock:
             self._captured.clear()
             self._shown.clear()
+            self._unread.clear()
             self._exact.clear()
             self._traces.clear()
         self.windows.clear()
