@@ -85,8 +85,11 @@ SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
 the scrub would have had at the span's end still held: half of what one generation of windows takes
 (the exact values, the traces' short secrets and the queue hold more)."""
 _UNREAD: Final = object()
-_MAX_SHOWN: Final = 16
-"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
+_MAX_SHOWN: Final = 256
+"""Calls whose visible text is kept to be read (a reference to each one's request and answer, their
+top-level lists copied): those of captures not yet entered (entered from a batch's export thread, up to
+``SAFE_LAG`` later), and of texts entered whole and not yet found in a record. Beyond it, the oldest
+text is indexed whole: more is removed, never less."""
 _PIECE: Final = 5
 _FIRST: Final = 2
 _MIN_COST: Final = 512
@@ -177,7 +180,7 @@ class _Registry:
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
-        self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
+        self._shown: dict[int, object] = {}
         self._unread: OrderedDict[int, tuple[str, str, object]] = OrderedDict()
         """Texts entered whole (by their first form number) whose call's visible text is not read yet:
         text, replacement, what the call showed (the newest ``_MAX_SHOWN``; older ones stay whole)."""
@@ -193,7 +196,10 @@ class _Registry:
         number = next(self._numbers)  # atomic, as the appends: no lock on the model call's path
         capture[1] = number
         if shown is not None:
-            self._shown.append((number, shown))
+            self._shown[number] = shown  # atomic, as the trim below (another thread may trim the same)
+            while len(self._shown) > _MAX_SHOWN:
+                with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                    del self._shown[next(iter(self._shown))]
         self.queued += _cost(capture)
         self._captured.append(tuple(capture))
         if self.queued >= self.alarm and self.on_alarm is not None:
@@ -201,12 +207,7 @@ class _Registry:
 
     def _shown_by(self, number: int) -> object:
         """What capture ``number``'s call showed (taken out: read once), else ``None``."""
-        for entry in list(self._shown):
-            if entry[0] == number:
-                with contextlib.suppress(ValueError):  # another thread took it, or it was pushed out
-                    self._shown.remove(entry)
-                return entry[1]
-        return None
+        return self._shown.pop(number, None)
 
     def enter_captured(self) -> None:
         captured = self._captured
