@@ -180,6 +180,7 @@ class _Helper:
         while True:
             self._event.wait()
             self._event.clear()
+            registry.enter_captured()  # while what their calls showed is still kept (``_MAX_SHOWN``)
             scrub = self._scrub
             if scrub is not None:
                 _rescue(scrub)
@@ -230,3 +231,4 @@ def forget() -> None:
         _marks.clear()
         _order.clear()
         registry.alarm = NEVER
+        registry.on_alarm = None

@@ -17,7 +17,7 @@ indexed piece by piece, so a run never extends into them), and a short secret it
 for. The whole text is still an exact value. Reading what a call showed costs as much as entering its
 text, and most texts are never found again: a text is indexed whole and its call's visible text read
 when a record first holds a run of it (``resolve``: the text is then indexed as its pieces and the record
-searched again), for the newest ``_MAX_SHOWN`` texts; a short text's is read as it is entered.
+searched again), for the newest ``_MAX_UNREAD`` texts; a short text's is read as it is entered.
 
 ``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
 enters what is queued.
@@ -85,11 +85,13 @@ SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
 the scrub would have had at the span's end still held: half of what one generation of windows takes
 (the exact values, the traces' short secrets and the queue hold more)."""
 _UNREAD: Final = object()
-_MAX_SHOWN: Final = 256
-"""Calls whose visible text is kept to be read (a reference to each one's request and answer, their
-top-level lists copied): those of captures not yet entered (entered from a batch's export thread, up to
-``SAFE_LAG`` later), and of texts entered whole and not yet found in a record. Beyond it, the oldest
-text is indexed whole: more is removed, never less."""
+_MAX_SHOWN: Final = 16
+"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed);
+from half of it on, ``on_alarm`` is called too (a batch's export thread enters captures late)."""
+_MAX_UNREAD: Final = 256
+"""Texts entered whole whose call's visible text is kept to be read (a reference to its request and
+answer, their top-level lists copied) until a record holds a run of them; beyond it, the oldest stays
+whole: more is removed, never less."""
 _PIECE: Final = 5
 _FIRST: Final = 2
 _MIN_COST: Final = 512
@@ -183,7 +185,7 @@ class _Registry:
         self._shown: dict[int, object] = {}
         self._unread: OrderedDict[int, tuple[str, str, object]] = OrderedDict()
         """Texts entered whole (by their first form number) whose call's visible text is not read yet:
-        text, replacement, what the call showed (the newest ``_MAX_SHOWN``; older ones stay whole)."""
+        text, replacement, what the call showed (the newest ``_MAX_UNREAD``; older ones stay whole)."""
         self._numbers = count()
         self.queued = 0
         """The ``_cost`` of every capture queued so far (approximate: no lock on the model call's path)."""
@@ -202,7 +204,7 @@ class _Registry:
                     del self._shown[next(iter(self._shown))]
         self.queued += _cost(capture)
         self._captured.append(tuple(capture))
-        if self.queued >= self.alarm and self.on_alarm is not None:
+        if (self.queued >= self.alarm or len(self._shown) > _MAX_SHOWN // 2) and self.on_alarm is not None:
             self.on_alarm()
 
     def _shown_by(self, number: int) -> object:
@@ -247,7 +249,7 @@ class _Registry:
                 if shown is not None:
                     with self._lock:
                         self._unread[first] = (text, replacement, shown)
-                        while len(self._unread) > _MAX_SHOWN:
+                        while len(self._unread) > _MAX_UNREAD:
                             self._unread.popitem(last=False)
                 return
             self._add_pieces(pieces, replacement)
