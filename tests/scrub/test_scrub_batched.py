@@ -6,6 +6,7 @@ streamed over events), and when more was captured since the span ended than the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import string
@@ -259,4 +260,36 @@ def test_a_child_forked_while_a_thread_holds_the_marks_lock_scrubs_its_batched_s
         release.set()
         holder.join(30)
         uninstall_scrubber(owner)
+    provider.shutdown()
+
+
+def _canary(n: int) -> str:
+    return f"CANARY-burst-{hashlib.sha256(str(n).encode()).hexdigest()[:32]}"
+
+
+def test_a_burst_of_captures_while_spans_wait_keeps_what_each_call_showed():
+    """While spans wait for their batch, captures are entered late (on the export thread): what each call
+    showed is kept for more of them, so the prompt a thought restated is still exported intact in a later
+    span, and the rest of the thought is removed."""
+    provider, exporter = _batched()
+    owner = _Owner()
+    install_scrubber(owner, provider)
+    prompts = [f"Plan trip number {n} to Lisbon with museums trams and a budget for a family" for n in range(40)]
+    try:
+        with provider.get_tracer("peer").start_as_current_span("first"):
+            pass  # a span waits: captures are entered late from now on
+        for n, prompt in enumerate(prompts):
+            thought = f"The user asks: {prompt}. {_canary(n)}, check the trams."
+            reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=thought)
+            part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, f"mem://b{n}", "f" * 64, len(thought))
+            remember([reasoning], [part], 0xD00 + n, visible={"messages": [{"role": "user", "content": prompt}]})
+        with provider.get_tracer("peer").start_as_current_span("later") as span:
+            span.set_attribute("gen_ai.input.messages", prompts[0])
+            span.set_attribute("gen_ai.output.messages", f"{_canary(0)}, check the trams.")
+        _flush_elsewhere(provider)
+    finally:
+        uninstall_scrubber(owner)
+    later = next(s for s in exporter.get_finished_spans() if s.name == "later")
+    assert later.attributes["gen_ai.input.messages"] == prompts[0]
+    assert "CANARY-burst" not in str(later.attributes["gen_ai.output.messages"])
     provider.shutdown()

@@ -86,8 +86,10 @@ the scrub would have had at the span's end still held: half of what one generati
 (the exact values, the traces' short secrets and the queue hold more)."""
 _UNREAD: Final = object()
 _MAX_SHOWN: Final = 16
-"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed);
-from half of it on, ``on_alarm`` is called too (a batch's export thread enters captures late)."""
+"""Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
+_MAX_SHOWN_LATE: Final = 256
+"""The same while spans wait for a batch's export thread (``on_alarm`` set), which enters captures late;
+from half of it on, ``on_alarm`` is called (its helper thread enters them)."""
 _MAX_UNREAD: Final = 256
 """Texts entered whole whose call's visible text is kept to be read (a reference to its request and
 answer, their top-level lists copied) until a record holds a run of them; beyond it, the oldest stays
@@ -199,12 +201,12 @@ class _Registry:
         capture[1] = number
         if shown is not None:
             self._shown[number] = shown  # atomic, as the trim below (another thread may trim the same)
-            while len(self._shown) > _MAX_SHOWN:
+            while len(self._shown) > (_MAX_SHOWN if self.on_alarm is None else _MAX_SHOWN_LATE):
                 with contextlib.suppress(RuntimeError, StopIteration, KeyError):
                     del self._shown[next(iter(self._shown))]
         self.queued += _cost(capture)
         self._captured.append(tuple(capture))
-        if (self.queued >= self.alarm or len(self._shown) > _MAX_SHOWN // 2) and self.on_alarm is not None:
+        if self.on_alarm is not None and (self.queued >= self.alarm or len(self._shown) > _MAX_SHOWN_LATE // 2):
             self.on_alarm()
 
     def _shown_by(self, number: int) -> object:

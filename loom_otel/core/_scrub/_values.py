@@ -144,7 +144,7 @@ def _pass(texts: Sequence[Text], depth: int) -> list[Text] | None:
     if not shared:
         return None
     runs = registry.windows.runs(skel, windows, shared)
-    if runs and registry.resolve({run[4] for run in runs}):  # what their calls showed is left out now
+    while runs and registry.resolve({run[4] for run in runs}):  # what their calls showed is left out now
         windows, shared = registry.windows.shared(skel)
         runs = registry.windows.runs(skel, windows, shared) if shared else []
     if not runs:
