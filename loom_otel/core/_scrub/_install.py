@@ -9,7 +9,8 @@ So the providers given to ``instrument()``, the global ones, a ``LoggerProvider`
 they have, in any order. A provider whose pipeline is not the SDK's gets a ``ReasoningScrubber`` /
 ``ReasoningLogScrubber`` added where it accepts processors; what remains out of reach (a provider that
 is not the SDK's and takes no processor) is named in one warning. Telemetry another process exports is
-out of reach by nature (README).
+out of reach by nature (README). A span that only the SDK's batch processors take is left, in
+``_on_ending``, to their export thread (``_deferred``; the pipeline's ``on_end`` is wrapped for it too).
 """
 
 from __future__ import annotations
