@@ -215,9 +215,12 @@ def _oldest(default: int) -> int:
 
 
 def _rearm() -> None:
-    """The registry's alarm, for the oldest span still marked (``_lock`` held)."""
+    """The registry's alarm, for the oldest span still marked; with none, no alarm (captures are entered
+    when the registry is next asked, as without batching) (``_lock`` held)."""
     oldest = _oldest(NEVER)
     registry.alarm = NEVER if oldest == NEVER else oldest + SAFE_LAG // 2
+    if oldest == NEVER:
+        registry.on_alarm = None
 
 
 def marked() -> int:
