@@ -26,19 +26,24 @@ whose ``bare`` is the uninstrumented call measured right before each variant in 
   a new conversation;
 - ``loom-otel, one execution()``: the same calls joined in one ``execution()`` (one conversation);
 - ``OpenLLMetry + loom-otel`` and ``OpenInference + loom-otel``: the peer wrapped outside loom-otel's
-  default, so its spans carry the text loom-otel's scrubber removes.
+  default, so its spans carry the text loom-otel's scrubber removes (the provider only batches: the
+  spans are scrubbed on the export thread); the same ``, simple processor``: a ``SimpleSpanProcessor``
+  beside the batch one, so the spans are scrubbed on the calling thread.
 
 The durable comparison (the upload hook, then loom-otel) comes first, as issue 49 asks. A variant whose
 packages are not installed is left out (extras ``bench`` and ``peers``). Figures: see ``_overhead.py``
 (wall median on the calling thread, its ratio to bare, its CPU time, the amortized cost); then the
 scrubber's CPU time per call (``time.thread_time`` inside its span and log hooks, on the calling thread:
-entering the call's texts into its index and reading every span), per workload and variant.
+entering the call's texts into its index and reading every span, or marking a span that only batch
+processors take, which their export thread scrubs), per workload and variant, and the scrubber's CPU
+time per span on the export thread, by the span's instrumentation scope.
 """
 
 from __future__ import annotations
 
 import logging
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,8 +56,10 @@ import httpx2
 from _overhead import Variant, arguments, loom_variants, remove, replayed, run, store_root
 from google import genai
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from loom_otel.core._scrub import _install
+from loom_otel.core._scrub._registry import registry
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 
@@ -60,21 +67,48 @@ Factory = Callable[[], Any]
 
 
 class _ScrubClock:
-    """The scrubber's CPU time on the calling thread, per (workload, variant): its span and log hooks are
-    timed (wrapped before the first ``instrument()``, as the SDK's pipelines take what these names hold)."""
+    """The scrubber's CPU time, per (workload, variant): on the calling thread, its span and log hooks
+    (``_scrub_ending``, ``_scrub_emitted``: the scrub itself, or the mark that leaves a span to the batch
+    processor's export thread), and on the export thread the scrub of the spans left to it
+    (``_scrub_exported``, per span, by the span's instrumentation scope: the benchmark's providers
+    batch). Wrapped before the first ``instrument()``, as the SDK's pipelines take what these names
+    hold."""
 
     def __init__(self) -> None:
         self.spent_ns = 0
         self.variant: str | None = None
         self.calls: dict[tuple[str, str], list[int]] = {}
-        for name in ("_scrub_span_safely", "_scrub_log_safely"):
+        self.exported: dict[str, list[int]] = {}
+        for name in ("_scrub_ending", "_scrub_emitted"):
             setattr(_install, name, self._timed(getattr(_install, name)))
+        _install._scrub_exported = self._exported(_install._scrub_exported)
+        self.helper_ns = 0
+        entering = registry.enter_captured
 
-    def _timed(self, scrub_one: Callable[[Any], None]) -> Callable[[Any], None]:
-        def timed(record: Any) -> None:
+        def entered() -> None:  # on the scrubber's helper thread: entering captures while spans wait
+            if threading.current_thread().name != "loom-otel-scrub":
+                entering()
+                return
             start = time.thread_time_ns()
-            scrub_one(record)
+            entering()
+            self.helper_ns += time.thread_time_ns() - start
+
+        vars(registry)["enter_captured"] = entered  # an instance attribute: the registry calls it too
+
+    def _timed(self, hook: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        def timed(pipeline: Any, record: Any) -> None:
+            start = time.thread_time_ns()
+            hook(pipeline, record)
             self.spent_ns += time.thread_time_ns() - start
+
+        return timed
+
+    def _exported(self, scrub: Callable[[Any], None]) -> Callable[[Any], None]:
+        def timed(span: Any) -> None:
+            start = time.thread_time_ns()
+            scrub(span)
+            scope = getattr(span.instrumentation_scope, "name", "?")
+            self.exported.setdefault(scope, []).append(time.thread_time_ns() - start)
 
         return timed
 
@@ -111,6 +145,17 @@ class _ScrubClock:
                 spent = self.calls.get((name, variant.name), [])
                 if any(spent):
                     print(f"{name:16} {variant.name:46} {statistics.median(spent) / 1e3:8.1f}")
+        if self.exported:
+            print("scrubber CPU per span on the batch processor's export thread (median and mean, us), by scope:")
+            for name, spans in sorted(self.exported.items()):
+                median, mean = statistics.median(spans) / 1e3, statistics.fmean(spans) / 1e3
+                print(f"{'':16} {name:46} {median:8.1f} {mean:8.1f}  ({len(spans)} spans)")
+        batched = sum(len(spent) for (_, variant), spent in self.calls.items() if variant.endswith("+ loom-otel"))
+        if self.helper_ns and batched:
+            print(
+                f"scrubber CPU entering captures on its helper thread: {self.helper_ns / 1e6:.1f} ms, "
+                f"{self.helper_ns / 1e3 / batched:.1f} us per call of the batched peer variants ({batched} calls)"
+            )
 
 
 def _imported(module: str, name: str) -> Factory | None:
@@ -198,12 +243,22 @@ class _Both:
             part.uninstrument()
 
 
-def _beside(name: str, peer: list[Variant], loom: Variant) -> list[Variant]:
-    """The peer wrapped outside loom-otel (instrumented after it), on one tracer provider."""
+class _Discard(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+def _beside(name: str, peer: list[Variant], loom: Variant, *, simple: bool = False) -> list[Variant]:
+    """The peer wrapped outside loom-otel (instrumented after it), on one tracer provider; ``simple``:
+    the provider also has a ``SimpleSpanProcessor`` (its spans are scrubbed on the calling thread, as
+    every span was before the scrub of batched spans moved to the export thread)."""
     if not peer:
         return []
 
     def instrument(provider: TracerProvider) -> Callable[[], None]:
+        if simple and provider not in _simple:
+            _simple.add(provider)
+            provider.add_span_processor(SimpleSpanProcessor(_Discard()))
         undo_loom = loom.instrument(provider)
         undo_peer = peer[0].instrument(provider)
 
@@ -214,6 +269,9 @@ def _beside(name: str, peer: list[Variant], loom: Variant) -> list[Variant]:
         return undo
 
     return [Variant(name, instrument)]
+
+
+_simple: set[TracerProvider] = set()
 
 
 def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
@@ -243,6 +301,8 @@ def variants(root: Path, calls: int) -> tuple[list[Variant], _Drops]:
         *openinference,
         *_beside("OpenLLMetry + loom-otel", openllmetry, loom[0]),
         *_beside("OpenInference + loom-otel", openinference, loom[0]),
+        *_beside("OpenLLMetry + loom-otel, simple processor", openllmetry, loom[0], simple=True),
+        *_beside("OpenInference + loom-otel, simple processor", openinference, loom[0], simple=True),
     ]
     return found, drops
 

@@ -82,6 +82,9 @@ def test_the_peers_benchmark_reports_the_scrubber_beside_each_peer(tmp_path: Pat
         assert any(" OpenLLMetry + loom-otel " in row for row in rows) or not any(
             "OpenLLMetry (text on spans)" in line for line in lines
         )
+    # the benchmark's providers batch: the peers' spans are scrubbed on the export thread, measured there
+    at = lines.index(next(line for line in lines if line.startswith("scrubber CPU per span on the batch")))
+    assert any("openinference" in line for line in lines[at:]), lines
 
 
 def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Path) -> None:

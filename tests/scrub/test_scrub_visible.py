@@ -169,3 +169,37 @@ def test_a_short_thought_the_prompt_holds_is_not_searched_for(name, config):
     texts = _texts(telemetry)
     assert prompt in texts, "the user's prompt was rewritten"
     assert "Rain in Paris tonight?" not in texts  # the thought as a reasoning part: its reference
+
+
+class _Counted(dict):
+    """A message of a request that counts how often it is read (its items)."""
+
+    reads = 0
+
+    def items(self):
+        type(self).reads += 1
+        return super().items()
+
+
+def test_what_a_call_showed_is_read_only_when_a_record_holds_a_run_of_its_thought():
+    """Reading a call's request and answer for their visible text costs as much as entering its thought:
+    it is done when a record first holds a run of the thought, and then the prompt the thought restates
+    is still exported intact while the rest of the thought is removed."""
+    from loom_otel.core import ReasoningKind
+    from loom_otel.core._model import Reasoning, ReasoningPart
+    from loom_otel.core._scrub import remember, scrub_value
+
+    prompt = "Plan a three day trip to Lisbon with museums and tram rides for a family of four"
+    thought = f"The user asks: {prompt}. CANARY-lazy-visible-0a1b2c3d, so I list the trams first of all."
+    _Counted.reads = 0
+    reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=thought)
+    part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, "mem://lazy", "e" * 64, len(thought))
+    remember([reasoning], [part], 0xC1, visible={"messages": [_Counted(role="user", content=prompt)]})
+    unrelated = "a log line about the 8:15 train to Porto and nothing else at all"
+    assert scrub_value(unrelated, 0xC1) == unrelated
+    assert _Counted.reads == 0  # entered, its call's visible text not read
+    scrubbed = scrub_value(f"debug: {thought}", 0xC1)
+    assert _Counted.reads == 1
+    assert prompt in scrubbed
+    assert "CANARY-lazy-visible" not in scrubbed and "[loom-otel reasoning text ref=mem://lazy" in scrubbed
+    assert scrub_value(f"next turn: {prompt}", 0xC2) == f"next turn: {prompt}"

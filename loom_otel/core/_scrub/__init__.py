@@ -15,6 +15,7 @@ loom-otel captured, or by a removal marker where it captured none:
 
 from __future__ import annotations
 
+from loom_otel.core._scrub import _deferred, _registry
 from loom_otel.core._scrub._install import (
     ReasoningLogScrubber,
     ReasoningScrubber,
@@ -22,7 +23,7 @@ from loom_otel.core._scrub._install import (
     leave_alone,
     uninstall_scrubber,
 )
-from loom_otel.core._scrub._registry import REMOVED, forget_all, marker, reference_of, remember, sight
+from loom_otel.core._scrub._registry import REMOVED, marker, reference_of, remember, sight
 from loom_otel.core._scrub._values import scrub_attributes, scrub_texts, scrub_value
 
 __all__ = [
@@ -41,3 +42,9 @@ __all__ = [
     "scrub_value",
     "sight",
 ]
+
+
+def forget_all() -> None:
+    """Forget every remembered text and signature, and every span waiting for its batch (tests)."""
+    _registry.forget_all()
+    _deferred.forget()

@@ -9,7 +9,8 @@ So the providers given to ``instrument()``, the global ones, a ``LoggerProvider`
 they have, in any order. A provider whose pipeline is not the SDK's gets a ``ReasoningScrubber`` /
 ``ReasoningLogScrubber`` added where it accepts processors; what remains out of reach (a provider that
 is not the SDK's and takes no processor) is named in one warning. Telemetry another process exports is
-out of reach by nature (README).
+out of reach by nature (README). A span that only the SDK's batch processors take is left, in
+``_on_ending``, to their export thread (``_deferred``; the pipeline's ``on_end`` is wrapped for it too).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Final
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import Span
 
+from loom_otel.core._scrub._deferred import deferred, ended
 from loom_otel.core._scrub._records import scrub_log_record, scrub_span
 
 __all__ = ["ReasoningLogScrubber", "ReasoningScrubber", "install_scrubber", "leave_alone", "uninstall_scrubber"]
@@ -48,6 +50,40 @@ def _scrub_span_safely(span: Any) -> None:
         scrub_span(span)
     except Exception:  # telemetry plumbing never raises into the app
         _report()
+
+
+def _scrub_exported(span: Any) -> None:
+    """A span a batch processor is exporting (``_deferred``), whether or not an owner is still there."""
+    try:
+        scrub_span(span)
+    except Exception:
+        _report()
+
+
+def _scrub_ending(pipeline: Any, span: Any) -> None:
+    """The span hook of the SDK's pipelines: ``span`` is left to the export thread where only batch
+    processors take it (``_deferred``), else scrubbed now."""
+    if not _owners:
+        return
+    try:
+        if deferred(pipeline, span, _scrub_exported):
+            return
+    except Exception:
+        _report()
+    _scrub_span_safely(span)
+
+
+def _span_ended(pipeline: Any, span: Any) -> None:
+    """The SDK's pipelines' ``on_end``: what ``_deferred`` keeps of a span it marked."""
+    try:
+        ended(span)
+    except Exception:
+        _report()
+
+
+def _scrub_emitted(pipeline: Any, log_data: Any) -> None:
+    """The log hook of the SDK's pipelines."""
+    _scrub_log_safely(log_data)
 
 
 def _scrub_log_safely(log_data: Any) -> None:
@@ -92,8 +128,9 @@ def leave_alone(provider: Any) -> None:
     _left_alone.add(getattr(provider, "_active_span_processor", provider))
 
 
-def _wrap(cls: type, name: str, scrub: Callable[[Any], None]) -> bool:
-    """Make ``cls.<name>(self, record)`` scrub ``record`` first; False when ``cls`` has no such method."""
+def _wrap(cls: type, name: str, scrub: Callable[[Any, Any], None]) -> bool:
+    """Make ``cls.<name>(self, record)`` call ``scrub(self, record)`` first; False when ``cls`` has no
+    such method."""
     original = cls.__dict__.get(name)
     if original is None:
         return False
@@ -103,7 +140,7 @@ def _wrap(cls: type, name: str, scrub: Callable[[Any], None]) -> bool:
     @functools.wraps(original)
     def scrubbing(self: Any, record: Any, *args: Any, **kwargs: Any) -> Any:
         if self not in _left_alone:
-            scrub(record)
+            scrub(self, record)
         return original(self, record, *args, **kwargs)
 
     setattr(scrubbing, _PATCHED, True)
@@ -127,11 +164,15 @@ def _log_pipelines() -> tuple[type, ...]:
 def _reach_sdk() -> tuple[tuple[type, ...], tuple[type, ...]]:
     """Wrap the SDK's multi-processors (once); the classes now scrubbing spans and log records."""
     with _lock:
-        spans = tuple(cls for cls in _span_pipelines() if _wrap(cls, "_on_ending", _scrub_span_safely))
+        spans = tuple(
+            cls
+            for cls in _span_pipelines()
+            if _wrap(cls, "_on_ending", _scrub_ending) and _wrap(cls, "on_end", _span_ended)
+        )
         logs = tuple(
             cls
             for cls in _log_pipelines()
-            if _wrap(cls, "on_emit", _scrub_log_safely) or _wrap(cls, "emit", _scrub_log_safely)
+            if _wrap(cls, "on_emit", _scrub_emitted) or _wrap(cls, "emit", _scrub_emitted)
         )
     return spans, logs
 

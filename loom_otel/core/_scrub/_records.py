@@ -24,7 +24,7 @@ from opentelemetry.trace import Status
 from loom_otel.core import _attributes as attr
 from loom_otel.core._scrub._values import Text, scrub_any, scrub_attributes, scrub_texts
 
-__all__ = ["scrub_log_record", "scrub_span"]
+__all__ = ["is_own", "scrub_log_record", "scrub_span"]
 
 _OWN_SCOPE: Final = "loom_otel"
 _TAIL: Final = 512
@@ -176,14 +176,19 @@ def _chained(event: Any) -> bool:
     return attributes is not None and attr.AUDIT_HASH in attributes
 
 
+def is_own(span: Any) -> bool:
+    """A span of loom-otel's own (references only: never rewritten)."""
+    scope = getattr(span, "instrumentation_scope", None)
+    return scope is not None and scope.name.startswith(_OWN_SCOPE)
+
+
 def scrub_span(span: Any) -> None:
     """Rewrite every string ``span`` carries (a span of loom-otel's own carries references only)."""
     context = getattr(span, "context", None)
     trace_id = context.trace_id if context is not None else None
     if context is not None:
         _tails.drop((context.trace_id, context.span_id))  # the span ends: its log records are over
-    scope = getattr(span, "instrumentation_scope", None)
-    if scope is not None and scope.name.startswith(_OWN_SCOPE):
+    if is_own(span):
         return
     texts, names = _Texts(), _Texts()
     _named(span, trace_id, names)

@@ -14,7 +14,10 @@ What the call that produced a text sent or returned visibly (``_visible``: its r
 tool results, its answer and tool arguments) is not a secret: the stretches of the text of at least
 ``MIN_RUN`` letters and digits that it holds are left out of the windows (the rest of the text is
 indexed piece by piece, so a run never extends into them), and a short secret it holds is not searched
-for. The whole text is still an exact value.
+for. The whole text is still an exact value. Reading what a call showed costs as much as entering its
+text, and most texts are never found again: a text is indexed whole and its call's visible text read
+when a record first holds a run of it (``resolve``: the text is then indexed as its pieces and the record
+searched again), for the newest ``_MAX_UNREAD`` texts; a short text's is read as it is entered.
 
 ``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
 enters what is queued.
@@ -28,16 +31,26 @@ import contextlib
 import json
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import count
 from typing import Any, Final
 
 from loom_otel.core._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub._visible import shown, visible_skeleton
-from loom_otel.core._scrub._windows import MIN_RUN, SkeletonMap, WindowIndex, sample, shared_stretches, skeleton
+from loom_otel.core._scrub._windows import (
+    MIN_RUN,
+    STEP,
+    SkeletonMap,
+    WindowIndex,
+    sample,
+    shared_stretches,
+    skeleton,
+)
 
 __all__ = [
+    "NEVER",
     "REMOVED",
+    "SAFE_LAG",
     "Kept",
     "forget_all",
     "marker",
@@ -66,10 +79,38 @@ _Capture = tuple[Any, ...]
 """One call's capture as ``remember`` queues it, flat: the trace id, the capture's number (what the call
 showed is kept apart under it, ``_Registry.visible``), then text, signature, ref, digest and size of
 each part: plain values only, which the garbage collector stops tracking."""
+NEVER: Final = 1 << 62
+SAFE_LAG: Final = _MAX_WINDOWS // 2 * STEP // 2
+"""How much (``_Registry.queued``) may be captured between a span's end and its scrub with everything
+the scrub would have had at the span's end still held: half of what one generation of windows takes
+(the exact values, the traces' short secrets and the queue hold more)."""
+_UNREAD: Final = object()
 _MAX_SHOWN: Final = 16
 """Captures not yet entered whose visible text is kept (older ones are indexed whole: more is removed)."""
+_MAX_SHOWN_LATE: Final = 256
+"""The same while spans wait for a batch's export thread (``on_alarm`` set), which enters captures late;
+from half of it on, ``on_alarm`` is called (its helper thread enters them)."""
+_MAX_UNREAD: Final = 256
+"""Texts entered whole whose call's visible text is kept to be read (a reference to its request and
+answer, their top-level lists copied) until a record holds a run of them; beyond it, the oldest stays
+whole: more is removed, never less."""
 _PIECE: Final = 5
 _FIRST: Final = 2
+_MIN_COST: Final = 512
+"""The least a capture counts for in ``_Registry.queued`` (so a run of many small captures counts too)."""
+
+
+def _cost(capture: Sequence[Any]) -> int:
+    """What entering ``capture`` adds to the windows, about: its characters, eight per character of a
+    text that is not ASCII (UTF-8 bytes, and its ASCII JSON form beside), at least ``_MIN_COST``."""
+    cost = 0
+    for i in range(_FIRST, len(capture), _PIECE):
+        for secret in capture[i : i + 2]:
+            if isinstance(secret, str):
+                cost += len(secret) if secret.isascii() else 8 * len(secret)
+            elif secret:
+                cost += 2 * len(secret)
+    return max(cost, _MIN_COST)
 
 
 class _Needles:
@@ -143,25 +184,34 @@ class _Registry:
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
         self._captured: deque[_Capture] = deque(maxlen=_MAX_ENTRIES)
-        self._shown: deque[tuple[int, object]] = deque(maxlen=_MAX_SHOWN)
+        self._shown: dict[int, object] = {}
+        self._unread: OrderedDict[int, tuple[str, str, object]] = OrderedDict()
+        """Texts entered whole (by their first form number) whose call's visible text is not read yet:
+        text, replacement, what the call showed (the newest ``_MAX_UNREAD``; older ones stay whole)."""
         self._numbers = count()
+        self.queued = 0
+        """The ``_cost`` of every capture queued so far (approximate: no lock on the model call's path)."""
+        self.alarm = NEVER
+        """When ``queued`` reaches it, ``on_alarm`` is called (``_deferred``: spans wait to be scrubbed)."""
+        self.on_alarm: Callable[[], None] | None = None
 
     def captured(self, capture: list[object], shown: object) -> None:
         """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
         number = next(self._numbers)  # atomic, as the appends: no lock on the model call's path
         capture[1] = number
         if shown is not None:
-            self._shown.append((number, shown))
+            self._shown[number] = shown  # atomic, as the trim below (another thread may trim the same)
+            while len(self._shown) > (_MAX_SHOWN if self.on_alarm is None else _MAX_SHOWN_LATE):
+                with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                    del self._shown[next(iter(self._shown))]
+        self.queued += _cost(capture)
         self._captured.append(tuple(capture))
+        if self.on_alarm is not None and (self.queued >= self.alarm or len(self._shown) > _MAX_SHOWN_LATE // 2):
+            self.on_alarm()
 
-    def _seen(self, number: int) -> bytes:
-        """The skeleton of what capture ``number``'s call showed (taken out: read once), else nothing."""
-        for entry in list(self._shown):
-            if entry[0] == number:
-                with contextlib.suppress(ValueError):  # another thread took it, or it was pushed out
-                    self._shown.remove(entry)
-                return visible_skeleton(entry[1])
-        return b""
+    def _shown_by(self, number: int) -> object:
+        """What capture ``number``'s call showed (taken out: read once), else ``None``."""
+        return self._shown.pop(number, None)
 
     def enter_captured(self) -> None:
         captured = self._captured
@@ -171,34 +221,70 @@ class _Registry:
             except IndexError:  # another thread entered the last one
                 return
             trace_id: int = capture[0]
-            seen: bytes | None = None
+            shown: object = _UNREAD
             for i in range(_FIRST, len(capture), _PIECE):
                 text, signature, ref, digest, size = capture[i : i + _PIECE]
                 if text:
-                    if seen is None:
-                        seen = self._seen(capture[1])
-                    self.add_text(text, marker(ref, digest, size, "text"), (ref, digest, size), trace_id, seen)
+                    if shown is _UNREAD:
+                        shown = self._shown_by(capture[1])
+                    kept = (ref, digest, size)
+                    self.add_text(text, marker(ref, digest, size, "text"), kept, trace_id, shown=shown)
                 if signature:
                     self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
-    def add_text(self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"") -> None:
-        """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly."""
+    def add_text(
+        self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"", *, shown: object = None
+    ) -> None:
+        """Enter a text; ``seen``: the skeleton of what its call sent or returned visibly, or ``shown``:
+        what it showed, read only when a record holds a run of the text (``resolve``) or the text is
+        short (whether it is searched for depends on it)."""
+        data = text.encode("utf-8", "surrogatepass")
+        skel = skeleton(data)
+        if shown is not None and len(skel) < MIN_RUN:
+            seen, shown = visible_skeleton(shown), None
         if self._add(text, replacement, kept, trace_id, seen):
-            data = text.encode("utf-8", "surrogatepass")
-            skel = skeleton(data)
             sampled = list(sample(skel))
             pieces = _unseen(text, data, skel, seen, sampled)
             if pieces is None:
                 forms, encoded = _text_forms(text, data, skel)
-                self.windows.add(forms, encoded, replacement, sampled)
+                first = self.windows.add(forms, encoded, replacement, sampled)
+                if shown is not None:
+                    with self._lock:
+                        self._unread[first] = (text, replacement, shown)
+                        while len(self._unread) > _MAX_UNREAD:
+                            self._unread.popitem(last=False)
                 return
-            forms, encoded = [], []
-            for piece in pieces:
-                piece_data = piece.encode("utf-8", "surrogatepass")
-                piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
-                forms += piece_forms
-                encoded += piece_encoded
-            self.windows.add(forms, encoded, replacement)
+            self._add_pieces(pieces, replacement)
+
+    def _add_pieces(self, pieces: Sequence[str], replacement: str) -> None:
+        """Index the pieces of a text between the stretches its call showed."""
+        forms: list[bytes] = []
+        encoded: list[bytes] = []
+        for piece in pieces:
+            piece_data = piece.encode("utf-8", "surrogatepass")
+            piece_forms, piece_encoded = _text_forms(piece, piece_data, skeleton(piece_data))
+            forms += piece_forms
+            encoded += piece_encoded
+        self.windows.add(forms, encoded, replacement)
+
+    def resolve(self, firsts: Iterable[int]) -> bool:
+        """Read what the calls of the texts numbered ``firsts`` (runs found in a record) showed, if not
+        read yet; True when a text held some of it, which is no longer searched for (its pieces around
+        it are indexed in its place: search again)."""
+        changed = False
+        for first in firsts:
+            with self._lock:
+                entry = self._unread.pop(first, None)
+            if entry is None:
+                continue
+            text, replacement, shown = entry
+            data = text.encode("utf-8", "surrogatepass")
+            pieces = _unseen(text, data, skeleton(data), visible_skeleton(shown), ())
+            if pieces is not None:
+                self.windows.drop(first)
+                self._add_pieces(pieces, replacement)
+                changed = True
+        return changed
 
     def add_signature(self, signature: str | bytes, replacement: str, kept: Kept, trace_id: int) -> None:
         forms = list(signature_forms(signature))
@@ -258,6 +344,7 @@ class _Registry:
         with self._lock:
             self._captured.clear()
             self._shown.clear()
+            self._unread.clear()
             self._exact.clear()
             self._traces.clear()
         self.windows.clear()

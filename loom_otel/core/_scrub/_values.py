@@ -144,6 +144,9 @@ def _pass(texts: Sequence[Text], depth: int) -> list[Text] | None:
     if not shared:
         return None
     runs = registry.windows.runs(skel, windows, shared)
+    while runs and registry.resolve({run[4] for run in runs}):  # what their calls showed is left out now
+        windows, shared = registry.windows.shared(skel)
+        runs = registry.windows.runs(skel, windows, shared) if shared else []
     if not runs:
         return None
     places = SkeletonMap(joined)
@@ -151,7 +154,7 @@ def _pass(texts: Sequence[Text], depth: int) -> list[Text] | None:
     for piece in data:
         starts.append(starts[-1] + len(piece))
     edits: list[dict[tuple[int, int], bytes]] = [{} for _ in data]
-    for first, last, found, encoded in runs:
+    for first, last, found, encoded, _ in runs:
         begin, end = places.span(first, last)
         for index in range(len(data)):
             low, high = max(begin, starts[index]), min(end, starts[index + 1])

@@ -138,9 +138,9 @@ class WindowIndex:
 
     def add(
         self, forms: Sequence[bytes], encoded: Sequence[bytes], replacement: str, first: Sequence[bytes] = ()
-    ) -> None:
+    ) -> int:
         """Index the skeletons of a secret's ``forms`` and of its base64 copies (``encoded``); ``first``:
-        the ``sample`` of ``forms[0]`` when it was taken already."""
+        the ``sample`` of ``forms[0]`` when it was taken already. Its forms' first number (``drop``)."""
         kept = [(f, False, first if i == 0 and first else None) for i, f in enumerate(forms) if len(f) >= MIN_RUN]
         kept += [(f, True, None) for f in encoded if len(f) >= MIN_RUN]
         with self._lock:
@@ -157,6 +157,16 @@ class WindowIndex:
             if young.size > self._half:
                 self._old, self._young = young, _Generation()
                 self._both = young.windows.copy()  # the old generation's, dropped whole
+        return start
+
+    def drop(self, first: int) -> None:
+        """Forget the forms ``add`` numbered from ``first`` (their windows then lead nowhere)."""
+        with self._lock:
+            for generation in (self._young, self._old):
+                form = generation.forms.get(first)
+                if form is not None:
+                    for number in range(first, first + form[4]):
+                        generation.forms.pop(number, None)
 
     def clear(self) -> None:
         with self._lock:
@@ -180,9 +190,9 @@ class WindowIndex:
                 return [f for f in map(generation.forms.get, range(first, first + many)) if f is not None]
         return []
 
-    def runs(self, skel: bytes, windows: list[bytes], shared: set[bytes]) -> list[tuple[int, int, str, bool]]:
+    def runs(self, skel: bytes, windows: list[bytes], shared: set[bytes]) -> list[tuple[int, int, str, bool, int]]:
         """The runs of forms in ``skel`` (``windows`` and ``shared``: what ``shared`` answered): (start,
-        end, replacement, in a base64 form), in order, not overlapping."""
+        end, replacement, in a base64 form, the secret's first form number), in order, not overlapping."""
         if len(shared) <= _FEW:  # most often one phrase the text shares with other text: its places
             places: set[int] = set()
             for window in shared:
@@ -194,7 +204,7 @@ class WindowIndex:
         else:  # a secret written out: each window's (last) place at once
             where = dict(zip(windows, _positions(len(skel)), strict=True))
             positions = sorted(where[window] for window in shared)
-        found: list[tuple[int, int, str, bool]] = []
+        found: list[tuple[int, int, str, bool, int]] = []
         for position in positions:
             floor = found[-1][1] if found else 0
             if position < floor:
@@ -204,7 +214,7 @@ class WindowIndex:
                 found.append(run)
         return found
 
-    def _run(self, skel: bytes, position: int, floor: int) -> tuple[int, int, str, bool] | None:
+    def _run(self, skel: bytes, position: int, floor: int) -> tuple[int, int, str, bool, int] | None:
         """The run of a form through ``skel[position:]`` (not before ``floor``), if one is long enough."""
         window = skel[position : position + WINDOW]
         start, end, best = position, position, None
@@ -219,7 +229,7 @@ class WindowIndex:
         start = max(start, floor)
         if best is None or end - start < MIN_RUN:
             return None
-        return start, end, best[1], best[2]
+        return start, end, best[1], best[2], best[3]
 
 
 def _common(a: bytes, i: int, b: bytes, j: int) -> int:
