@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
-from loom_otel.core.vendor import WITHHELD
+from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
-from loom_otel.core.vendor import WITHHELD
+from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

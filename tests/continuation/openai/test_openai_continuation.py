@@ -15,7 +15,7 @@ import pytest
 
 from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, execution
 from loom_otel.core.exceptions import ReasoningContinuationError
-from loom_otel.core.vendor import WITHHELD
+from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
