@@ -315,7 +315,12 @@ class _Viewer:
         execution_id, tenant = page.reading.execution_id, page.reading.tenant
         return await asyncio.to_thread(
             lambda: part_reads(
-                self.evidence, self.journal.records(), reader, self.policy, execution_id=execution_id, tenant=tenant
+                self.evidence,
+                self.journal.of_execution(execution_id, tenant),
+                reader,
+                self.policy,
+                execution_id=execution_id,
+                tenant=tenant,
             )
         )
 

@@ -144,12 +144,14 @@ def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, joiner: _Join
 
 class _Followed:
     """One origin of a reads journal as read so far: where its last whole line ends, how far each segment
-    was read, and its read records."""
+    was read, and its read records (also by execution and tenant: a page's who-read looks up its own
+    execution's reads, not every read ever recorded)."""
 
     def __init__(self) -> None:
         self.position = Position()
         self.read_to: dict[int, int] = {}
         self.records: list[ReadRecord] = []
+        self.by_execution: dict[tuple[str, str | None], list[ReadRecord]] = {}
 
     def stale(self, origin_dir: Path) -> bool:
         """A segment read before is gone or shorter now (a journal only grows: read it again)."""
@@ -172,6 +174,7 @@ class _Followed:
             read = read_record(record) if isinstance(record, dict) else None
             if read is not None:
                 self.records.append(read)
+                self.by_execution.setdefault((read.execution_id, read.tenant), []).append(read)
 
 
 class ReadsJournal:
@@ -187,15 +190,28 @@ class ReadsJournal:
     def records(self) -> list[ReadRecord]:
         """Every read record, in chain order per origin."""
         with self._lock:
-            names = list_origins(self.directory)
-            for name in set(self._origins) - set(names):
-                del self._origins[name]
-            for name in names:
-                followed = self._origins.get(name)
-                if followed is None or followed.stale(self.directory / name):
-                    followed = self._origins[name] = _Followed()
-                followed.advance(self.directory / name)
+            names = self._advanced()
             return [read for name in names for read in self._origins[name].records]
+
+    def of_execution(self, execution_id: str, tenant: str | None) -> list[ReadRecord]:
+        """The read records of one execution of ``tenant``, in chain order per origin (those of
+        ``records`` with that execution and tenant)."""
+        key = (execution_id, tenant)
+        with self._lock:
+            names = self._advanced()
+            return [read for name in names for read in self._origins[name].by_execution.get(key, ())]
+
+    def _advanced(self) -> list[str]:
+        """The origins, each read up to its last whole line (the lock held)."""
+        names = list_origins(self.directory)
+        for name in set(self._origins) - set(names):
+            del self._origins[name]
+        for name in names:
+            followed = self._origins.get(name)
+            if followed is None or followed.stale(self.directory / name):
+                followed = self._origins[name] = _Followed()
+            followed.advance(self.directory / name)
+        return names
 
 
 def reads_page(

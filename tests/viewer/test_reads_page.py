@@ -197,3 +197,57 @@ def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
     assert journal.records() == list(read_records(directory)) and len(journal.records()) == 3
     segment.write_bytes(b"")
     assert journal.records() == []
+
+
+def test_the_reads_of_one_execution_are_looked_up_not_scanned(tmp_path: Path) -> None:
+    """``of_execution``: the read records of one execution and tenant (what a page's who-read counts), the
+    same as those of ``records`` with that execution and tenant, in the same order, as the journal grows."""
+    directory = tmp_path / "reads"
+    journal, log = ReadsJournal(directory), ReadLog(directory)
+    log.refused("bob", "acme", "run-x")
+    log.refused("eve", "globex", "run-x")
+    log.refused("ann", "acme", "run-y")
+    log.refused("cal", "acme", "run-x")
+    log.flush()
+
+    def kept(execution_id: str, tenant: str | None) -> list[object]:
+        return [r for r in journal.records() if (r.execution_id, r.tenant) == (execution_id, tenant)]
+
+    assert [r.reader for r in journal.of_execution("run-x", "acme")] == ["bob", "cal"]
+    assert journal.of_execution("run-x", "acme") == kept("run-x", "acme")
+    assert [r.reader for r in journal.of_execution("run-x", "globex")] == ["eve"]
+    assert journal.of_execution("run-x", None) == [] and journal.of_execution("run-z", "acme") == []
+    log.refused("dan", "acme", "run-x")
+    log.flush()
+    assert [r.reader for r in journal.of_execution("run-x", "acme")] == ["bob", "cal", "dan"]
+
+
+def test_concurrent_readers_are_each_recorded_in_one_valid_chain(captured: Captured) -> None:
+    """Twenty readers at once through the real app: every read answered holds its own read in the
+    counts (recorded before the answer), the reads journal holds one record per read, none lost, in one
+    valid chain, and the text is in none of it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.testclient import TestClient
+
+    from loom_otel.audit import verify
+    from tests.viewer.conftest import bearer, read_count, viewer_app
+
+    app = viewer_app(captured)
+    with TestClient(app) as client:
+
+        def one(_: int) -> tuple[int, int]:
+            response = client.get("/api/executions/run-alice?tenant=acme", headers=bearer("alice"))
+            return response.status_code, read_count(response.json())
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(one, range(20)))
+    assert all(status == 200 for status, _ in answers)
+    assert sorted(count for _, count in answers)[-1] == 20 and all(count >= 1 for _, count in answers)
+    app.state.reads.close()
+    reads = list(read_records(captured.root / "reads"))
+    assert len(reads) == 20 and {(r.reader, r.outcome, r.execution_id) for r in reads} == {("alice", "ok", "run-alice")}
+    assert [r.seq for r in reads] == sorted(r.seq for r in reads)
+    report = verify(captured.root / "reads")
+    assert report.ok, report
+    assert not find_leaks([CANARY], directories=[captured.root / "reads"])
