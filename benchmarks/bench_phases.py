@@ -57,9 +57,9 @@ from loom_otel.core import FileReasoningStore, LoomOtelWarning, execution, force
 from loom_otel.core._calls import _model_call, _skeleton
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall
+from loom_otel.core._calls._results import ResultReaders
 from loom_otel.core._journal._writer import Journal
 from loom_otel.core._store._protocol import Envelope
-from loom_otel.instrumentation.anthropic import _adapter as anthropic_adapter
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
@@ -91,7 +91,7 @@ ANTHROPIC: tuple[Part, ...] = (
 _ANTHROPIC_END: tuple[Part, ...] = (*_CAPTURE, ("  binding record", AnthropicContinuation, "record_leading", False))
 ANTHROPIC_CREATE: tuple[Part, ...] = (
     *ANTHROPIC,
-    ("response, capture and end (all)", anthropic_adapter, "_finish", False),
+    ("response, capture and end (all)", ResultReaders, "_finish", False),
     *_ANTHROPIC_END,
 )
 ANTHROPIC_STREAM: tuple[Part, ...] = (
@@ -116,7 +116,7 @@ _GEMINI_END: tuple[Part, ...] = (
 GEMINI_GENERATE: tuple[Part, ...] = (
     *GEMINI,
     ("response read (per request, inside the SDK)", CallHops, "response", True),
-    ("capture and end (all)", GeminiAdapter, "sync_result", False),
+    ("capture and end (all)", ResultReaders, "_finish", False),
     *_GEMINI_END,
 )
 GEMINI_STREAM: tuple[Part, ...] = (
