@@ -73,3 +73,23 @@ def converse(client: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 MODES: Final[dict[str, Callable[[Any, dict[str, Any]], dict[str, Any]]]] = {"converse": converse, "stream": streamed}
+
+
+def tool_loop(
+    client: Any, mode: str, *, as_sent: Callable[[dict[str, Any]], dict[str, Any]] = lambda message: message
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Question, tool calls answered until the model ends its turn; the history and the answers.
+    ``as_sent``: the assistant turn as the application puts it back into the history."""
+    history: list[dict[str, Any]] = list(request()["messages"])
+    answers = []
+    for _ in range(4):
+        answer = MODES[mode](client, request(tools=True, messages=list(history)))
+        answers.append(answer)
+        message = answer["output"]["message"]
+        history.append(as_sent(message))
+        if answer["stopReason"] != "tool_use":
+            break
+        (use,) = [b["toolUse"] for b in message["content"] if "toolUse" in b]
+        result = {"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "rain"}]}}
+        history.append({"role": "user", "content": [result]})
+    return history, answers

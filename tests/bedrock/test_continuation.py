@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -17,7 +16,7 @@ from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
 from tests.bedrock import helpers
-from tests.bedrock.helpers import CANARY, MODES, THOUGHT, request
+from tests.bedrock.helpers import CANARY, MODES, THOUGHT, request, tool_loop
 
 DROPPED = "loom.reasoning.dropped"
 
@@ -25,23 +24,6 @@ DROPPED = "loom.reasoning.dropped"
 @pytest.fixture
 def sim() -> Simulator:
     return Simulator(strict=True, reasoning_text=THOUGHT, stream_chunks=4, max_tool_rounds=2)
-
-
-def _loop(client: Any, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Question, tool calls answered until the model ends its turn; the history and the answers."""
-    history: list[dict[str, Any]] = list(request()["messages"])
-    answers = []
-    for _ in range(4):
-        answer = MODES[mode](client, request(tools=True, messages=list(history)))
-        answers.append(answer)
-        message = answer["output"]["message"]
-        history.append(message)
-        if answer["stopReason"] != "tool_use":
-            break
-        (use,) = [b["toolUse"] for b in message["content"] if "toolUse" in b]
-        result = {"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "rain"}]}}
-        history.append({"role": "user", "content": [result]})
-    return history, answers
 
 
 def _reasoning_texts(sim: Simulator) -> list[list[str]]:
@@ -63,7 +45,7 @@ def _reasoning_texts(sim: Simulator) -> list[list[str]]:
 def test_tool_loop_threads_every_signature(mode, transcript, sim, client, tmp_path: Path):
     config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript=transcript)
     with instrumented(BedrockInstrumentor(), config=config) as telemetry, execution("run-1"):
-        history, answers = _loop(client, mode)
+        history, answers = tool_loop(client, mode)
 
     assert [a["stopReason"] for a in answers] == ["tool_use", "tool_use", "end_turn"]  # strict: all accepted
     assert reasoning_events(telemetry.spans, DROPPED) == []
@@ -87,7 +69,7 @@ def test_tool_loop_threads_every_signature(mode, transcript, sim, client, tmp_pa
 def test_edited_history_drops_the_stale_blocks(mode, transcript, sim, client, tmp_path: Path):
     config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript=transcript)
     with instrumented(BedrockInstrumentor(), config=config) as telemetry, execution("run-1"):
-        history, _ = _loop(client, mode)
+        history, _ = tool_loop(client, mode)
         edited = [{"role": "user", "content": [{"text": "Should I pack an umbrella for Lyon?"}]}, *history[1:]]
         edited.append({"role": "user", "content": [{"text": "And on Saturday?"}]})
         answer = MODES[mode](client, request(tools=True, messages=edited))
@@ -103,7 +85,7 @@ def test_edited_history_drops_the_stale_blocks(mode, transcript, sim, client, tm
 
 def test_edited_history_is_refused_without_instrumentation(sim, client):
     """What the drop rule spares the application: the strict vendor refuses the stale signatures."""
-    history, _ = _loop(client, "converse")
+    history, _ = tool_loop(client, "converse")
     edited = [{"role": "user", "content": [{"text": "Should I pack an umbrella for Lyon?"}]}, *history[1:]]
     edited.append({"role": "user", "content": [{"text": "And on Saturday?"}]})
     with pytest.raises(ClientError, match="ValidationException"):

@@ -17,7 +17,7 @@ from loom_otel.core.vendor_helpers import WITHHELD
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
-from tests.bedrock.helpers import CANARY, MODES, THOUGHT, request
+from tests.bedrock.helpers import CANARY, MODES, THOUGHT, request, tool_loop
 
 
 @pytest.fixture
@@ -35,26 +35,11 @@ def _filtered(message: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": kept}
 
 
-def _loop(client: Any, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    history: list[dict[str, Any]] = list(request()["messages"])
-    answers = []
-    for _ in range(4):
-        answer = MODES[mode](client, request(tools=True, messages=list(history)))
-        answers.append(answer)
-        history.append(_filtered(answer["output"]["message"]))
-        if answer["stopReason"] != "tool_use":
-            break
-        (use,) = [b["toolUse"] for b in answer["output"]["message"]["content"] if "toolUse" in b]
-        result = {"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "rain"}]}}
-        history.append({"role": "user", "content": [result]})
-    return history, answers
-
-
 @pytest.mark.parametrize("mode", list(MODES))
 def test_a_framework_that_drops_empty_reasoning_blocks_keeps_working_in_redact_mode(mode, sim, client, tmp_path: Path):
     config = ReasoningConfig(store=MemoryReasoningStore(), journal=tmp_path / "journal", transcript="redact")
     with instrumented(BedrockInstrumentor(), config=config) as telemetry:
-        history, answers = _loop(client, mode)
+        history, answers = tool_loop(client, mode, as_sent=_filtered)
 
     assert [a["stopReason"] for a in answers] == ["tool_use", "tool_use", "end_turn"]  # strict: all accepted
     assert reasoning_events(telemetry.spans, "loom.reasoning.dropped") == []
