@@ -175,13 +175,15 @@ class AudienceRow:
 class ExecutionFilter:
     """What ``CaptureIndex.executions`` keeps: one tenant (``any_tenant``: every one), executions with a
     capture in [``since``, ``until``] (Unix ns), and ``search``: a substring of the execution id, or of
-    a principal, model or trace id of a capture the reader may read."""
+    a principal, model or trace id of a capture the reader may read; ``execution_id``: that execution
+    only (found by the index on it: the rule is asked of its rows alone, not of every capture)."""
 
     tenant: str | None = None
     any_tenant: bool = True
     since: int | None = None
     until: int | None = None
     search: str = ""
+    execution_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,6 +501,9 @@ class CaptureIndex:
         if not keep.any_tenant:
             where.append("tenant IS ?")
             params.append(keep.tenant)
+        if keep.execution_id is not None:
+            where.insert(0, "execution_id = ?")
+            params.insert(0, keep.execution_id)
         having, after = ["1"], list[object]()
         if keep.since is not None:
             having.append("max(time) >= ?")

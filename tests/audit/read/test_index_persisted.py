@@ -114,3 +114,15 @@ def test_a_kept_connection_follows_a_rebuild_made_by_another(recorder: Recorder)
         kept.refresh()
         tenants = {r.tenant for r in kept.rows("run-2", "acme", None)}
         assert tenants == {"acme"}
+
+
+def test_one_execution_is_found_by_its_id_asking_the_rule_of_its_rows_alone(recorder: Recorder) -> None:
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as index:
+        index.refresh()
+        (listed, total), asked = _asked(index, execution_id="run-1")
+        assert total == 1 and [r.execution_id for r in listed] == ["run-1"]
+        assert asked <= 2  # run-1's one audience row, twice (the count, the page): not every capture (15)
+        assert (listed, total) == _listing(index, search="run-1")  # the same as the search finds
+        assert _asked(index, execution_id="run-3") == (([], 0), 2)  # its row asked, refused
+        assert _listing(index, execution_id="run-") == ([], 0)  # the exact id, not a substring
