@@ -162,3 +162,33 @@ def test_the_read_face_and_the_layers_fail_on_a_planted_import(
     said = " ".join(done.stdout.split())
     assert f"{contract} BROKEN" in said, done.stdout
     assert expected in said, done.stdout
+
+
+BELOW_THE_CALL = ("_continuation", "_store", "_journal", "_guard")
+"""The core packages the contract "only core/_calls knows the model call" covers."""
+
+
+def _names_the_call_path(path: Path) -> bool:
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("loom_otel.core._calls"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.startswith("loom_otel.core._calls") for a in node.names):
+            return True
+    return False
+
+
+def test_what_lies_below_the_call_path_does_not_name_it_even_in_annotations(tmp_path: Path) -> None:
+    """import-linter leaves out imports under ``TYPE_CHECKING``; the packages below the call path do
+    not make them either (``Plan.emit`` takes an event sink, ``Continuation.record`` an owner: protocols
+    of their own), so the file graph and ARCHITECTURE.md's layers agree. A planted type-only import is
+    found."""
+    core = ROOT / "loom_otel" / "core"
+    named = [p for d in BELOW_THE_CALL for p in sorted((core / d).rglob("*.py")) if _names_the_call_path(p)]
+    assert named == []
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from loom_otel.core._calls._model_call import ModelCall\n"
+    )
+    assert _names_the_call_path(planted)

@@ -56,6 +56,7 @@ CONTRACT = {
         "DeferredSend",
         "ModelCall",
         "Outgoing",
+        "PlannedOutgoing",
         "ReasoningHandler",
         "ReasoningInstrumentor",
         "ResultReaders",
@@ -162,7 +163,7 @@ def test_the_vendor_face_is_small_and_every_name_of_it_is_used():
 
     face = importlib.import_module("loom_otel.core.vendor")
     helpers = importlib.import_module("loom_otel.core.vendor_helpers")
-    assert len(face.__all__) <= 26
+    assert len(face.__all__) <= 27
     assert set(face.__all__).isdisjoint(helpers.__all__)
     used = set()
     vendors = Path(__file__).resolve().parents[1] / "instrumentation" / "loom_otel" / "instrumentation"
@@ -262,3 +263,16 @@ def test_namespace_roots_have_no_init():
         "exporters/loom_otel/exporters",
     ):
         assert not (root / namespace / "__init__.py").exists(), namespace
+
+
+def test_the_vendors_that_plan_a_whole_request_take_the_outgoing_steps_from_one_base():
+    """Anthropic and Bedrock (Messages-shaped requests, one plan a call) subclass core's
+    ``PlannedOutgoing``: joining the lineage, the plan's events and the texts put back are written once,
+    in core, and neither vendor writes them again."""
+    from loom_otel.core.vendor import PlannedOutgoing
+
+    for vendor in ("anthropic", "bedrock"):
+        outgoing = importlib.import_module(f"loom_otel.instrumentation.{vendor}._continuation").Outgoing
+        assert issubclass(outgoing, PlannedOutgoing), vendor
+        for step in ("attach", "put_back", "path"):
+            assert step not in vars(outgoing), (vendor, step)

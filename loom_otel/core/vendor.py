@@ -14,7 +14,7 @@ helpers, never imported from the private module that holds it (an import-linter 
 
 from __future__ import annotations
 
-from loom_otel.core._calls._adapter import Outgoing, StreamAccumulator
+from loom_otel.core._calls._adapter import Outgoing, PlannedOutgoing, StreamAccumulator
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor, Wrap
@@ -40,6 +40,7 @@ __all__ = [
     "ModelCall",
     "Outgoing",
     "Plan",
+    "PlannedOutgoing",
     "Produced",
     "ReasoningHandler",
     "ReasoningInstrumentor",

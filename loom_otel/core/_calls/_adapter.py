@@ -29,9 +29,10 @@ if TYPE_CHECKING:
     from loom_otel.core._calls._capture import Capture
     from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo
     from loom_otel.core._config import Runtime
+    from loom_otel.core._continuation._rule import Plan
     from loom_otel.core._model import Reasoning
 
-__all__ = ["Outgoing", "Results", "StreamAccumulator", "VendorAdapter"]
+__all__ = ["Outgoing", "PlannedOutgoing", "Results", "StreamAccumulator", "VendorAdapter"]
 
 
 class StreamAccumulator(Protocol):
@@ -146,3 +147,48 @@ class VendorAdapter(Protocol[OutgoingT_co]):
     def readers(self) -> Results:
         """The vendor's readers of what its SDK returns, under core's one dispatch."""
         ...
+
+
+class PlannedOutgoing:
+    """The ``Outgoing`` steps' defaults, for a vendor whose whole request the rule plans once per call
+    (one ``Plan``): the call joins the plan's lineage and the plan's decisions become span events, each
+    block named by ``path`` (a Messages-shaped request's ``messages.{i}.content.{j}`` unless the vendor
+    says otherwise); the texts put back are the plan's; in redact mode the application gets no readable
+    reasoning. The vendor drops nothing of its own, a stream goes as it is, and nothing is bound or
+    scrubbed until the vendor says how (its subclass overrides the steps it has)."""
+
+    __slots__ = ("kwargs", "plan", "redact")
+
+    def __init__(self, kwargs: dict[str, Any], plan: Plan, *, redact: bool) -> None:
+        self.kwargs = kwargs
+        self.plan = plan
+        self.redact = redact
+
+    @property
+    def blanks(self) -> bool:
+        """Whether the application gets the reasoning without its text (redact mode)."""
+        return self.redact
+
+    def path(self, i: int, j: int) -> str:
+        """How an event names block ``j`` of message ``i``."""
+        return f"messages.{i}.content.{j}"
+
+    def put_back(self) -> list[str]:
+        return self.plan.put_back()
+
+    def attach(self, call: ModelCall) -> None:
+        """The call joins the request's lineage; the rule's decisions become span events."""
+        call.join(self.plan.lineage)
+        self.plan.emit(call, self.path)
+
+    def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
+        return accumulator
+
+    def dropped(self, call: ModelCall, response: Any) -> None:
+        """The vendor reports no drops of its own."""
+
+    def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
+        """Nothing to bind unless the vendor records its answer's blocks."""
+
+    def scrub(self, response: Any) -> None:
+        """Nothing to take out unless the vendor hands back readable reasoning."""

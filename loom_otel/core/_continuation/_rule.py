@@ -18,9 +18,9 @@ goes, so the pass is linear in the request, and ``record`` continues the same ha
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from loom_otel.core import _attributes as attr
 from loom_otel.core._attributes import AttributeValue
@@ -33,15 +33,13 @@ from loom_otel.core._memo import BoundedMemo
 from loom_otel.core._model import ReasoningPart
 from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
 
-if TYPE_CHECKING:
-    from loom_otel.core._calls._identity import CallIdentity
-    from loom_otel.core._calls._model_call import ModelCall
-
 __all__ = [
     "Block",
     "Continuation",
+    "EventSink",
     "Header",
     "MessageView",
+    "Owner",
     "Plan",
     "Produced",
     "digest_of",
@@ -76,6 +74,26 @@ def record_digest(text: str | None, part: ReasoningPart | None, *, keyed: bool) 
     if part is not None and part.digest:
         return part.digest
     return None if keyed else text_digest(text)
+
+
+class EventSink(Protocol):
+    """Where a plan tells what it changed: the model call's span (the rule never names the call)."""
+
+    def add_event(self, name: str, attributes: Mapping[str, AttributeValue]) -> None: ...
+
+
+class Owner(Protocol):
+    """The call a response's blocks are recorded for: its execution, tenant and principal, and whether
+    ``execution()`` named the execution (the call's identity; the rule never names the call)."""
+
+    @property
+    def execution_id(self) -> str: ...
+    @property
+    def tenant(self) -> str | None: ...
+    @property
+    def principal(self) -> str | None: ...
+    @property
+    def named_execution(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,11 +233,12 @@ class Plan:
             )
         return out
 
-    def emit(self, call: ModelCall, path: Callable[[int, int], str]) -> None:
+    def emit(self, sink: EventSink, path: Callable[[int, int], str]) -> None:
+        """Tell ``sink`` (the model call's span) what the plan changed, positions named by ``path``."""
         if not (self.drops or self.kept or self.restored):  # most requests: nothing to tell
             return
         for name, attributes in self.events(path):
-            call.add_event(name, attributes)
+            sink.add_event(name, attributes)
 
     def with_restored(
         self, index: int, content: Sequence[Any], block_of: Callable[[RoundBlock, str | None], Any]
@@ -545,7 +564,7 @@ class Continuation:
         head: bytes,
         items: Sequence[bytes | Produced],
         round_keys: Sequence[str],
-        owner: CallIdentity,
+        owner: Owner,
     ) -> None:
         """Remember the binding of every reasoning block of a response to the request ``plan`` saw, and
         the call (``owner``: its execution, tenant, principal, and whether ``execution()`` named it)

@@ -27,6 +27,7 @@ from loom_otel.core.vendor import (
     MessageView,
     ModelCall,
     Plan,
+    PlannedOutgoing,
     Produced,
     RequestInfo,
     ResponseInfo,
@@ -54,10 +55,6 @@ _REASONING: Final = frozenset({"thinking", "redacted_thinking"})
 _IGNORED: Final = frozenset({"cache_control"})
 _CALLS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
-
-
-def _path(i: int, j: int) -> str:
-    return f"messages.{i}.content.{j}"
 
 
 def _norm(value: Any) -> Any:
@@ -232,15 +229,14 @@ def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
     )
 
 
-class Outgoing:
-    """One request after the rule: the kwargs to send, the plan, and the steps of the call's finish."""
+class Outgoing(PlannedOutgoing):
+    """One request after the rule (the base's steps), and how a Messages answer is bound and blanked."""
 
-    __slots__ = ("adapter", "kwargs", "plan", "readable")
+    __slots__ = ("adapter", "readable")
 
     def __init__(self, adapter: AnthropicContinuation, kwargs: dict[str, Any], plan: Plan) -> None:
+        super().__init__(kwargs, plan, redact=adapter.redact)
         self.adapter = adapter
-        self.kwargs = kwargs
-        self.plan = plan
         self.readable = False
         """loom-otel asked for the readable summary the application did not (``LOOM_OTEL_REQUEST_READABLE``):
         the application gets the omitted blocks it asked for, and the text goes back from the store."""
@@ -249,15 +245,7 @@ class Outgoing:
     def blanks(self) -> bool:
         """Whether the application gets the thinking blocks without their text (redact mode, or a
         readable summary the application did not ask for)."""
-        return self.adapter.redact or self.readable
-
-    def put_back(self) -> list[str]:
-        return self.plan.put_back()
-
-    def attach(self, call: ModelCall) -> None:
-        """The call joins the request's lineage; the decisions become span events."""
-        call.join(self.plan.lineage)
-        self.plan.emit(call, _path)
+        return self.redact or self.readable
 
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """An event stream's capture accumulator keeps every block in order (what ``bound`` reads); when

@@ -29,6 +29,7 @@ from loom_otel.core.vendor import (
     MessageView,
     ModelCall,
     Plan,
+    PlannedOutgoing,
     Produced,
     RoundBlock,
     Runtime,
@@ -45,10 +46,6 @@ _REASONING: Final = frozenset({_THINKING, _REDACTED})
 _CALL: Final = "tool_use"
 _ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
 _ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def _path(i: int, j: int) -> str:
-    return f"messages.{i}.content.{j}"
 
 
 def _norm(value: Any) -> Any:
@@ -141,36 +138,20 @@ def header_of(kwargs: Mapping[str, Any]) -> Header:
     )
 
 
-class Outgoing:
-    """One request after the rule: the parameters to send, the plan, and the steps of the call's finish."""
+class Outgoing(PlannedOutgoing):
+    """One request after the rule (the base's steps), and how Converse's answer is bound and blanked."""
 
-    __slots__ = ("adapter", "kwargs", "plan")
+    __slots__ = ("adapter",)
 
     def __init__(self, adapter: BedrockContinuation, kwargs: dict[str, Any], plan: Plan) -> None:
+        super().__init__(kwargs, plan, redact=adapter.redact)
         self.adapter = adapter
-        self.kwargs = kwargs
-        self.plan = plan
-
-    @property
-    def blanks(self) -> bool:
-        """Whether the application gets the reasoning blocks without their text (redact mode)."""
-        return self.adapter.redact
-
-    def put_back(self) -> list[str]:
-        return self.plan.put_back()
-
-    def attach(self, call: ModelCall) -> None:
-        call.join(self.plan.lineage)
-        self.plan.emit(call, _path)
 
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """In redact mode each event's reasoning text is blanked after capture saw it."""
         if self.blanks and isinstance(accumulator, ConverseStreamAccumulator):
             return _Blanking(accumulator)
         return accumulator
-
-    def dropped(self, call: ModelCall, response: Any) -> None:
-        """Converse reports no drops of its own."""
 
     def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """The bindings of the answer's reasoning blocks, read before ``scrub`` blanks their text."""
