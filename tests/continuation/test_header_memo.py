@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from google.genai import types
 
-from loom_otel.instrumentation.anthropic import _continuation as anthropic
+from loom_otel.instrumentation.anthropic import _request_view as anthropic
 from loom_otel.instrumentation.google_genai import _continuation as gemini
 
 
@@ -21,7 +21,7 @@ def test_anthropic_tools_edited_in_place_change_the_header() -> None:
     assert anthropic.header_of("anthropic", {"model": "m", "tools": tools}).tools != first.tools
     # The memo agrees with reading the tools the long way.
     assert anthropic.header_of("anthropic", {"model": "m", "tools": tools}).tools == anthropic._digest(
-        anthropic._norm(tools)
+        anthropic.norm_value(tools)
     )
 
 

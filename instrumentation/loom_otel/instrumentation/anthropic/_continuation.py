@@ -1,15 +1,10 @@
-"""Anthropic Messages <-> the continuation rule: canonical blocks, the outgoing request, responses.
-
-What is canonicalized is what the SDK will send, read the way the API reads it: dicts and SDK pydantic
-objects alike (``Message.to_param()`` hands back pydantic blocks), ``None`` fields, ``cache_control``
-and empty citations ignored, a string content read as one text block. A thinking block is identified by
-its signature (its text is checked separately against the recorded digest), so a block the application
-holds without text (``transcript="redact"``) binds exactly like the one the vendor returned.
+"""Anthropic Messages <-> the continuation rule: the plan of a request, the ``Outgoing`` steps of the
+call's finish, the stream layer that blanks what the application must not hold, and the record of what a
+response produced. How a request reads to the rule (canonical blocks, the header) is ``_request_view``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import weakref
@@ -23,7 +18,6 @@ from loom_otel.core.vendor import (
     Block,
     Capture,
     Continuation,
-    Header,
     MessageView,
     ModelCall,
     Plan,
@@ -37,196 +31,26 @@ from loom_otel.core.vendor import (
 )
 from loom_otel.core.vendor_helpers import (
     WITHHELD,
-    BoundedMemo,
-    DigestMemo,
     attr,
     bindings_for,
     current_execution,
-    is_mapping,
     record_digest,
-    text_bytes,
 )
 from loom_otel.core.vendor_helpers import field as _get
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
+from loom_otel.instrumentation.anthropic._request_view import (
+    ASSISTANT_HEAD,
+    REASONING_KINDS,
+    TOOL_CALLS,
+    content_of,
+    header_of,
+    message_view,
+    norm_value,
+    plain_bytes,
+    reasoning_block,
+)
 
 __all__ = ["AnthropicContinuation", "Outgoing", "Snapshot"]
-
-_REASONING: Final = frozenset({"thinking", "redacted_thinking"})
-_IGNORED: Final = frozenset({"cache_control"})
-_CALLS: Final = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-_ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
-
-
-def _norm(value: Any) -> Any:
-    """One reading of a JSON-ish value: ``None``, ``cache_control`` and empty citations left out."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or kind is float:
-        return value
-    if is_mapping(value):
-        return {
-            str(k): _norm(v)
-            for k, v in value.items()
-            if v is not None and k not in _IGNORED and not (k == "citations" and not v)
-        }
-    if kind is list or kind is tuple:
-        return [_norm(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        flat = _scalar_fields(value)
-        return flat if flat is not None else _norm(dump(mode="json", exclude_none=True))
-    return value
-
-
-def _scalar_fields(model: Any) -> dict[str, Any] | None:
-    """What ``_norm(model.model_dump(mode="json", exclude_none=True))`` gives, read off the fields, for a
-    model whose every value is a plain scalar (a text block): ``None`` otherwise (the dump is needed)."""
-    if model.__pydantic_extra__ or type(model).model_computed_fields:
-        return None
-    out: dict[str, Any] = {}
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        kind = type(value)
-        if value is None or name in _IGNORED or (kind is list and not value and name == "citations"):
-            continue
-        if kind is not str and kind is not int and kind is not bool and kind is not float:
-            return None
-        out[name] = value
-    return out
-
-
-_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def _json(value: Any) -> bytes:
-    return text_bytes(_ENCODE(value))
-
-
-def _plain_value(block: Any) -> Any:
-    norm = _norm(block)
-    if type(norm) is dict:
-        if norm.get("type") == "tool_result" and type(norm.get("content")) is str:
-            norm["content"] = [{"type": "text", "text": norm["content"]}]
-        if norm.get("is_error") is False:
-            del norm["is_error"]
-    return norm
-
-
-def _plain(block: Any) -> bytes:
-    """The canonical bytes of an ordinary (non-reasoning) block as the API reads it."""
-    return _json(_plain_value(block))
-
-
-_KEYS: Final = {kind: DigestMemo(kind.encode() + b"\x00", 65536) for kind in _REASONING}
-"""The record keys of each kind's signatures (a loop resends the same strings every turn)."""
-_TEXTS: BoundedMemo[str, bytes] = BoundedMemo(16384)
-
-
-def _key(kind: str, token: str) -> bytes:
-    """The record key of a signature: SHA-256 of its kind and the signature."""
-    return _KEYS[kind](token)
-
-
-def _canon(kind: str, key: bytes) -> bytes:
-    return b"\x01" + kind.encode() + b"\x00" + key
-
-
-def _reasoning_block(block: Any, kind: str, known: Callable[[bytes], bool] | None = None) -> Block | None:
-    """The block model of a reasoning block. With ``known`` (the binding records), a
-    ``redacted_thinking`` whose ``data`` is a recorded thinking block's signature (google-adk's form of
-    an emptied thinking block) is read as that thinking block, without text: it is put back as one."""
-    token = _get(block, "signature" if kind == "thinking" else "data")
-    if not isinstance(token, str) or not token:
-        return None
-    key = _key(kind, token)
-    if kind == "redacted_thinking":
-        if known is not None and not known(key) and known(thinking := _key("thinking", token)):
-            return Block(thinking, _canon("thinking", thinking), "")
-        return Block(key, _canon(kind, key), None)
-    text = _get(block, "thinking")
-    return Block(key, _canon(kind, key), text if isinstance(text, str) else None)
-
-
-def _content(message: Any) -> list[Any] | str | None:
-    content = _get(message, "content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        return list(content)
-    return None
-
-
-def _text_item(text: str) -> bytes:
-    """A string content is one text block (memoized by the immutable string)."""
-    return _TEXTS.get(text, lambda value: _json([{"text": value, "type": "text"}]))
-
-
-def message_view(message: Any, known: Callable[[bytes], bool] | None = None) -> MessageView:
-    """The block model of one request message (``known``: see ``_reasoning_block``)."""
-    role = str(_get(message, "role") or "")
-    head = b"M\x00" + role.encode() + b"\x00"
-    content = _content(message)
-    if type(content) is str:
-        return MessageView(head, [_text_item(content)])
-    if role != "assistant" and not any(_get(b, "type") in _REASONING for b in content or ()):
-        # Reasoning and tool rounds live in assistant turns: the rest is one item (one encode).
-        return MessageView(head, [_json([_plain_value(b) for b in content or ()])])
-    items: list[bytes | Block] = []
-    round_key: str | None = None
-    for block in content or ():
-        kind = _get(block, "type")
-        if kind in _REASONING:
-            found = _reasoning_block(block, kind, known)
-            if found is not None:
-                items.append(found)
-                continue
-        elif kind in _CALLS and round_key is None and role == "assistant":
-            call_id = _get(block, "id")
-            round_key = call_id if isinstance(call_id, str) else None
-        items.append(_plain(block))
-    return MessageView(head, items, round_key)
-
-
-def _digest(value: Any) -> bytes:
-    return hashlib.sha256(_json(value)).digest()
-
-
-_NOTHING: Final = _digest(None)
-"""The digest of an absent system prompt or tool list (most requests of some applications)."""
-_SYSTEMS: BoundedMemo[str, bytes] = BoundedMemo(1024)
-
-
-def _system_digest(system: Any) -> bytes:
-    """A string system prompt is one text block; its digest is memoized by the immutable string."""
-    if isinstance(system, str):
-        return _SYSTEMS.get(system, lambda text: _digest([{"type": "text", "text": text}] if text else None))
-    if isinstance(system, list | tuple):
-        return _digest(_norm(system) or None)
-    return _NOTHING
-
-
-_TOOLS: BoundedMemo[bytes, bytes] = BoundedMemo(1024)
-
-
-def _tools_digest(tools: Any) -> bytes:
-    """Tools given as plain JSON values are memoized by their JSON (the C encoder, much cheaper than
-    ``_norm``): equal JSON normalizes alike. SDK models are read each time."""
-    if not isinstance(tools, list | tuple):
-        return _NOTHING
-    try:
-        raw = _json(tools)
-    except (TypeError, ValueError):  # not plain JSON values (SDK models, say)
-        return _digest(_norm(tools) or None)
-    return _TOOLS.get(raw, lambda _: _digest(_norm(tools) or None))
-
-
-def header_of(provider: str, kwargs: Mapping[str, Any]) -> Header:
-    model = kwargs.get("model")
-    return Header(
-        provider,
-        str(model) if model is not None else None,
-        _system_digest(kwargs.get("system")),
-        _tools_digest(kwargs.get("tools")),
-    )
 
 
 class Outgoing(PlannedOutgoing):
@@ -350,9 +174,9 @@ class AnthropicContinuation:
         items: list[bytes | Produced] = []
         calls: list[str] = []
         for block, kind in zip(blocks, kinds, strict=False):
-            if kind in _REASONING:
+            if kind in REASONING_KINDS:
                 part = next(parts, None)
-                found = _reasoning_block(block, kind)
+                found = reasoning_block(block, kind)
                 if found is None:
                     continue
                 ref = part.text_ref if part is not None else None
@@ -360,10 +184,10 @@ class AnthropicContinuation:
                 token = _get(block, "signature" if kind == "thinking" else "data")
                 items.append(Produced(found.key, found.canon, kind, str(token), digest, ref))
                 continue
-            if kind in _CALLS and isinstance(call_id := _get(block, "id"), str):
+            if kind in TOOL_CALLS and isinstance(call_id := _get(block, "id"), str):
                 calls.append(call_id)
-            items.append(_plain(block))
-        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity)
+            items.append(plain_bytes(block))
+        self.rule.record(plan, ASSISTANT_HEAD, items, calls, call.identity)
 
 
 def _recorded_blocks(kinds: Sequence[object]) -> int:
@@ -372,9 +196,9 @@ def _recorded_blocks(kinds: Sequence[object]) -> int:
     turn calls tools (its round record needs them)."""
     end = 0
     for i, kind in enumerate(kinds):  # plain loops: a response has a few blocks
-        if kind in _CALLS:
-            return len(kinds) if end or _REASONING.intersection(kinds[i:]) else 0
-        if kind in _REASONING:
+        if kind in TOOL_CALLS:
+            return len(kinds) if end or REASONING_KINDS.intersection(kinds[i:]) else 0
+        if kind in REASONING_KINDS:
             end = i + 1
     return end
 
@@ -392,7 +216,7 @@ def _in_flight(messages: list[Any], views: list[MessageView]) -> int | None:
     thinking on, the vendor requires it to start with its thinking block."""
     if len(messages) < 2 or _get(messages[-1], "role") != "user" or views[-2].round_key is None:
         return None
-    if not any(_get(b, "type") == "tool_result" for b in _content(messages[-1]) or ()):
+    if not any(_get(b, "type") == "tool_result" for b in content_of(messages[-1]) or ()):
         return None
     return len(messages) - 2
 
@@ -417,7 +241,7 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
     out = list(messages)
     for i in touched:
         message = messages[i]
-        content = _content(message)
+        content = content_of(message)
         if not isinstance(message, Mapping) or not isinstance(content, list):
             continue
         content = plan.with_restored(i, content, _restored_block)
@@ -558,11 +382,11 @@ def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:
         if kind == "redacted_thinking":
             out.append({"type": kind, "data": _get(block.start, "data")})
             continue
-        normalized = _norm(block.start)
+        normalized = norm_value(block.start)
         if kind == "text":
             normalized["text"] = "".join(block.texts)
             if block.citations:
-                normalized["citations"] = [_norm(c) for c in block.citations]
+                normalized["citations"] = [norm_value(c) for c in block.citations]
         if block.json:
             raw = "".join(block.json)
             try:
