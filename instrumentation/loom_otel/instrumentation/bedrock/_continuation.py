@@ -1,4 +1,5 @@
-"""Bedrock Converse <-> the continuation rule: canonical blocks, the outgoing request, responses.
+"""Bedrock Converse <-> the continuation rule: the plan of a request, the ``Outgoing`` steps, the stream
+layer and the record of responses; how a request reads to the rule is ``_request_view``.
 
 A Converse block is a one-key dict (``text``, ``reasoningContent``, ``toolUse``, ``toolResult``, ...);
 ``reasoningContent`` holds ``reasoningText`` (text and signature: a ``thinking`` block of the rule) or
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
@@ -25,7 +25,6 @@ from loom_otel.core.vendor import (
     Block,
     Capture,
     Continuation,
-    Header,
     MessageView,
     ModelCall,
     Plan,
@@ -35,107 +34,24 @@ from loom_otel.core.vendor import (
     Runtime,
     StreamAccumulator,
 )
-from loom_otel.core.vendor_helpers import WITHHELD, bindings_for, current_execution, record_digest, text_bytes
-from loom_otel.instrumentation.bedrock._extractors import PROVIDER, ConverseStreamAccumulator
+from loom_otel.core.vendor_helpers import WITHHELD, bindings_for, current_execution, record_digest
+from loom_otel.instrumentation.bedrock._extractors import ConverseStreamAccumulator
+from loom_otel.instrumentation.bedrock._request_view import (
+    ASSISTANT_HEAD,
+    REASONING_KINDS,
+    THINKING,
+    TOOL_CALL,
+    content_of,
+    header_of,
+    json_bytes,
+    kind_of,
+    message_view,
+    norm_value,
+    reasoning_block,
+    token_of,
+)
 
 __all__ = ["BedrockContinuation", "Outgoing"]
-
-_THINKING: Final = "thinking"
-_REDACTED: Final = "redacted_thinking"
-_REASONING: Final = frozenset({_THINKING, _REDACTED})
-_CALL: Final = "tool_use"
-_ASSISTANT_HEAD: Final = b"M\x00assistant\x00"
-_ENCODE: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def _norm(value: Any) -> Any:
-    """One reading of a request value as botocore serializes it: ``None`` left out, bytes as base64."""
-    if isinstance(value, Mapping):
-        return {str(k): _norm(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_norm(v) for v in value]
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode()
-    return value
-
-
-def _json(value: Any) -> bytes:
-    return text_bytes(_ENCODE(value))
-
-
-def _digest(value: Any) -> bytes:
-    return hashlib.sha256(_json(value)).digest()
-
-
-def _kind(block: Any) -> str | None:
-    """``thinking`` / ``redacted_thinking`` for a reasoning block, ``tool_use`` for a tool call."""
-    if not isinstance(block, Mapping):
-        return None
-    reasoning = block.get("reasoningContent")
-    if isinstance(reasoning, Mapping):
-        return _REDACTED if "redactedContent" in reasoning else _THINKING
-    return _CALL if "toolUse" in block else None
-
-
-def _token(block: Mapping[str, Any], kind: str) -> str | None:
-    """A reasoning block's continuation token: the signature, or the redacted bytes in base64."""
-    reasoning = block["reasoningContent"]
-    if kind == _REDACTED:
-        data = reasoning.get("redactedContent")
-        return base64.b64encode(data).decode() if isinstance(data, bytes | bytearray) and data else None
-    text = reasoning.get("reasoningText")
-    signature = text.get("signature") if isinstance(text, Mapping) else None
-    return signature if isinstance(signature, str) and signature else None
-
-
-def _reasoning_block(block: Mapping[str, Any], kind: str) -> Block | None:
-    token = _token(block, kind)
-    if token is None:
-        return None
-    key = hashlib.sha256(kind.encode() + b"\x00" + token.encode()).digest()
-    canon = b"\x01" + kind.encode() + b"\x00" + key
-    if kind == _REDACTED:
-        return Block(key, canon, None)
-    text = block["reasoningContent"]["reasoningText"].get("text")
-    return Block(key, canon, text if isinstance(text, str) else None)
-
-
-def _content(message: Any) -> list[Any]:
-    content = message.get("content") if isinstance(message, Mapping) else None
-    return list(content) if isinstance(content, list | tuple) else []
-
-
-def message_view(message: Any) -> MessageView:
-    """The block model of one request message."""
-    role = str(message.get("role") or "") if isinstance(message, Mapping) else ""
-    head = b"M\x00" + role.encode() + b"\x00"
-    content = _content(message)
-    kinds = [_kind(b) for b in content]
-    if role != "assistant" and not _REASONING.intersection(kinds):
-        return MessageView(head, [_json(_norm(content))])
-    items: list[bytes | Block] = []
-    round_key: str | None = None
-    for block, kind in zip(content, kinds, strict=True):
-        if kind in _REASONING:
-            found = _reasoning_block(block, str(kind))
-            if found is not None:
-                items.append(found)
-                continue
-        elif kind == _CALL and round_key is None and role == "assistant":
-            call_id = block["toolUse"].get("toolUseId") if isinstance(block["toolUse"], Mapping) else None
-            round_key = call_id if isinstance(call_id, str) else None
-        items.append(_json(_norm(block)))
-    return MessageView(head, items, round_key)
-
-
-def header_of(kwargs: Mapping[str, Any]) -> Header:
-    model = kwargs.get("modelId")
-    return Header(
-        PROVIDER,
-        str(model) if model is not None else None,
-        _digest(_norm(kwargs.get("system")) or None),
-        _digest(_norm(kwargs.get("toolConfig")) or None),
-    )
 
 
 class Outgoing(PlannedOutgoing):
@@ -183,7 +99,7 @@ class Outgoing(PlannedOutgoing):
 def _answer(response: Any) -> list[Any]:
     output = response.get("output") if isinstance(response, Mapping) else None
     message = output.get("message") if isinstance(output, Mapping) else None
-    return _content(message)
+    return content_of(message)
 
 
 class BedrockContinuation:
@@ -219,7 +135,7 @@ class BedrockContinuation:
 
     def record(self, plan: Plan, blocks: Sequence[Any], capture: Capture | None, call: ModelCall) -> None:
         """Record the bindings of the answer's leading blocks (those ``_recorded_blocks`` keeps)."""
-        kinds = [_kind(block) for block in blocks]
+        kinds = [kind_of(block) for block in blocks]
         end = _recorded_blocks(kinds)
         if not end:
             return
@@ -227,20 +143,20 @@ class BedrockContinuation:
         items: list[bytes | Produced] = []
         calls: list[str] = []
         for block, kind in zip(blocks[:end], kinds, strict=False):
-            if kind in _REASONING:
+            if kind in REASONING_KINDS:
                 part = next(parts, None)
-                found = _reasoning_block(block, str(kind))
+                found = reasoning_block(block, str(kind))
                 if found is None:
                     continue
                 ref = part.text_ref if part is not None else None
                 digest = record_digest(found.text, part, keyed=self._keyed)
-                token = _token(block, str(kind))
+                token = token_of(block, str(kind))
                 items.append(Produced(found.key, found.canon, str(kind), str(token), digest, ref))
                 continue
-            if kind == _CALL and isinstance(call_id := block["toolUse"].get("toolUseId"), str):
+            if kind == TOOL_CALL and isinstance(call_id := block["toolUse"].get("toolUseId"), str):
                 calls.append(call_id)
-            items.append(_json(_norm(block)))
-        self.rule.record(plan, _ASSISTANT_HEAD, items, calls, call.identity)
+            items.append(json_bytes(norm_value(block)))
+        self.rule.record(plan, ASSISTANT_HEAD, items, calls, call.identity)
 
 
 def _recorded_blocks(kinds: Sequence[object]) -> int:
@@ -248,9 +164,9 @@ def _recorded_blocks(kinds: Sequence[object]) -> int:
     one; all of them when the turn calls tools (its round record needs them)."""
     end = 0
     for i, kind in enumerate(kinds):
-        if kind == _CALL:
-            return len(kinds) if end or _REASONING.intersection(kinds[i:]) else 0
-        if kind in _REASONING:
+        if kind == TOOL_CALL:
+            return len(kinds) if end or REASONING_KINDS.intersection(kinds[i:]) else 0
+        if kind in REASONING_KINDS:
             end = i + 1
     return end
 
@@ -261,7 +177,7 @@ def _in_flight(messages: list[Any], views: list[MessageView]) -> int | None:
     if len(messages) < 2 or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
         return None
     if views[-2].round_key is None or not any(
-        isinstance(b, Mapping) and "toolResult" in b for b in _content(messages[-1])
+        isinstance(b, Mapping) and "toolResult" in b for b in content_of(messages[-1])
     ):
         return None
     return len(messages) - 2
@@ -301,7 +217,7 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
         message = messages[i]
         if not isinstance(message, Mapping):
             continue
-        content = _content(message)
+        content = content_of(message)
         content = plan.with_restored(i, content, _restored_block)
         new: list[Any] = []
         for j, block in enumerate(content):
@@ -311,13 +227,13 @@ def _rebuild(messages: list[Any], plan: Plan) -> list[Any]:
             if text is None:
                 new.append(block)
             else:
-                new.append(_thinking_block(text, str(_token(block, _THINKING))))
+                new.append(_thinking_block(text, str(token_of(block, THINKING))))
         out[i] = {**message, "content": new}
     return out
 
 
 def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
-    if block.kind == _THINKING:
+    if block.kind == THINKING:
         return _thinking_block(text or "", block.signature)
     return _redacted_block(block.signature)
 
