@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from loom_otel.core import Reasoning
-from loom_otel.core.exceptions import ReasoningCaptureError
 from loom_otel.core.vendor import (
-    AccumulatorLayer,
     Block,
     Capture,
     Continuation,
@@ -23,8 +20,6 @@ from loom_otel.core.vendor import (
     Plan,
     PlannedOutgoing,
     Produced,
-    RequestInfo,
-    ResponseInfo,
     RoundBlock,
     Runtime,
     StreamAccumulator,
@@ -37,7 +32,7 @@ from loom_otel.core.vendor_helpers import (
     record_digest,
 )
 from loom_otel.core.vendor_helpers import field as _get
-from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator, reasonings_of, response_info
+from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 from loom_otel.instrumentation.anthropic._request_view import (
     ASSISTANT_HEAD,
     REASONING_KINDS,
@@ -49,8 +44,9 @@ from loom_otel.instrumentation.anthropic._request_view import (
     plain_bytes,
     reasoning_block,
 )
+from loom_otel.instrumentation.anthropic._stream_layers import EVENTS, STREAMED, Blanking
 
-__all__ = ["AnthropicContinuation", "Outgoing", "Snapshot"]
+__all__ = ["AnthropicContinuation", "Outgoing"]
 
 
 class Outgoing(PlannedOutgoing):
@@ -73,10 +69,10 @@ class Outgoing(PlannedOutgoing):
 
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """An event stream's capture accumulator keeps every block in order (what ``bound`` reads); when
-        the application gets thinking without text, under ``_Blanking``. The helper's snapshot reader
+        the application gets thinking without text, under ``Blanking``. The helper's snapshot reader
         (``Snapshot``) reads the final message: nothing to do per event."""
         if self.blanks and isinstance(accumulator, MessageStreamAccumulator):
-            return _Blanking(accumulator, withholds=self.readable)
+            return Blanking(accumulator, withholds=self.readable)
         return accumulator
 
     def dropped(self, call: ModelCall, response: Any) -> None:
@@ -85,10 +81,10 @@ class Outgoing(PlannedOutgoing):
 
     def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """The bindings of the response's reasoning blocks, read before ``scrub`` blanks their text."""
-        if not isinstance(response, _EVENTS):
+        if not isinstance(response, EVENTS):
             self.adapter.record(self.plan, _get(_message(response), "content") or (), capture, call)
             return
-        events = response.events if isinstance(response, _Blanking) else response
+        events = response.events if isinstance(response, Blanking) else response
         ordered = [block for _, block in sorted(events.blocks.items())]
         kinds = [_get(block.start, "type") for block in ordered]
         end = _recorded_blocks(kinds)
@@ -100,7 +96,7 @@ class Outgoing(PlannedOutgoing):
         message without readable thinking (a stream's events were blanked one by one): in redact mode each
         withheld text is ``WITHHELD`` (a framework drops an empty block), a summary only loom-otel asked for
         is the empty text the application's request would have been answered with."""
-        if self.blanks and not isinstance(response, _EVENTS):
+        if self.blanks and not isinstance(response, EVENTS):
             for block in _get(_message(response), "content") or ():
                 if _get(block, "type") == "thinking" and _get(block, "thinking"):
                     block.thinking = "" if self.readable else WITHHELD
@@ -265,108 +261,10 @@ def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
     return {"type": "redacted_thinking", "data": block.signature}
 
 
-def _redacting(
-    feed: Callable[[Any], Sequence[tuple[int, str]]], *, withholds: bool
-) -> Callable[[Any], Sequence[tuple[int, str]]]:
-    """Redact mode: ``feed`` (capture's), then each event's thinking text blanked AFTER capture saw it; the
-    first delta of a block that had text carries ``WITHHELD`` instead (what ``scrub`` hands a complete
-    message), unless the text is a summary only loom-otel asked for (``withholds``: empty, as asked)."""
-    marked: set[int] = set()
-
-    def redacting_feed(chunk: Any) -> Sequence[tuple[int, str]]:
-        deltas = feed(chunk)
-        kind = chunk.type
-        if kind == "content_block_delta" and chunk.delta.type == "thinking_delta":
-            had = bool(chunk.delta.thinking)
-            chunk.delta.thinking = ""
-            if had and not withholds and chunk.index not in marked:
-                marked.add(chunk.index)
-                chunk.delta.thinking = WITHHELD
-        elif kind == "content_block_start" and getattr(chunk.content_block, "type", None) == "thinking":
-            if chunk.content_block.thinking and not withholds and chunk.index not in marked:
-                marked.add(chunk.index)
-                chunk.content_block.thinking = WITHHELD
-            else:
-                chunk.content_block.thinking = ""
-        return deltas
-
-    return redacting_feed
-
-
-def _thinking_delta(event: Any) -> bool:
-    return bool(event.type == "content_block_delta" and event.delta.type == "thinking_delta")
-
-
-class _Blanking(AccumulatorLayer):
-    """An event stream whose application gets thinking without text: each event's thinking text is
-    blanked AFTER capture (the accumulator underneath, ``events``) saw it. Holds nothing of the call."""
-
-    def __init__(self, events: MessageStreamAccumulator, *, withholds: bool) -> None:
-        super().__init__(events)
-        self.events = events
-        # (Neither feed refers to this layer: a bound method kept on it would be a reference cycle.)
-        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed, withholds=withholds)
-        self.withheld: Callable[[Any], bool] | None = _thinking_delta if withholds else None
-        """A summary only loom-otel asked for: its thinking deltas are not handed on (an omitted block
-        streams none); capture saw them first."""
-
-    @property
-    def message(self) -> Any:
-        return self.events.message
-
-
-class Snapshot:
-    """``messages.stream()`` keeps the message it streams (``current_message_snapshot``): with no live
-    view and no redaction, capture reads it once when the stream ends, as for a complete response,
-    instead of taking every event apart a second time; the finish's steps read it as a whole message.
-
-    The stream is held weakly: it holds this accumulator (through the proxy of its raw stream), and a
-    strong reference would make a cycle that only the garbage collector frees, keeping the stream, the
-    proxy, the call and the whole response (some 70 objects) alive until a collection. ``result`` runs
-    from the stream's own iteration or ``close()``, while the stream is alive."""
-
-    text_deltas: list[tuple[int, str]] | None = None
-    reads_whole_response = True
-
-    def __init__(self, stream: Any, request: RequestInfo) -> None:
-        self._stream = _weakly(stream)
-        self._request = request
-        self.message: Any = None
-        """The final message, once ``result`` read it (``None``: closed before ``message_start``)."""
-
-    def feed(self, event: Any) -> Sequence[tuple[int, str]]:
-        return ()
-
-    def result(self) -> tuple[list[Reasoning], ResponseInfo]:
-        stream = self._stream()
-        if stream is None:  # only a raw stream taken out of its helper stream and read after that was freed
-            raise ReasoningCaptureError("the messages.stream() stream was freed before its end: capture fails closed")
-        try:
-            message = self.message = stream.current_message_snapshot
-        except AssertionError:  # closed before message_start: nothing arrived
-            return [], ResponseInfo()
-        return reasonings_of(message, self._request), response_info(message, self._request)
-
-
-def _weakly(stream: Any) -> Callable[[], Any]:
-    """A weak reference to ``stream``; a strong one for a stream type without weak references."""
-    try:
-        return weakref.ref(stream)
-    except TypeError:
-        return lambda: stream
-
-
-_EVENTS: Final = (MessageStreamAccumulator, _Blanking)
-"""What a stream read event by event hands the finish's steps at its end (its blocks, in order)."""
-_STREAMED: Final = (*_EVENTS, Snapshot)
-"""What any stream's end hands them, each with its ``message`` (one ``isinstance`` tells a whole message
-from them); the helper's snapshot is read as a whole message."""
-
-
 def _message(response: Any) -> Any:
     """The message a step reads: the response, the helper's final snapshot, or a stream's
     ``message_start`` message (``None`` when nothing arrived)."""
-    return response.message if isinstance(response, _STREAMED) else response
+    return response.message if isinstance(response, STREAMED) else response
 
 
 def _normalized(blocks: Sequence[Any]) -> list[dict[str, Any]]:

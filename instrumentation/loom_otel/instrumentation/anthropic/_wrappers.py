@@ -29,7 +29,7 @@ from loom_otel.core.vendor import (
     sync_method,
 )
 from loom_otel.core.vendor_helpers import active, current_call
-from loom_otel.instrumentation.anthropic import _continuation
+from loom_otel.instrumentation.anthropic import _continuation, _stream_layers
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator
 from loom_otel.instrumentation.anthropic._guard import check_anthropic_batch_request
 
@@ -99,7 +99,7 @@ def _helper_accumulator(call: ModelCall, outgoing: Outgoing | None, stream: Any)
         or not _snapshot_counts_thinking_tokens()
     ):
         return MessageStreamAccumulator(call.request)
-    return _continuation.Snapshot(stream, call.request)
+    return _stream_layers.Snapshot(stream, call.request)
 
 
 def _manager_wrapper(handler: ReasoningHandler, proxy: type[_StreamManagerProxy | _AsyncStreamManagerProxy]) -> Wrapper:

@@ -16,12 +16,11 @@ import base64
 import binascii
 import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
-    AccumulatorLayer,
     Block,
     Capture,
     Continuation,
@@ -50,6 +49,7 @@ from loom_otel.instrumentation.bedrock._request_view import (
     reasoning_block,
     token_of,
 )
+from loom_otel.instrumentation.bedrock._stream_layers import Blanking
 
 __all__ = ["BedrockContinuation", "Outgoing"]
 
@@ -66,12 +66,12 @@ class Outgoing(PlannedOutgoing):
     def tap(self, accumulator: StreamAccumulator) -> StreamAccumulator:
         """In redact mode each event's reasoning text is blanked after capture saw it."""
         if self.blanks and isinstance(accumulator, ConverseStreamAccumulator):
-            return _Blanking(accumulator)
+            return Blanking(accumulator)
         return accumulator
 
     def bound(self, call: ModelCall, response: Any, capture: Capture | None, reasonings: Sequence[Reasoning]) -> None:
         """The bindings of the answer's reasoning blocks, read before ``scrub`` blanks their text."""
-        if isinstance(response, _Blanking):
+        if isinstance(response, Blanking):
             response = response.events
         if isinstance(response, ConverseStreamAccumulator):
             blocks: list[Any] = [block.block() for _, block in sorted(response.blocks.items())]
@@ -236,31 +236,3 @@ def _restored_block(block: RoundBlock, text: str | None) -> dict[str, Any]:
     if block.kind == THINKING:
         return _thinking_block(text or "", block.signature)
     return _redacted_block(block.signature)
-
-
-def _redacting(feed: Callable[[Any], Sequence[tuple[int, str]]]) -> Callable[[Any], Sequence[tuple[int, str]]]:
-    """Redact mode: ``feed`` (capture's), then the event's reasoning text blanked AFTER capture saw it; the
-    first text delta of a block carries ``WITHHELD`` instead (what ``scrub`` hands a complete answer)."""
-    marked: set[object] = set()
-
-    def redacting_feed(event: Any) -> Sequence[tuple[int, str]]:
-        deltas = feed(event)
-        found = event.get("contentBlockDelta") if isinstance(event, dict) else None
-        delta = found.get("delta") if isinstance(found, dict) else None
-        reasoning = delta.get("reasoningContent") if isinstance(delta, dict) else None
-        if isinstance(reasoning, dict) and reasoning.get("text"):
-            index = found.get("contentBlockIndex") if isinstance(found, dict) else None
-            reasoning["text"] = "" if index in marked else WITHHELD
-            marked.add(index)
-        return deltas
-
-    return redacting_feed
-
-
-class _Blanking(AccumulatorLayer):
-    """A stream whose application gets reasoning without text. Holds nothing of the call."""
-
-    def __init__(self, events: ConverseStreamAccumulator) -> None:
-        super().__init__(events)
-        self.events = events
-        self.feed: Callable[[Any], Sequence[tuple[int, str]]] = _redacting(events.feed)
