@@ -21,18 +21,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core import Reasoning, ReasoningPart
+from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
     AccumulatorLayer,
-    Block,
     Capture,
     Continuation,
-    Header,
-    MessageView,
     ModelCall,
     Plan,
     Produced,
@@ -46,156 +42,29 @@ from loom_otel.core.vendor_helpers import (
     ExecutionScope,
     attr,
     bindings_for,
-    canonical_json,
     current_execution,
-    digest_of,
     readable,
-    record_digest,
     resolve_text,
 )
 from loom_otel.core.vendor_helpers import field as _get
 from loom_otel.instrumentation.openai._readable import withhold_item, withhold_summaries
+from loom_otel.instrumentation.openai._request_view import (
+    FIELDS,
+    chat_record,
+    header_of,
+    item_key,
+    item_texts,
+    item_view,
+    message_key,
+    produced_item,
+    split_pieces,
+)
 
 __all__ = ["OpenAiContinuation", "Outgoing"]
 
-FIELDS: Final = ("reasoning_content", "reasoning")
-_SEPARATOR: Final = "\n\n"
 _TEXT_EVENTS: Final = frozenset({"response.reasoning_summary_text.done", "response.reasoning_text.done"})
 _SUMMARY_EVENTS: Final = "response.reasoning_summary_"
 _DELTA_EVENTS: Final = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-
-
-def _key(kind: str, data: object) -> bytes:
-    return hashlib.sha256(f"openai/{kind}\x00".encode() + canonical_json(data)).digest()
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        return "".join(str(_get(p, "text") or "") for p in content)
-    return ""
-
-
-def message_key(field: str, message: Any, scope: ExecutionScope) -> bytes:
-    """A Chat Completions assistant message, as the application may send it back (content and calls),
-    within one scope: the same message in another execution, tenant or principal is another key."""
-    calls = []
-    for call in _get(message, "tool_calls") or ():
-        function = _get(call, "function")
-        calls.append([_get(call, "id"), _get(function, "name"), _get(function, "arguments")])
-    owner = [scope.tenant, scope.execution_id, scope.principal]
-    return _key(f"chat/{field}", {"c": _text(_get(message, "content")), "t": calls, "s": owner})
-
-
-def item_key(field: str, item: Any) -> bytes | None:
-    """A Responses reasoning item's record key: a digest of its ``encrypted_content`` (``None`` without
-    one: an item id is visible, and proves nothing)."""
-    token = _get(item, "encrypted_content")
-    return _key(f"responses/{field}", token) if isinstance(token, str) and token else None
-
-
-def _chat_record(text: str, part: ReasoningPart | None, keyed: bool, owner: ExecutionScope) -> BlockRecord:
-    ref = part.text_ref if part is not None else None
-    digest = record_digest(text, part, keyed=keyed)
-    return BlockRecord(
-        b"", "openai", None, b"", b"", digest, ref, (), owner.execution_id, owner.tenant, owner.principal
-    )
-
-
-def header_of(kwargs: Mapping[str, Any]) -> Header:
-    """What binds every reasoning item of a Responses request besides its input items."""
-    model = kwargs.get("model")
-    instructions = kwargs.get("instructions")
-    return Header(
-        "openai",
-        str(model) if model is not None else None,
-        digest_of(canonical_json(_jsonable(instructions))),
-        digest_of(canonical_json(_jsonable(kwargs.get("tools")))),
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    """A JSON value of what an application passes (dicts, lists, SDK models), ``None`` fields left out."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items() if v is not None and type(v).__name__ not in _SENTINELS}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        return _jsonable(dump(mode="json", exclude_none=True))
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    if type(value).__name__ in _SENTINELS:  # the SDK's ``omit`` / ``NOT_GIVEN``: not sent
-        return None
-    return str(value)
-
-
-_SKIPPED: Final = frozenset({"id", "status"})
-_SENTINELS: Final = frozenset({"Omit", "NotGiven"})
-
-
-def _item_bytes(item: Any) -> bytes:
-    """An input (or output) item read the way it is sent back: a message by role and text, a function
-    call by id, name and arguments, its output by id and output; anything else as its JSON without its
-    ``id`` and ``status``."""
-    kind = _get(item, "type")
-    if kind == "message" or (kind is None and _get(item, "role") is not None):
-        return canonical_json(["m", _get(item, "role"), _text(_get(item, "content"))])
-    if kind == "function_call":
-        return canonical_json(["f", _get(item, "call_id"), _get(item, "name"), _get(item, "arguments")])
-    if kind == "function_call_output":
-        return canonical_json(["o", _get(item, "call_id"), _jsonable(_get(item, "output"))])
-    value = _jsonable(item)
-    if isinstance(value, dict):
-        value = {k: v for k, v in value.items() if k not in _SKIPPED}
-    return canonical_json(["x", value])
-
-
-def _canon(key: bytes) -> bytes:
-    return b"\x01reasoning\x00" + key
-
-
-def _item_view(item: Any, redact: bool) -> MessageView:
-    """One input item as the rule's view (every item its own message, with no head)."""
-    if _get(item, "type") == "reasoning":
-        field, pieces = _item_texts(item)
-        key = item_key(field, item)
-        if key is not None:  # only the vendor's secret makes a block; its text checked in redact mode only
-            text = (_SEPARATOR.join(pieces) if any(pieces) else "") if redact else None
-            return MessageView(b"", [Block(key, _canon(key), text)])
-    return MessageView(b"", [_item_bytes(item)])
-
-
-def _produced(item: Any, part: ReasoningPart | None, pieces: list[str], keyed: bool) -> bytes | Produced:
-    """A response's output item, for ``Continuation.record``."""
-    if _get(item, "type") == "reasoning":
-        field, _ = _item_texts(item)
-        key = item_key(field, item)
-        if key is not None:
-            text = _SEPARATOR.join(pieces) if any(pieces) else ""
-            digest = record_digest(text, part, keyed=keyed)
-            ref = part.text_ref if part is not None and digest is not None else None
-            split = tuple(len(p) for p in pieces) if digest is not None else ()
-            token = str(_get(item, "encrypted_content"))
-            return Produced(key, _canon(key), field, token, digest, ref, split)
-    return _item_bytes(item)
-
-
-def _item_texts(item: Any) -> tuple[str, list[str]]:
-    """Where a reasoning item's readable text is (``content`` or ``summary``) and its pieces."""
-    content = [str(_get(c, "text")) for c in _get(item, "content") or () if _get(c, "text") is not None]
-    if content:
-        return "content", content
-    return "summary", [str(_get(s, "text") or "") for s in _get(item, "summary") or ()]
-
-
-def _pieces(text: str, sizes: tuple[int, ...]) -> list[str] | None:
-    out, at = [], 0
-    for size in sizes:
-        out.append(text[at : at + size])
-        at += size + len(_SEPARATOR)
-    return out if at - len(_SEPARATOR) == len(text) else None
 
 
 class OpenAiContinuation:
@@ -226,7 +95,7 @@ class OpenAiContinuation:
             items = [{"role": "user", "content": items}]
         if not isinstance(items, list | tuple):
             items = []
-        views = [_item_view(item, self.redact) for item in items]
+        views = [item_view(item, self.redact) for item in items]
         plan = self.rule.plan(header_of(kwargs), views, explicit, vendor_drops=True)
         outgoing.plan, outgoing.lineage = plan, plan.lineage
         held = [i for i, item in enumerate(items) if (i, 0) not in plan.texts and _holds_placeholder(item)]
@@ -240,17 +109,17 @@ class OpenAiContinuation:
         ``held`` carries the placeholder with no text to put back: it goes out with empty texts, as the
         application was handed them before the placeholder (the vendor never gets ``WITHHELD``)."""
         for i in held:
-            field, pieces = _item_texts(items[i])
+            field, pieces = item_texts(items[i])
             kind = "summary_text" if field == "summary" else "reasoning_text"
             blank = ["" if p == WITHHELD else p for p in pieces]
             items[i] = {**_plain(items[i]), field: [{"type": kind, "text": t} for t in blank]}
         for (i, _), text in plan.texts.items():
             item = items[i]
-            field, _ = _item_texts(item)
+            field, _ = item_texts(item)
             key = item_key(field, item)
             record = self.bindings.block(key) if key is not None else None
             split = record.split if record is not None and record.split else (len(text),)
-            pieces = _pieces(text, split) or [text]
+            pieces = split_pieces(text, split) or [text]
             kind = "summary_text" if field == "summary" else "reasoning_text"
             items[i] = {**_plain(item), field: [{"type": kind, "text": t} for t in pieces]}
         return items
@@ -300,7 +169,7 @@ class OpenAiContinuation:
 
 def _holds_placeholder(item: Any) -> bool:
     """A reasoning item with a piece the application was handed as ``WITHHELD`` (redact mode)."""
-    return _get(item, "type") == "reasoning" and WITHHELD in _item_texts(item)[1]
+    return _get(item, "type") == "reasoning" and WITHHELD in item_texts(item)[1]
 
 
 def _plain(item: Any) -> dict[str, Any]:
@@ -386,7 +255,7 @@ class Outgoing:
                 self._record_chat(call, messages, capture)
             return
         snapshot = streamed.snapshot if streamed is not None else _snapshot(response)
-        if self.plan is not None and any(item_key(_item_texts(i)[0], i) for i, _ in snapshot):
+        if self.plan is not None and any(item_key(item_texts(i)[0], i) for i, _ in snapshot):
             self._record_items(call, snapshot, capture)
 
     def _record_chat(self, call: ModelCall, messages: Sequence[Any], capture: Capture | None) -> None:
@@ -403,7 +272,7 @@ class Outgoing:
             part = next(parts, None)
             owner = identity.scope
             key = message_key(field, message, owner)
-            records.append((key, _chat_record(extra[field], part, self.adapter.keyed, owner)))
+            records.append((key, chat_record(extra[field], part, self.adapter.keyed, owner)))
         self.adapter.remember(records)
 
     def _record_items(
@@ -416,7 +285,7 @@ class Outgoing:
         items: list[bytes | Produced] = []
         for item, pieces in snapshot:
             part = next(parts, None) if _get(item, "type") == "reasoning" else None
-            items.append(_produced(item, part, pieces, self.adapter.keyed))
+            items.append(produced_item(item, part, pieces, self.adapter.keyed))
         self.adapter.rule.record(self.plan, b"", items, (), call.identity)
 
     def scrub(self, response: Any) -> None:
@@ -443,7 +312,7 @@ class Outgoing:
 
 def _snapshot(response: Any) -> list[tuple[Any, list[str]]]:
     """A Responses response's output items with their reasoning texts, read before they are blanked."""
-    return [(item, _item_texts(item)[1]) for item in _get(response, "output") or ()]
+    return [(item, item_texts(item)[1]) for item in _get(response, "output") or ()]
 
 
 def _blank_event_text(event: Any, kind: str | None, marked: set[object] | None = None) -> None:
