@@ -6,7 +6,7 @@ from __future__ import annotations
 from google.genai import types
 
 from loom_otel.instrumentation.anthropic import _request_view as anthropic
-from loom_otel.instrumentation.google_genai import _continuation as gemini
+from loom_otel.instrumentation.google_genai import _transcript as gemini
 
 
 def _weather(description: str) -> dict[str, object]:
@@ -35,7 +35,7 @@ def test_gemini_tools_edited_in_place_change_the_header() -> None:
     declaration.description = "Weather for a country"
     second = gemini.header_of("gcp.gemini", {"config": config})
     assert second.tools != first.tools and second.system == first.system
-    assert second.tools == gemini._digest(gemini.tr.tools_value(config.tools))
+    assert second.tools == gemini._digest(gemini.tools_value(config.tools))
 
 
 def test_gemini_callable_tools_are_read_each_time() -> None:
@@ -43,6 +43,4 @@ def test_gemini_callable_tools_are_read_each_time() -> None:
         return city
 
     config = types.GenerateContentConfig(tools=[get_weather])
-    assert gemini.header_of("gcp.gemini", {"config": config}).tools == gemini._digest(
-        gemini.tr.tools_value([get_weather])
-    )
+    assert gemini.header_of("gcp.gemini", {"config": config}).tools == gemini._digest(gemini.tools_value([get_weather]))

@@ -8,7 +8,7 @@ import hashlib
 
 from google.genai import types
 
-from loom_otel.instrumentation.google_genai import _continuation as gemini
+from loom_otel.instrumentation.google_genai import _transcript as gemini
 from loom_otel.instrumentation.google_genai import _transcript as tr
 
 

@@ -26,11 +26,9 @@ from typing import Any, Final
 
 from loom_otel.core import Reasoning
 from loom_otel.core.vendor import (
-    AccumulatorLayer,
     Block,
     Capture,
     Continuation,
-    Header,
     ModelCall,
     Plan,
     Produced,
@@ -38,10 +36,11 @@ from loom_otel.core.vendor import (
     Runtime,
     StreamAccumulator,
 )
-from loom_otel.core.vendor_helpers import BoundedMemo, ExecutionScope, bindings_for, digest_of, readable, record_digest
+from loom_otel.core.vendor_helpers import ExecutionScope, bindings_for, readable, record_digest
 from loom_otel.instrumentation.google_genai import _transcript as tr
 from loom_otel.instrumentation.google_genai._extractors import resumes
 from loom_otel.instrumentation.google_genai._readable import withhold_thoughts
+from loom_otel.instrumentation.google_genai._stream_layers import Scrubbing
 
 __all__ = ["GeminiContinuation", "GeminiSession"]
 
@@ -53,59 +52,6 @@ def _blank(contents: Sequence[Any]) -> None:
         for part in getattr(content, "parts", None) or ():
             if getattr(part, "thought", False) and part.text:
                 part.text = ""
-
-
-_NOTHING: Final = digest_of(tr.canonical(None))
-"""The digest of an absent system instruction or tool list."""
-
-
-def _digest(value: Any) -> bytes:
-    return _NOTHING if value is None else digest_of(tr.canonical(value))
-
-
-_MEMO_SIZE: Final = 1024
-_SYSTEMS: BoundedMemo[str, bytes] = BoundedMemo(_MEMO_SIZE)
-_TOOLS: BoundedMemo[tuple[tuple[str, str], ...], bytes] = BoundedMemo(_MEMO_SIZE)
-
-
-def _system_digest(system: Any) -> bytes:
-    """A string system instruction's digest is memoized by the immutable string."""
-    if type(system) is not str:
-        return _digest(tr.system_value(system))
-    return _SYSTEMS.get(system, lambda text: _digest(tr.system_value(text)))
-
-
-def _tools_digest(tools: Any) -> bytes:
-    """Tools given as SDK models are memoized by their JSON dump without the unset (``None``) fields
-    (pydantic's own serializer, much cheaper than canonicalizing them; the digest leaves those fields out
-    too): equal dumps of the same types canonicalize alike. Others are read each time."""
-    key = _tools_key(tools)
-    if key is None:
-        return _digest(tr.tools_value(tools))
-    return _TOOLS.get(key, lambda _: _digest(tr.tools_value(tools)))
-
-
-def _tools_key(tools: Any) -> tuple[tuple[str, str], ...] | None:
-    if not isinstance(tools, list | tuple):
-        return None
-    key = []
-    for tool in tools:
-        dump = getattr(tool, "model_dump_json", None)
-        if dump is None:
-            return None
-        try:
-            dumped = dump(exclude_none=True)
-        except Exception:  # a value pydantic cannot serialize: read it the long way
-            return None
-        kind = type(tool)
-        key.append((f"{kind.__module__}.{kind.__qualname__}", dumped))
-    return tuple(key)
-
-
-def header_of(provider: str, kwargs: dict[str, Any]) -> Header:
-    config = kwargs.get("config")
-    system = _system_digest(tr.config_value(config, "system_instruction"))
-    return Header(provider, None, system, _tools_digest(tr.config_value(config, "tools")))
 
 
 class GeminiContinuation:
@@ -293,7 +239,7 @@ class GeminiSession:
         resuming = bool(self.hops) and resumes(kwargs)
         contents = tr.read_contents(kwargs.get("contents"))
         if contents is None:
-            plan = self.adapter.rule.plan(header_of(self.provider, kwargs), [], call.request_scope())
+            plan = self.adapter.rule.plan(tr.header_of(self.provider, kwargs), [], call.request_scope())
             call.join(plan.lineage)
             if not resuming:
                 self._begin(plan)
@@ -301,7 +247,7 @@ class GeminiSession:
         restored = self.adapter.thread(contents, call.request_scope())
         inserted = self.adapter.missing_thoughts(contents)
         views, layout = tr.views(contents)
-        plan = self.adapter.rule.plan(header_of(self.provider, kwargs), views, call.request_scope())
+        plan = self.adapter.rule.plan(tr.header_of(self.provider, kwargs), views, call.request_scope())
         call.join(plan.lineage)  # the first request decides the call's execution
         for part in restored:
             i, j = _position(layout, part)
@@ -322,7 +268,7 @@ class GeminiSession:
     def tap(self, inner: StreamAccumulator, withhold: Callable[[Any], None] | None) -> StreamAccumulator:
         """A stream's accumulator: as it is, or under a layer that, after capture saw each chunk, blanks
         its thought text (redact mode) and gives it to ``withhold`` (the thoughts only loom-otel asked for)."""
-        return inner if withhold is None and not self.adapter.redact else _Scrubbing(self, inner, withhold)
+        return inner if withhold is None and not self.adapter.redact else Scrubbing(self, inner, withhold)
 
     def scrub(self, response: Any) -> None:
         """``transcript="redact"``: the application gets no readable thought text (the chat history and
@@ -348,25 +294,6 @@ class GeminiSession:
         """The bindings of every request's response (``capture`` of the call's ``reasonings``)."""
         for hop in self.hops:
             self.adapter.record(hop.plan, hop.parts(), capture, reasonings, call)
-
-
-class _Scrubbing(AccumulatorLayer):
-    """Blanks each chunk's thought text (redact mode) and withholds the thoughts only loom-otel asked
-    for, AFTER capture (and the bindings) saw it."""
-
-    def __init__(
-        self, session: GeminiSession, inner: StreamAccumulator, withhold: Callable[[Any], None] | None
-    ) -> None:
-        self._session = session
-        self._withhold = withhold
-        super().__init__(inner)
-
-    def feed(self, chunk: Any) -> Sequence[tuple[int, str]]:
-        deltas = self._inner.feed(chunk)
-        self._session.scrub(chunk)
-        if self._withhold is not None:
-            self._withhold(chunk)
-        return deltas
 
 
 def _position(layout: list[list[tr.StepItem]], part: tr.Part) -> tuple[int, int]:

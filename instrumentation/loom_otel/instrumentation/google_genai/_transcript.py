@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from loom_otel.core.vendor import Block, MessageView
-from loom_otel.core.vendor_helpers import BoundedMemo, DigestMemo, canonical_json, is_mapping, text_of
+from loom_otel.core.vendor import Block, Header, MessageView
+from loom_otel.core.vendor_helpers import BoundedMemo, DigestMemo, canonical_json, digest_of, is_mapping, text_of
 
 __all__ = [
     "MODEL_HEAD",
@@ -38,6 +38,7 @@ __all__ = [
     "call_keys",
     "canonical",
     "config_value",
+    "header_of",
     "read_contents",
     "read_part",
     "signature_key",
@@ -438,3 +439,56 @@ def tools_value(tools: Any) -> Any:
     if not isinstance(tools, list | tuple) or not tools:
         return None
     return [_tool(t) for t in tools]
+
+
+_NOTHING: Final = digest_of(canonical(None))
+"""The digest of an absent system instruction or tool list."""
+
+
+def _digest(value: Any) -> bytes:
+    return _NOTHING if value is None else digest_of(canonical(value))
+
+
+_MEMO_SIZE: Final = 1024
+_SYSTEMS: BoundedMemo[str, bytes] = BoundedMemo(_MEMO_SIZE)
+_TOOLS: BoundedMemo[tuple[tuple[str, str], ...], bytes] = BoundedMemo(_MEMO_SIZE)
+
+
+def _system_digest(system: Any) -> bytes:
+    """A string system instruction's digest is memoized by the immutable string."""
+    if type(system) is not str:
+        return _digest(system_value(system))
+    return _SYSTEMS.get(system, lambda text: _digest(system_value(text)))
+
+
+def _tools_digest(tools: Any) -> bytes:
+    """Tools given as SDK models are memoized by their JSON dump without the unset (``None``) fields
+    (pydantic's own serializer, much cheaper than canonicalizing them; the digest leaves those fields out
+    too): equal dumps of the same types canonicalize alike. Others are read each time."""
+    key = _tools_key(tools)
+    if key is None:
+        return _digest(tools_value(tools))
+    return _TOOLS.get(key, lambda _: _digest(tools_value(tools)))
+
+
+def _tools_key(tools: Any) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(tools, list | tuple):
+        return None
+    key = []
+    for tool in tools:
+        dump = getattr(tool, "model_dump_json", None)
+        if dump is None:
+            return None
+        try:
+            dumped = dump(exclude_none=True)
+        except Exception:  # a value pydantic cannot serialize: read it the long way
+            return None
+        kind = type(tool)
+        key.append((f"{kind.__module__}.{kind.__qualname__}", dumped))
+    return tuple(key)
+
+
+def header_of(provider: str, kwargs: dict[str, Any]) -> Header:
+    config = kwargs.get("config")
+    system = _system_digest(config_value(config, "system_instruction"))
+    return Header(provider, None, system, _tools_digest(config_value(config, "tools")))
