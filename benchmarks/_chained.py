@@ -9,7 +9,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
+from loom_otel.core._evidence._canonical import GENESIS, canonical_json, chain_hash
 
 __all__ = ["ChainedCaptures"]
 

@@ -57,7 +57,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, ReasoningConfig, execution
-from loom_otel.core._config import reset_runtime
+from loom_otel.core._runtime._config import reset_runtime
 
 try:
     from loom_otel.core import force_flush
@@ -105,7 +105,7 @@ def store_root(args: argparse.Namespace) -> Path:
     """A new, empty directory for the run's stores and journals (``--root``, else under the user's state
     directory, where loom-otel's default journal lives; the file system matters: creating a directory
     costs 30 us on one and 200 us on another of the same machine)."""
-    from loom_otel.core._config import default_journal_dir
+    from loom_otel.core._runtime._config import default_journal_dir
 
     parent = args.root if args.root is not None else default_journal_dir().parent / "bench"
     parent.mkdir(parents=True, exist_ok=True)
@@ -205,8 +205,8 @@ def official_variant(factory: Callable[[], Any] | None, label: str) -> list[Vari
 def remove(root: Path) -> None:
     """Close the run's journals (their checkpoints would be written at exit) and stores (their pools make
     ready directories in the background), then remove its directory."""
-    from loom_otel.core._journal import _writer as _journal
-    from loom_otel.core._store import _file
+    from loom_otel.core._evidence._journal import _writer as _journal
+    from loom_otel.core._evidence._store import _file
 
     _journal._close_all()
     for store in list(_file._writers):

@@ -60,7 +60,7 @@ def run(mode: str, endpoint: str, events: int, threads: int, workdir: Path) -> f
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from loom_otel.core._journal._writer import Durability, Journal
+    from loom_otel.core._evidence._journal._writer import Durability, Journal
     from loom_otel.exporters.chain import ChainedSpanExporter
 
     inner = OTLPSpanExporter(endpoint=endpoint, insecure=True)

@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
 from loom_otel.core import _scrub as scrub
-from loom_otel.core._config import reset_runtime
-from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.core._scrub import _install
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing.simulator import Simulator

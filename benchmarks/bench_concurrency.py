@@ -51,8 +51,8 @@ from google.genai import types
 
 from loom_otel.core import LoomOtelWarning, force_flush
 from loom_otel.core._continuation import _bindings
-from loom_otel.core._journal import _writer
-from loom_otel.core._store import _file
+from loom_otel.core._evidence._journal import _writer
+from loom_otel.core._evidence._store import _file
 
 _waits: dict[str, float] = {}
 """How long the calling threads waited on each lock (by label) since the last ``_clear_waits()``."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
-from loom_otel.core._config import Runtime
+from loom_otel.core._runtime._config import Runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.testing import instrumented

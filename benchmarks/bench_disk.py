@@ -28,8 +28,8 @@ import bench_anthropic
 from _overhead import provider, remove, replayed, store_root
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, ReasoningConfig, force_flush
-from loom_otel.core._config import reset_runtime
-from loom_otel.core._journal._writer import Durability
+from loom_otel.core._evidence._journal._writer import Durability
+from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 
 _WRITER = """

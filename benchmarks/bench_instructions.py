@@ -55,9 +55,9 @@ from google import genai
 from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, force_flush
-from loom_otel.core._journal import _writer
-from loom_otel.core._journal._writer import Journal, JournalEntry
-from loom_otel.core._store._protocol import Envelope
+from loom_otel.core._evidence._journal import _writer
+from loom_otel.core._evidence._journal._writer import Journal, JournalEntry
+from loom_otel.core._evidence._store._protocol import Envelope
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation

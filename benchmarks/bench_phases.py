@@ -58,8 +58,8 @@ from loom_otel.core._calls import _model_call, _skeleton
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import ModelCall
 from loom_otel.core._calls._results import ResultReaders
-from loom_otel.core._journal._writer import Journal
-from loom_otel.core._store._protocol import Envelope
+from loom_otel.core._evidence._journal._writer import Journal
+from loom_otel.core._evidence._store._protocol import Envelope
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.instrumentation.anthropic._extractors import MessageStreamAccumulator

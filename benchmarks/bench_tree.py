@@ -18,10 +18,10 @@ import time
 import warnings
 from pathlib import Path
 
-from loom_otel.core._journal._checkpoint import Signer, generate_key
-from loom_otel.core._journal._merkle import CompactRange, leaf_hash
-from loom_otel.core._journal._note import tree_attributes
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._checkpoint import Signer, generate_key
+from loom_otel.core._evidence._journal._merkle import CompactRange, leaf_hash
+from loom_otel.core._evidence._journal._note import tree_attributes
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.core.exceptions import LoomOtelWarning
 
 TARGET_US = 5.0

@@ -8,9 +8,9 @@ import pytest
 
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig
 from loom_otel.core._calls._model_call import ModelCall
-from loom_otel.core._config import reset_runtime
 from loom_otel.core._continuation._bindings import forget_bindings
-from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 from tests.support.phoenix import phoenix  # noqa: F401 - the session's one Phoenix server

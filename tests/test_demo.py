@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.core import FileReasoningStore
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -57,18 +57,27 @@ def test_no_import_cycle() -> None:
 
 def test_core_importing_the_live_view_breaks_the_contract(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
-    _add_import(copy, "loom_otel/core/_model.py", "from loom_otel.live import _channel  # noqa: E402")
+    _add_import(copy, "loom_otel/core/_evidence/_model.py", "from loom_otel.live import _channel  # noqa: E402")
     done = _run(copy, "-c", LINT, "--no-cache")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "core never imports the parts built on it, nor a vendor SDK BROKEN" in " ".join(done.stdout.split())
-    assert "loom_otel.core._model -> loom_otel.live._channel" in done.stdout
+    assert "loom_otel.core._evidence._model -> loom_otel.live._channel" in done.stdout
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "statement", "expected"),
     [
-        ("loom_otel/core/_journal/_reader.py", "import loom_otel.core._calls._capture", "_journal._reader -> "),
+        (
+            "loom_otel/core/_evidence/_journal/_reader.py",
+            "import loom_otel.core._calls._capture",
+            "_journal._reader -> ",
+        ),
+        (
+            "loom_otel/core/_reading/_retention.py",
+            "import loom_otel.core._scrub._registry",
+            "_reading._retention -> loom_otel.core._scrub._registry",
+        ),
         ("loom_otel/live/_hub.py", "import loom_otel.instrumentation.anthropic", "live._hub -> "),
         (
             "loom_otel/instrumentation/openai/_adapter.py",
@@ -78,11 +87,11 @@ def test_core_importing_the_live_view_breaks_the_contract(tmp_path: Path) -> Non
         ("loom_otel/instrumentation/anthropic/_extractors.py", "import openai", "anthropic._extractors -> openai"),
         ("loom_otel/exporters/chain/_outbox.py", "import loom_otel.instrumentation.openai", "chain._outbox -> "),
         ("loom_otel/audit/_read.py", "import loom_otel.instrumentation.openai", "audit._read -> "),
-        ("loom_otel/core/_config.py", "import anthropic", "core._config -> anthropic"),
+        ("loom_otel/core/_runtime/_config.py", "import anthropic", "core._runtime._config -> anthropic"),
         (
             "loom_otel/instrumentation/openai/_adapter.py",
-            "from loom_otel.core._shapes import field",
-            "openai._adapter -> loom_otel.core._shapes",
+            "from loom_otel.core._runtime._shapes import field",
+            "openai._adapter -> loom_otel.core._runtime._shapes",
         ),
     ],
 )
@@ -97,10 +106,17 @@ def test_each_rule_fails_on_a_forbidden_import(tmp_path: Path, module: str, stat
 
 def test_a_cycle_is_found(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
-    _add_import(copy, "loom_otel/core/_durability.py", "import loom_otel.core._journal._writer  # noqa: E402")
+    _add_import(
+        copy,
+        "loom_otel/core/_evidence/_durability.py",
+        "import loom_otel.core._evidence._journal._writer  # noqa: E402",
+    )
     done = _run(copy, str(ROOT / ".ci" / "import_cycles.py"))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "import cycle: loom_otel.core._durability <-> loom_otel.core._journal._writer" in done.stdout
+    assert (
+        "import cycle: loom_otel.core._evidence._durability <-> loom_otel.core._evidence._journal._writer"
+        in done.stdout
+    )
 
 
 def test_a_cycle_through_type_annotations_only_is_found(tmp_path: Path) -> None:
@@ -134,15 +150,15 @@ LAYERS = "the layers: the CLI over the viewer over the vendors and the chained e
     [
         (
             "loom_otel/audit/_read.py",
-            "from loom_otel.core._policy import may_read",
+            "from loom_otel.core._reading._policy import may_read",
             PRIVATE_CORE,
-            "loom_otel.audit._read -> loom_otel.core._policy",
+            "loom_otel.audit._read -> loom_otel.core._reading._policy",
         ),
         (
             "loom_otel/exporters/chain/_outbox.py",
-            "from loom_otel.core import _canonical",
+            "from loom_otel.core._evidence import _canonical",
             PRIVATE_CORE,
-            "loom_otel.exporters.chain._outbox -> loom_otel.core._canonical",
+            "loom_otel.exporters.chain._outbox -> loom_otel.core._evidence._canonical",
         ),
         (
             "loom_otel/live/_hub.py",

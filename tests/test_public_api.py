@@ -121,10 +121,14 @@ def test_the_read_face_is_what_the_consumers_import(tmp_path):
         assert counter["private_imports"](folder) == set(), label
     planted = tmp_path / "consumer.py"
     planted.write_text(
-        "if True:\n    from loom_otel.core._policy import may_read as m\nimport loom_otel.core._fork\nfrom loom_otel.core import _memo, journal\n"
+        "if True:\n    from loom_otel.core._reading._policy import may_read as m\nimport loom_otel.core._runtime._fork\nfrom loom_otel.core import _memo, journal\n"
     )
     found = counter["private_imports"](tmp_path)
-    assert found == {("loom_otel.core._policy", "may_read"), ("loom_otel.core._fork", ""), ("loom_otel.core._memo", "")}
+    assert found == {
+        ("loom_otel.core._reading._policy", "may_read"),
+        ("loom_otel.core._runtime._fork", ""),
+        ("loom_otel.core._memo", ""),
+    }
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)

@@ -3,8 +3,8 @@
 
 From journal directories (the captures' and, for read records, the viewer's) it takes the execution's
 ``capture``, ``erasure`` and ``read`` records of the tenant, whole; for each origin holding one, the
-origin's last checkpoint that carries a tree note (``core/_journal/_note``), and per record an
-inclusion proof against that checkpoint's root (``core/_journal/_merkle``). Nothing of another
+origin's last checkpoint that carries a tree note (``core/_evidence/_journal/_note``), and per record an
+inclusion proof against that checkpoint's root (``core/_evidence/_journal/_merkle``). Nothing of another
 execution is copied: the proofs are hashes of tree nodes, and the note holds the origin, a size and a
 root. A record after the last checkpoint cannot be proven: ``export_bundle`` refuses it
 (``UnanchoredError``) unless ``allow_unanchored``, when the record goes into the bundle's

@@ -111,7 +111,7 @@ class AttemptReading:
     time: int
     parts: tuple[PartReading, ...]
     layout: tuple[str, ...] = ()
-    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._evidence._layout``)."""
     standing: Standing = Standing.UNPROVEN
     """How far the capture record is proven (``_standing``)."""
 

@@ -8,19 +8,19 @@ through one face, ``loom_otel.core.vendor``.
 
 from __future__ import annotations
 
-from loom_otel.core._config import ReasoningConfig, Runtime, configure
-from loom_otel.core._context import ExecutionScope, execution, step
-from loom_otel.core._durability import force_flush
-from loom_otel.core._guard._untrusted import Untrusted
-from loom_otel.core._hooks import CaptureCall, TextLookup
-from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import (
+from loom_otel.core._evidence._durability import force_flush
+from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
+from loom_otel.core._evidence._store._file import FileReasoningStore
+from loom_otel.core._evidence._store._protocol import (
     Envelope,
     MemoryReasoningStore,
     ReasoningStore,
 )
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core._evidence._store._uri import store_from_uri
+from loom_otel.core._guard._untrusted import Untrusted
+from loom_otel.core._runtime._config import ReasoningConfig, Runtime, configure
+from loom_otel.core._runtime._context import ExecutionScope, execution, step
+from loom_otel.core._runtime._hooks import CaptureCall, TextLookup
 from loom_otel.core.exceptions import (
     LoomOtelError,
     LoomOtelWarning,

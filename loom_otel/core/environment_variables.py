@@ -3,9 +3,9 @@
 
 Precedence everywhere: an explicit argument, then the environment, then the default. An invalid value
 is a ``ReasoningConfigError`` at ``instrument()`` naming the variable, the value and what is allowed
-(read through ``loom_otel.core._settings``: one function per kind of value), never a silent fallback. The standard
-``OTEL_EXPORTER_OTLP_*`` variables keep their OpenTelemetry meaning for the chained exporter's inner
-exporter; loom-otel defines no ``OTEL_*`` names of its own.
+(read through ``loom_otel.core._runtime._settings``: one function per kind of value), never a silent
+fallback. The standard ``OTEL_EXPORTER_OTLP_*`` variables keep their OpenTelemetry meaning for the
+chained exporter's inner exporter; loom-otel defines no ``OTEL_*`` names of its own.
 """
 
 from __future__ import annotations

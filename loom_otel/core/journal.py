@@ -5,10 +5,10 @@ with the spans)."""
 
 from __future__ import annotations
 
-from loom_otel.core import _attributes as attributes
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash, sha256_hex, text_bytes, text_of
-from loom_otel.core._journal._checkpoint import (
+from loom_otel.core._evidence import _attributes as attributes
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._canonical import GENESIS, canonical_json, chain_hash, sha256_hex, text_bytes, text_of
+from loom_otel.core._evidence._journal._checkpoint import (
     CHECKPOINT_HEAD,
     CHECKPOINT_KEY,
     CHECKPOINT_SIGNATURE,
@@ -18,8 +18,14 @@ from loom_otel.core._journal._checkpoint import (
     load_public_key,
     verify_signature,
 )
-from loom_otel.core._journal._merkle import MerkleTree, ProofError, leaf_hash, verify_consistency, verify_inclusion
-from loom_otel.core._journal._note import (
+from loom_otel.core._evidence._journal._merkle import (
+    MerkleTree,
+    ProofError,
+    leaf_hash,
+    verify_consistency,
+    verify_inclusion,
+)
+from loom_otel.core._evidence._journal._note import (
     CHECKPOINT_NOTE,
     CheckpointNote,
     NoteError,
@@ -27,7 +33,7 @@ from loom_otel.core._journal._note import (
     parse_note,
     verify_note,
 )
-from loom_otel.core._journal._reader import (
+from loom_otel.core._evidence._journal._reader import (
     MAX_LINE_BYTES,
     Position,
     all_segments,
@@ -37,8 +43,8 @@ from loom_otel.core._journal._reader import (
     read_lines,
     segments,
 )
-from loom_otel.core._journal._records import RECORD_SPAN, event_for_record, record_from_event
-from loom_otel.core._journal._writer import Journal, local_journals, local_origins, open_journal, record_body
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, event_for_record, record_from_event
+from loom_otel.core._evidence._journal._writer import Journal, local_journals, local_origins, open_journal, record_body
 
 __all__ = [
     "AttributeValue",

@@ -5,7 +5,14 @@ untrusted."""
 from __future__ import annotations
 
 from loom_otel.core._guard._untrusted import Untrusted
-from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read, policy_from_env
+from loom_otel.core._reading._policy import (
+    Audience,
+    ReadingPolicy,
+    TenantPolicy,
+    load_policy,
+    may_read,
+    policy_from_env,
+)
 
 __all__ = [
     "Audience",

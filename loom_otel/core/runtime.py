@@ -4,9 +4,13 @@ callback shields, settings parsing, and the viewer's link paths."""
 
 from __future__ import annotations
 
-from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._calls._content import ENV as MESSAGE_CONTENT_ENV
-from loom_otel.core._config import (
+from loom_otel.core._calls._limits import warn_if_truncating
+from loom_otel.core._evidence._durability import force_flush
+from loom_otel.core._reading._private import private_directory
+from loom_otel.core._reading._viewer_link import OPEN_PATH, execution_path, opened_path
+from loom_otel.core._runtime._callbacks import logger, shielded
+from loom_otel.core._runtime._config import (
     APP_NAME,
     Runtime,
     current_runtime,
@@ -14,16 +18,12 @@ from loom_otel.core._config import (
     default_session_key,
     unusable_directory,
 )
-from loom_otel.core._durability import force_flush
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._limits import warn_if_truncating
-from loom_otel.core._memo import BoundedMemo
-from loom_otel.core._private import private_directory
-from loom_otel.core._providers import span_providers
-from loom_otel.core._settings import env_bool, url_problem
-from loom_otel.core._viewer_link import OPEN_PATH, execution_path, opened_path
-from loom_otel.core._warnings import warn
-from loom_otel.core._zero_code import refuse, under_zero_code
+from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._runtime._memo import BoundedMemo
+from loom_otel.core._runtime._providers import span_providers
+from loom_otel.core._runtime._settings import env_bool, url_problem
+from loom_otel.core._runtime._warnings import warn
+from loom_otel.core._runtime._zero_code import refuse, under_zero_code
 
 __all__ = [
     "APP_NAME",

@@ -4,11 +4,10 @@ key layout and the retention a store keeps."""
 
 from __future__ import annotations
 
-from loom_otel.core._layout import describe, parse_layout
-from loom_otel.core._model import ReasoningKind
-from loom_otel.core._retention import Retention, parse_retention
-from loom_otel.core._store._file import FileReasoningStore, PackGap
-from loom_otel.core._store._protocol import (
+from loom_otel.core._evidence._layout import describe, parse_layout
+from loom_otel.core._evidence._model import ReasoningKind
+from loom_otel.core._evidence._store._file import FileReasoningStore, PackGap
+from loom_otel.core._evidence._store._protocol import (
     DigestKeyStore,
     MemoryReasoningStore,
     ReasoningStore,
@@ -17,8 +16,9 @@ from loom_otel.core._store._protocol import (
     open_sealed,
     scope_of,
 )
-from loom_otel.core._store._tenants import TenantStores, with_tenant_stores
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core._evidence._store._tenants import TenantStores, with_tenant_stores
+from loom_otel.core._evidence._store._uri import store_from_uri
+from loom_otel.core._reading._retention import Retention, parse_retention
 
 __all__ = [
     "DigestKeyStore",

@@ -23,9 +23,9 @@ from loom_otel.core._calls._raw_streams import Decode
 from loom_otel.core._calls._results import ResultReaders
 from loom_otel.core._calls._skeleton import DeferredSend, Wrapper, async_method, sync_method
 from loom_otel.core._calls._streams import AccumulatorLayer, AsyncStreamProxy, SyncStreamProxy
-from loom_otel.core._config import Runtime
 from loom_otel.core._continuation._bindings import RoundBlock
 from loom_otel.core._continuation._rule import Block, Continuation, Header, MessageView, Plan, Produced
+from loom_otel.core._runtime._config import Runtime
 
 __all__ = [
     "AccumulatorLayer",

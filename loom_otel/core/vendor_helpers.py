@@ -9,8 +9,6 @@ contract in ``pyproject.toml`` checks it). Nothing in core imports this module.
 
 from __future__ import annotations
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._calls._content import (
     attach_request,
     content_mode,
@@ -22,19 +20,21 @@ from loom_otel.core._calls._content import (
 )
 from loom_otel.core._calls._model_call import current_call
 from loom_otel.core._calls._raw_streams import END_OF_STREAM
+from loom_otel.core._calls._semconv import finish_reasons, model_name, request_parameters, server_attributes
 from loom_otel.core._calls._skeleton import active
 from loom_otel.core._calls._withheld import WITHHELD, withhold_from_text
-from loom_otel.core._canonical import canonical_json, text_bytes, text_of
-from loom_otel.core._context import ExecutionScope, current_execution
 from loom_otel.core._continuation._bindings import BlockRecord, bindings_for
 from loom_otel.core._continuation._rehydrate import resolve_text
 from loom_otel.core._continuation._rule import UNRESOLVABLE, digest_of, readable, record_digest
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._canonical import canonical_json, text_bytes, text_of
+from loom_otel.core._evidence._layout import LayoutBuilder
 from loom_otel.core._guard._requests import DATA_ROLES, check, check_rest, model_fields, present, reasoning_block
 from loom_otel.core._guard._requests import Path as GuardPath
-from loom_otel.core._layout import LayoutBuilder
-from loom_otel.core._memo import BoundedMemo, DigestMemo
-from loom_otel.core._semconv import finish_reasons, model_name, request_parameters, server_attributes
-from loom_otel.core._shapes import field, is_mapping
+from loom_otel.core._runtime._context import ExecutionScope, current_execution
+from loom_otel.core._runtime._memo import BoundedMemo, DigestMemo
+from loom_otel.core._runtime._shapes import field, is_mapping
 
 __all__ = [
     "AttributeValue",

@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import _config
-from loom_otel.core._config import ReasoningConfig
-from loom_otel.core._lifecycle import close_everything
+from loom_otel.core._runtime import _config
+from loom_otel.core._runtime._config import ReasoningConfig
+from loom_otel.core._runtime._lifecycle import close_everything
 from loom_otel.testing._otlp_file import OtlpJsonFileExporter
 
 __all__ = ["OtlpJsonFileExporter", "Telemetry", "find_leaks", "instrumented", "reasoning_events", "reset_runtime"]

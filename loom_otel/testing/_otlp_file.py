@@ -14,7 +14,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from loom_otel.core._fork import renew_after_fork
+from loom_otel.core._runtime._fork import renew_after_fork
 
 __all__ = ["OtlpJsonFileExporter"]
 

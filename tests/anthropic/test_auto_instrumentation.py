@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
 
 APP = textwrap.dedent(

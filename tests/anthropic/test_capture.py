@@ -19,8 +19,8 @@ from loom_otel.core import (
     execution,
     step,
 )
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -17,7 +17,7 @@ from loom_otel.core import (
     ReasoningConfig,
     execution,
 )
-from loom_otel.core._hooks import CaptureCall
+from loom_otel.core._runtime._hooks import CaptureCall
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

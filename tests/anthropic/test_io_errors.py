@@ -13,7 +13,7 @@ import pytest
 
 from loom_otel.core import FileReasoningStore, ReasoningCaptureError, ReasoningConfig
 from loom_otel.core._continuation._bindings import Bindings
-from loom_otel.core._store import _file
+from loom_otel.core._evidence._store import _file
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
@@ -46,7 +46,7 @@ def test_a_full_store_names_its_directory_the_system_message_and_the_consequence
 
 def test_an_unwritable_journal_names_the_path_and_the_system_message(tmp_path):
     store = FileReasoningStore(tmp_path / "store", fsync=False)
-    from loom_otel.core._journal._writer import Journal
+    from loom_otel.core._evidence._journal._writer import Journal
 
     journal_dir = tmp_path / "journal"
     config = ReasoningConfig(store=store, journal=Journal(journal_dir))
@@ -75,7 +75,7 @@ def test_binding_records_on_a_full_disk_say_where_and_what_it_means(tmp_path, ca
 
 
 def test_an_unloadable_journal_key_names_the_path(tmp_path, monkeypatch):
-    from loom_otel.core._journal import _writer
+    from loom_otel.core._evidence._journal import _writer
 
     monkeypatch.setattr(_writer, "_warned_unsigned", False)
     with pytest.warns(match=str(tmp_path / "gone.pem")) as caught:
@@ -84,7 +84,7 @@ def test_an_unloadable_journal_key_names_the_path(tmp_path, monkeypatch):
 
 
 def test_failure_detail_never_repeats_an_exceptions_own_text():
-    from loom_otel.core._io_error import failure_detail
+    from loom_otel.core._evidence._io_error import failure_detail
 
     assert failure_detail(ValueError(CANARY), Path("/s")) == "'/s': ValueError"
     assert failure_detail(OSError(CANARY)) == "OSError"

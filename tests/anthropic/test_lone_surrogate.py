@@ -13,7 +13,7 @@ import pytest
 
 from loom_otel.audit import PartStatus, read_reasoning
 from loom_otel.core import ReasoningConfig, execution
-from loom_otel.core._canonical import text_bytes, text_digest
+from loom_otel.core._evidence._canonical import text_bytes, text_digest
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, ReasoningConfig, ReasoningConfigError
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._readable import default_omitted, readable_thinking, summarises
 from loom_otel.testing import find_leaks, instrumented, reasoning_events

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from loom_otel.core import ReasoningConfigError, ReasoningKind
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

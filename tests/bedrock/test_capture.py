@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.instrumentation.bedrock import BedrockInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from tests.bedrock.helpers import CANARY, MODEL, MODES, request

@@ -11,7 +11,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from loom_otel.core import ReasoningConfig
 from loom_otel.core._calls._instrumentor import ReasoningInstrumentor
-from loom_otel.core._config import reset_runtime
+from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.testing import Telemetry
 
 

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._calls._as_built import add_event, set_attributes
+from loom_otel.core._evidence._attributes import AttributeValue
 
 _ATTRIBUTES: dict[str, AttributeValue] = {
     "a.string": "x" * 40,

@@ -11,8 +11,8 @@ import pytest
 from google.genai import types
 
 from loom_otel.core import execution
-from loom_otel.core._semconv import SCHEMA_URL
-from loom_otel.core._shapes import field
+from loom_otel.core._calls._semconv import SCHEMA_URL
+from loom_otel.core._runtime._shapes import field
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor

@@ -14,7 +14,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._metrics import DURATION_BUCKETS, TOKEN_BUCKETS
 from loom_otel.core._calls._model_call import RequestInfo
-from loom_otel.core._config import runtime_for
+from loom_otel.core._runtime._config import runtime_for
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._adapter import AnthropicAdapter
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor

@@ -66,7 +66,7 @@ def _lines(directory) -> list[str]:
 
 
 def test_a_record_is_known_at_once_and_written_with_the_journal(tmp_path):
-    from loom_otel.core import _durability
+    from loom_otel.core._evidence import _durability
 
     bindings = Bindings(tmp_path / "b", deferred=True)  # journal durability ``batch``
     bindings.add([_record(1)], [])

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator

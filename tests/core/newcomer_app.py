@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import _attributes as attr
+from loom_otel.core._evidence import _attributes as attr
 from loom_otel.core.exceptions import LoomOtelError
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing.simulator import Simulator

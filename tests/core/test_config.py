@@ -15,7 +15,7 @@ from loom_otel.core import (
     Runtime,
     configure,
 )
-from loom_otel.core._config import current_runtime
+from loom_otel.core._runtime._config import current_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 
@@ -101,7 +101,7 @@ def test_configure_sets_the_process_default():
 
 
 def test_each_resolution_reads_the_environment_and_shares_the_store_of_a_url(monkeypatch, tmp_path):
-    from loom_otel.core._config import runtime_for
+    from loom_otel.core._runtime._config import runtime_for
 
     monkeypatch.setenv("LOOM_OTEL_REASONING_STORE", f"file://{tmp_path}/store")
     first, second = runtime_for(None), runtime_for(None)
@@ -111,11 +111,11 @@ def test_each_resolution_reads_the_environment_and_shares_the_store_of_a_url(mon
 
 
 def test_without_a_store_an_unwritable_journal_warns_once_and_never_raises(tmp_path, monkeypatch):
-    from loom_otel.core._journal import _writer as _journal
+    from loom_otel.core._evidence._journal import _writer as _journal
 
     monkeypatch.setattr(_journal, "_warned_unsigned", True)
-    from loom_otel.core._canonical import chain_hash
-    from loom_otel.core._journal._writer import record_body
+    from loom_otel.core._evidence._canonical import chain_hash
+    from loom_otel.core._evidence._journal._writer import record_body
 
     blocker = tmp_path / "journal"
     blocker.write_text("")  # a file where the journal's directory should be

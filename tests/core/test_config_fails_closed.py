@@ -139,7 +139,7 @@ def test_a_real_checkpoint_key_is_accepted(tmp_path):
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from loom_otel.core._journal._checkpoint import Signer
+    from loom_otel.core._evidence._journal._checkpoint import Signer
 
     key = tmp_path / "key.pem"
     pem = Ed25519PrivateKey.generate().private_bytes(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, configure
-from loom_otel.core._config import runtime_for
+from loom_otel.core._runtime._config import runtime_for
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import Telemetry, find_leaks, reasoning_events
 from loom_otel.testing.simulator import Simulator

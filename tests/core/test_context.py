@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from loom_otel.core import _context
-from loom_otel.core._context import next_attempt, step
+from loom_otel.core._runtime import _context
+from loom_otel.core._runtime._context import next_attempt, step
 
 
 def test_named_steps_count_attempts():

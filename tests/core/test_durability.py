@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core import Envelope, FileReasoningStore, _durability, force_flush
-from loom_otel.core._journal import _writer as _journal
-from loom_otel.core._journal._writer import Journal
-from loom_otel.core._store import _file as _file_store
+from loom_otel.core import Envelope, FileReasoningStore, force_flush
+from loom_otel.core._evidence import _durability
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._evidence._journal._writer import Journal
+from loom_otel.core._evidence._store import _file as _file_store
 
 
 def _is_ours(fd: int, root: Path | None) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 
 from .newcomer_app import CANARY
 

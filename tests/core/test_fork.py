@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore, _context
+from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore
 from loom_otel.core._continuation import _bindings
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord
-from loom_otel.core._journal import _writer as _journal
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._evidence._journal._writer import Journal
+from loom_otel.core._runtime import _context
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._spans import RecordSpans
 from loom_otel.live import _channel as _live

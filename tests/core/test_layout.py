@@ -16,9 +16,9 @@ from loom_otel.audit import verify
 from loom_otel.audit._captures import iter_captures
 from loom_otel.cli.__main__ import main
 from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
-from loom_otel.core._canonical import canonical_json, sha256_hex
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._layout import arguments_digest, describe, parse_layout
+from loom_otel.core._evidence._canonical import canonical_json, sha256_hex
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._layout import arguments_digest, describe, parse_layout
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor

@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
 
 from loom_otel.core import ReasoningConfig, execution
-from loom_otel.core._journal._reader import iter_records, list_origins, origin_is_live
+from loom_otel.core._evidence._journal._reader import iter_records, list_origins, origin_is_live
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.core import LoomOtelWarning, ReasoningConfig, ReasoningConfigError, Runtime
-from loom_otel.core._journal import _writer as _journal
+from loom_otel.core._evidence._journal import _writer as _journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented

@@ -1,6 +1,6 @@
 """DESIGN "Failure policy" under zero code: ``opentelemetry-instrument`` catches an instrumentor's
 exception and runs the application without it, so an invalid ``LOOM_OTEL_*`` value is not raised at
-start-up but told in one line, and every model call raises it (``core/_zero_code``). Unknown
+start-up but told in one line, and every model call raises it (``core/_runtime/_zero_code``). Unknown
 ``LOOM_OTEL_*`` names warn, naming the closest known one; a process hears only about the SDKs it uses."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from opentelemetry.instrumentation.auto_instrumentation._load import _load_instr
 from opentelemetry.instrumentation.distro import BaseDistro
 
 from loom_otel.core import LoomOtelWarning, ReasoningConfigError, Runtime
-from loom_otel.core._config import reset_runtime
+from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 
 CANARY = "CANARY-reasoning-text-7f3a"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 
 from .app import CANARY, build, one_capture
 from .receiver import Receiver

@@ -17,8 +17,8 @@ from typing import Final
 import pytest
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._checkpoint import generate_key
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
 
 from .receiver import Receiver, free_port
@@ -101,7 +101,7 @@ def test_an_unknown_inner_exporter_is_a_configuration_error(tmp_path: Path) -> N
         tmp_path, LOOM_OTEL_CHAIN_INNER="banana", OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{free_port()}"
     )
     code, out, err, seconds = run_instrumented(tmp_path, env, "exit")
-    # opentelemetry-instrument would run the app untraced: its first model call raises instead (core/_zero_code)
+    # opentelemetry-instrument would run the app untraced: its first model call raises instead (core/_runtime/_zero_code)
     assert code != 0 and out == "" and err.count("Traceback") == 1
     told = "LOOM_OTEL_CHAIN_INNER='banana' names no registered span exporter; allowed: "
     assert err.splitlines()[0].startswith(f"loom-otel: {told}")  # one line at start-up

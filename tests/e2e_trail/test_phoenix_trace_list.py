@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from loom_otel.audit import erase_execution
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime, execution
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from tests.support.phoenix import PhoenixServer, get_json, wait_until
 

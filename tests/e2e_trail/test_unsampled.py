@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 
 from .receiver import Receiver
 from .unsampled_app import CANARY

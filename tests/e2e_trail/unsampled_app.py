@@ -20,8 +20,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._checkpoint import generate_key
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 
 CANARY = "CANARY-unsampled-reasoning-5c1e"

@@ -13,20 +13,13 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import (
-    LoomOtelWarning,
-    MemoryReasoningStore,
-    Reasoning,
-    ReasoningConfig,
-    ReasoningKind,
-    Runtime,
-    _limits,
-)
+from loom_otel.core import LoomOtelWarning, MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
+from loom_otel.core._calls import _limits
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._journal import _writer as _journal
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, record_from_event
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from tests.support.journaled import CANARY
 

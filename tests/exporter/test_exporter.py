@@ -13,9 +13,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.core import ReasoningConfigError
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, record_from_event
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._inner import NoneSpanExporter
 from tests.support.journaled import CANARY
@@ -126,7 +126,7 @@ def test_lifecycle_is_idempotent_and_never_raises(journal: Journal) -> None:
 
 CRASHER = """
 import os, sys
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._writer import Journal
 j = Journal(sys.argv[1], durability="always", checkpoint_key=None, checkpoint_every=7, checkpoint_interval=0)
 for i in range(20):
     j.append("capture", {"i": i})

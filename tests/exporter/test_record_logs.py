@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._records import RECORD_SPAN, record_from_event
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, record_from_event
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._logs import logs_from_environment
 from loom_otel.testing import find_leaks

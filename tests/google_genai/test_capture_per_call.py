@@ -15,7 +15,7 @@ from loom_otel.core import (
     ReasoningConfig,
     execution,
 )
-from loom_otel.core._hooks import CaptureCall
+from loom_otel.core._runtime._hooks import CaptureCall
 from loom_otel.instrumentation.google_genai import GoogleGenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from tests.google_genai.helpers import MODEL, MODES, THOUGHT, run

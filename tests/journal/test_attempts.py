@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from loom_otel.core import _context, execution, step
-from loom_otel.core._journal import _attempts
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core import execution, step
+from loom_otel.core._evidence._journal import _attempts
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._runtime import _context
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented
 from loom_otel.testing.simulator import Simulator
@@ -118,7 +119,7 @@ def test_unnamed_steps_and_executions_read_no_journal(config, journal_dir, monke
 
 def test_the_journal_is_read_once_per_process(tmp_path: Path) -> None:
     """Each question reads only what was appended since the last one; default steps are not kept."""
-    from loom_otel.core._journal._writer import Journal
+    from loom_otel.core._evidence._journal._writer import Journal
 
     journal = Journal(tmp_path / "j", durability="os")
     for attempt in (1, 2):

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._checkpoint import (
+from loom_otel.core._evidence._journal._checkpoint import (
     CHECKPOINT_HEAD,
     CHECKPOINT_SIGNATURE,
     CHECKPOINT_SIZE,
@@ -19,8 +19,8 @@ from loom_otel.core._journal._checkpoint import (
     generate_key,
     load_public_key,
 )
-from loom_otel.core._journal._merkle import MerkleTree, leaf_hash
-from loom_otel.core._journal._note import (
+from loom_otel.core._evidence._journal._merkle import MerkleTree, leaf_hash
+from loom_otel.core._evidence._journal._note import (
     CHECKPOINT_NOTE,
     CHECKPOINT_ROOT,
     NoteError,
@@ -32,8 +32,8 @@ from loom_otel.core._journal._note import (
     sign_note,
     verify_note,
 )
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import Journal
 
 # golang.org/x/mod/sumdb/note's published example (note_test.go): key, text and signature.
 GO_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"

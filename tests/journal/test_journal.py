@@ -13,11 +13,11 @@ import pytest
 
 from loom_otel.audit import verify
 from loom_otel.core import LoomOtelWarning
-from loom_otel.core._canonical import GENESIS
-from loom_otel.core._journal import _writer as _journal
-from loom_otel.core._journal._checkpoint import CHECKPOINT_HEAD, CHECKPOINT_SIZE
-from loom_otel.core._journal._reader import iter_records, origin_is_live
-from loom_otel.core._journal._writer import Journal, open_journal
+from loom_otel.core._evidence._canonical import GENESIS
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._evidence._journal._checkpoint import CHECKPOINT_HEAD, CHECKPOINT_SIZE
+from loom_otel.core._evidence._journal._reader import iter_records, origin_is_live
+from loom_otel.core._evidence._journal._writer import Journal, open_journal
 
 
 def test_records_chain_and_close_checkpoints(journal_dir: Path) -> None:

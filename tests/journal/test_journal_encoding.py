@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loom_otel.core._canonical import chain_hash
-from loom_otel.core._journal._writer import Journal, record_body
+from loom_otel.core._evidence._canonical import chain_hash
+from loom_otel.core._evidence._journal._writer import Journal, record_body
 
 _SCALARS = st.one_of(st.text(), st.integers(-(2**63), 2**63 - 1), st.booleans(), st.floats(allow_nan=False))
 _VALUES = st.one_of(_SCALARS, st.lists(st.text()), st.lists(st.integers(0, 10**9)), st.lists(st.booleans()))

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.audit import verify
 from loom_otel.audit._captures import iter_captures
 from loom_otel.cli.__main__ import main
-from loom_otel.core._journal._reader import (
+from loom_otel.core._evidence._journal._reader import (
     MAX_LINE_BYTES,
     Line,
     Position,
@@ -24,7 +24,7 @@ from loom_otel.core._journal._reader import (
     list_origins,
     read_lines,
 )
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.exporters.chain._outbox import Outbox
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from loom_otel.core._journal._merkle import (
+from loom_otel.core._evidence._journal._merkle import (
     EMPTY_ROOT,
     CompactRange,
     MerkleTree,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from loom_otel.core._policy import ReadingPolicy, TenantPolicy
+from loom_otel.core._reading._policy import ReadingPolicy, TenantPolicy
 from loom_otel.live import (
     CallEnded,
     CallStarted,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import Envelope, ReasoningConfigError, store_from_uri
-from loom_otel.core._store._fsspec import FsspecReasoningStore
+from loom_otel.core._evidence._store._fsspec import FsspecReasoningStore
 
 
 def new_store(**options: Any) -> FsspecReasoningStore:

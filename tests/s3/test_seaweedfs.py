@@ -10,7 +10,7 @@ import pytest
 
 from loom_otel.audit import PartStatus, erase_execution, read_reasoning
 from loom_otel.core import Envelope, Reasoning, ReasoningConfigError, ReasoningKind, store_from_uri
-from loom_otel.core._store._fsspec import FsspecReasoningStore
+from loom_otel.core._evidence._store._fsspec import FsspecReasoningStore
 from tests.s3 import seaweed_server
 from tests.support.evidence import make_recorder
 

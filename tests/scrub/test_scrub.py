@@ -386,7 +386,7 @@ def test_sighted_reasoning_is_removed_from_shapeless_log_records(logs):
     from opentelemetry._logs import LogRecord
 
     from loom_otel.core import ReasoningKind
-    from loom_otel.core._model import Reasoning, ReasoningPart
+    from loom_otel.core._evidence._model import Reasoning, ReasoningPart
     from loom_otel.core._scrub import remember, sight
 
     provider, exporter = logs
@@ -441,10 +441,10 @@ def test_a_chained_record_travelling_on_another_span_is_left_as_written(config, 
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from loom_otel.core._journal._checkpoint import generate_key
-    from loom_otel.core._journal._reader import iter_records
-    from loom_otel.core._journal._records import event_for_record
-    from loom_otel.core._journal._writer import Journal
+    from loom_otel.core._evidence._journal._checkpoint import generate_key
+    from loom_otel.core._evidence._journal._reader import iter_records
+    from loom_otel.core._evidence._journal._records import event_for_record
+    from loom_otel.core._evidence._journal._writer import Journal
 
     generate_key(tmp_path / "key.pem")
     journal = Journal(tmp_path / "journal", checkpoint_key=tmp_path / "key.pem")

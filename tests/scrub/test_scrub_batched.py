@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from loom_otel.core import ReasoningKind
-from loom_otel.core._model import Reasoning, ReasoningPart
+from loom_otel.core._evidence._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub import _deferred, install_scrubber, remember, uninstall_scrubber
 from loom_otel.core._scrub._deferred import marked
 from loom_otel.core._scrub._registry import SAFE_LAG

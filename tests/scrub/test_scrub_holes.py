@@ -278,7 +278,7 @@ def test_a_provider_out_of_reach_is_named_once_at_instrument(config):
     import warnings
 
     from loom_otel.core import LoomOtelWarning
-    from loom_otel.core._warnings import forget_once
+    from loom_otel.core._runtime._warnings import forget_once
 
     forget_once()
     telemetry = Telemetry.in_memory()

@@ -186,7 +186,7 @@ def test_what_a_call_showed_is_read_only_when_a_record_holds_a_run_of_its_though
     it is done when a record first holds a run of the thought, and then the prompt the thought restates
     is still exported intact while the rest of the thought is removed."""
     from loom_otel.core import ReasoningKind
-    from loom_otel.core._model import Reasoning, ReasoningPart
+    from loom_otel.core._evidence._model import Reasoning, ReasoningPart
     from loom_otel.core._scrub import remember, scrub_value
 
     prompt = "Plan a three day trip to Lisbon with museums and tram rides for a family of four"

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import Envelope, FileReasoningStore, MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._config import Runtime
+from loom_otel.core._runtime._config import Runtime
 
 
 @pytest.fixture(params=["memory", "file"])
@@ -79,7 +79,7 @@ def test_a_copied_blob_does_not_open_for_another_execution(tmp_path):
 def test_the_file_store_writes_the_sealed_blob_format(tmp_path):
     """One format for every store (``_store/_sealed``): the blob on disk is ``Envelope.sealed()``, it starts
     with ``MAGIC``, and ``unseal`` opens it for its own scope only."""
-    from loom_otel.core._store._sealed import MAGIC, REF, opens, unseal
+    from loom_otel.core._evidence._store._sealed import MAGIC, REF, opens, unseal
 
     store = FileReasoningStore(tmp_path / "s")
     envelope = Envelope.seal("CANARY-sealed-5e1d", execution_id="e1", tenant="t")
@@ -157,8 +157,8 @@ def test_blob_address_is_the_canonical_formula():
     """Refs are stable across versions: the address is SHA-256 of the canonical JSON triple."""
     import hashlib
 
-    from loom_otel.core._canonical import canonical_json
-    from loom_otel.core._store._protocol import scope_of
+    from loom_otel.core._evidence._canonical import canonical_json
+    from loom_otel.core._evidence._store._protocol import scope_of
 
     envelope = Envelope.seal('quote " and \\ text', execution_id='exec "1"', tenant="t\n")
     scope = scope_of("t\n", 'exec "1"')
@@ -172,8 +172,8 @@ def test_a_scope_name_is_the_canonical_formula(tenant, execution_id):
     """A new conversation's hex id has its scope name built without the JSON encoder: the same name."""
     import hashlib
 
-    from loom_otel.core._canonical import canonical_json
-    from loom_otel.core._store._protocol import scope_of
+    from loom_otel.core._evidence._canonical import canonical_json
+    from loom_otel.core._evidence._store._protocol import scope_of
 
     expected = hashlib.sha256(canonical_json(["loom-otel/scope/v1", tenant, execution_id])).hexdigest()[:32]
     assert scope_of(tenant, execution_id) == expected
@@ -189,7 +189,7 @@ def test_a_pack_erased_under_its_writer_gets_the_blob_again(tmp_path):
 
 
 def test_the_blob_index_is_bounded_and_rebuilt_from_disk(tmp_path, monkeypatch):
-    from loom_otel.core._store import _file as _file_store
+    from loom_otel.core._evidence._store import _file as _file_store
 
     monkeypatch.setattr(_file_store, "_KNOWN_SCOPES", 4)
     store = FileReasoningStore(tmp_path / "s")
@@ -207,8 +207,8 @@ def test_every_store_hands_back_the_audience_sealed_with_the_text(kind, tmp_path
     ``get`` still answers the text alone, and both answer ``None`` alike for absent, erased, not-yours."""
     import uuid
 
-    from loom_otel.core._store._fsspec import FsspecReasoningStore
-    from loom_otel.core._store._protocol import AudienceStore
+    from loom_otel.core._evidence._store._fsspec import FsspecReasoningStore
+    from loom_otel.core._evidence._store._protocol import AudienceStore
 
     stores = {
         "memory": MemoryReasoningStore,
@@ -238,8 +238,8 @@ def test_an_audience_blob_address_is_the_canonical_formula():
     """With an audience: SHA-256 of the canonical JSON of version, scope, digest, principal and owner."""
     import hashlib
 
-    from loom_otel.core._canonical import canonical_json
-    from loom_otel.core._store._protocol import scope_of
+    from loom_otel.core._evidence._canonical import canonical_json
+    from loom_otel.core._evidence._store._protocol import scope_of
 
     envelope = Envelope.seal("text", execution_id="e", tenant="t", principal="alice")
     address = hashlib.sha256(canonical_json(["loom-otel/blob/v2", scope_of("t", "e"), envelope.digest, "alice", None]))

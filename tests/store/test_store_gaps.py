@@ -16,7 +16,7 @@ import pytest
 
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.core import Envelope, FileReasoningStore, ReasoningCaptureError, ReasoningConfig, execution
-from loom_otel.core._store import _file
+from loom_otel.core._evidence._store import _file
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, _durability, execution
-from loom_otel.core._store import _file as _file_store
-from loom_otel.core._store._pool import POOL_PREFIX, POOLS
+from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, execution
+from loom_otel.core._evidence import _durability
+from loom_otel.core._evidence._store import _file as _file_store
+from loom_otel.core._evidence._store._pool import POOL_PREFIX, POOLS
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator
@@ -284,7 +285,7 @@ def test_a_failing_pool_never_reaches_the_app(
         real_mkdir(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "mkdir", no_pools)
-    with caplog.at_level(logging.WARNING, logger="loom_otel.core._store._pool"):
+    with caplog.at_level(logging.WARNING, logger="loom_otel.core._evidence._store._pool"):
         first = store.put(Envelope.seal("one", execution_id="e1"))
         pool = store._pool
         assert pool is not None

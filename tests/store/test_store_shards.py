@@ -15,8 +15,8 @@ import pytest
 
 from loom_otel.audit import erase_execution, read_reasoning
 from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig
-from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._store import _file as _file_store
+from loom_otel.core._evidence._journal._checkpoint import generate_key
+from loom_otel.core._evidence._store import _file as _file_store
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

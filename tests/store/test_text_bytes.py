@@ -8,8 +8,8 @@ import json
 import pytest
 
 from loom_otel.core import MemoryReasoningStore
-from loom_otel.core._canonical import canonical_json, text_bytes, text_digest, text_of
-from loom_otel.core._store._protocol import Envelope
+from loom_otel.core._evidence._canonical import canonical_json, text_bytes, text_digest, text_of
+from loom_otel.core._evidence._store._protocol import Envelope
 
 LONE = "a\ud83db\udc00c"
 

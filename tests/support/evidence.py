@@ -20,15 +20,16 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from loom_otel.core import _context, execution, step
+from loom_otel.core import execution, step
 from loom_otel.core._calls._capture import Capture, capture
-from loom_otel.core._config import ReasoningConfig, Runtime
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
-from loom_otel.core._model import Reasoning, ReasoningKind
-from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._fsspec import FsspecReasoningStore
-from loom_otel.core._store._protocol import MemoryReasoningStore, ReasoningStore
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, event_for_record
+from loom_otel.core._evidence._model import Reasoning, ReasoningKind
+from loom_otel.core._evidence._store._file import FileReasoningStore
+from loom_otel.core._evidence._store._fsspec import FsspecReasoningStore
+from loom_otel.core._evidence._store._protocol import MemoryReasoningStore, ReasoningStore
+from loom_otel.core._runtime import _context
+from loom_otel.core._runtime._config import ReasoningConfig, Runtime
 from tests.s3 import seaweed_server
 
 STORE_KINDS = ["file", "memory", pytest.param("s3", marks=pytest.mark.slow)]

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
 from loom_otel.core._calls._capture import Capture, capture
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._writer import Journal
 
 CANARY = "CANARY-reasoning-text-7f3a"
 

@@ -12,8 +12,8 @@ from opentelemetry import baggage, context
 
 from loom_otel.audit._captures import iter_captures
 from loom_otel.core import LoomOtelWarning, ReasoningConfig, ReasoningConfigError, execution
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._reading._policy import Audience, ReadingPolicy, TenantPolicy, load_policy, may_read
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

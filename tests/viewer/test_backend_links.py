@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from loom_otel.core import FileReasoningStore
-from loom_otel.core import _attributes as attr
+from loom_otel.core._evidence import _attributes as attr
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server
 from tests.viewer.conftest import CANARY, Captured, bearer, capture_evidence, viewer_app

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from loom_otel.cli.__main__ import main
-from loom_otel.core._journal._checkpoint import generate_key
+from loom_otel.core._evidence._journal._checkpoint import generate_key
 from loom_otel.testing import find_leaks
 from loom_otel.viewer import read_records
 from tests.live.conftest import Server

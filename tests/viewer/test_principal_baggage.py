@@ -14,7 +14,7 @@ from opentelemetry import context
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 
 from loom_otel.core import LoomOtelWarning, ReasoningConfig, execution
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.openai import OpenAiInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from loom_otel.core import FileReasoningStore
-from loom_otel.core._policy import load_policy
+from loom_otel.core._reading._policy import load_policy
 from loom_otel.testing import OtlpJsonFileExporter
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server

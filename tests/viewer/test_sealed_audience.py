@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from loom_otel.audit._captures import iter_captures
 from loom_otel.audit._index import index_path_for
 from loom_otel.core import FileReasoningStore, MemoryReasoningStore
-from loom_otel.core._journal._writer import Journal
-from loom_otel.core._policy import load_policy
-from loom_otel.core._store._sealed import MAGIC, Envelope
+from loom_otel.core._evidence._journal._writer import Journal
+from loom_otel.core._evidence._store._sealed import MAGIC, Envelope
+from loom_otel.core._reading._policy import load_policy
 from loom_otel.testing import OtlpJsonFileExporter, find_leaks
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server
@@ -146,7 +146,7 @@ def test_the_envelope_seals_principal_and_owner(captured: Captured):
 @pytest.mark.parametrize("reader", ["alice", "ada"])
 def test_a_blob_sealed_before_the_audience_reads_as_no_principals(captured: Captured, tmp_path: Path, reader: str):
     """The old format (no principal in the header): alice's record names her, but the blob decides."""
-    from loom_otel.core._store._sealed import unseal_audience
+    from loom_otel.core._evidence._store._sealed import unseal_audience
 
     store = FileReasoningStore(captured.root / "store")
     (record,) = [r for r in iter_captures(captured.journal) if r.execution_id == "run-alice"]

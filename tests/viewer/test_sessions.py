@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from loom_otel.core import FileReasoningStore, LoomOtelWarning, ReasoningConfig, ReasoningConfigError, execution
-from loom_otel.core._policy import load_policy
+from loom_otel.core._reading._policy import load_policy
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live._auth import header_authenticator
 from loom_otel.testing import find_leaks, instrumented

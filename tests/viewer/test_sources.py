@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx2
 
 from loom_otel.core import FileReasoningStore, ReasoningConfig, execution, step
-from loom_otel.core._policy import load_policy
+from loom_otel.core._reading._policy import load_policy
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.live import LiveReasoningHub, flush_live
 from loom_otel.testing import OtlpJsonFileExporter, instrumented

@@ -11,7 +11,7 @@ import pytest
 
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.core import ReasoningConfig
-from loom_otel.core._journal._checkpoint import generate_key
+from loom_otel.core._evidence._journal._checkpoint import generate_key
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.testing import find_leaks
 from loom_otel.viewer._settings import SETTINGS_VARIABLE, ServeSettings, app_from_environment

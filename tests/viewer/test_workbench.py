@@ -13,7 +13,7 @@ import pytest
 
 from loom_otel.audit import erase_execution
 from loom_otel.core import FileReasoningStore, ReasoningConfig
-from loom_otel.core._journal._checkpoint import generate_key, load_public_key
+from loom_otel.core._evidence._journal._checkpoint import generate_key, load_public_key
 from loom_otel.core.exceptions import ReasoningConfigError
 from loom_otel.viewer import create_app, tokens_file_authenticator
 from tests.live.conftest import Server

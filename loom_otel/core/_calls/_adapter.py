@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 if TYPE_CHECKING:
     from loom_otel.core._calls._capture import Capture
     from loom_otel.core._calls._model_call import ModelCall, RequestInfo, ResponseInfo
-    from loom_otel.core._config import Runtime
     from loom_otel.core._continuation._rule import Plan
-    from loom_otel.core._model import Reasoning
+    from loom_otel.core._evidence._model import Reasoning
+    from loom_otel.core._runtime._config import Runtime
 
 __all__ = ["Outgoing", "PlannedOutgoing", "Results", "StreamAccumulator", "VendorAdapter"]
 

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import Event
 from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.trace import Span
 
-from loom_otel.core._attributes import AttributeValue
+from loom_otel.core._evidence._attributes import AttributeValue
 
 __all__ = ["add_event", "set_attributes"]
 

@@ -11,7 +11,7 @@ import os
 from importlib.metadata import EntryPoint, entry_points
 from typing import Final
 
-from loom_otel.core._callbacks import shielded
+from loom_otel.core._runtime._callbacks import shielded
 
 __all__ = ["instrument_skipped"]
 

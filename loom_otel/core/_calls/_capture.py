@@ -10,20 +10,20 @@ from typing import TypeVar
 
 from opentelemetry.trace import Span
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
 from loom_otel.core._calls._as_built import add_event
 from loom_otel.core._calls._identity import CallIdentity, baggage_principal, decide
 from loom_otel.core._calls._keep import keeping_store
-from loom_otel.core._canonical import text_bytes
-from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope, current_execution, current_step, next_attempt
-from loom_otel.core._io_error import failure_detail, store_location
-from loom_otel.core._journal._attempts import highest_in
-from loom_otel.core._memo import BoundedMemo
-from loom_otel.core._model import Reasoning, ReasoningKind, ReasoningPart
-from loom_otel.core._store._protocol import DigestKeyStore, Envelope, ReasoningStore
-from loom_otel.core._viewer_link import reasoning_url
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._canonical import text_bytes
+from loom_otel.core._evidence._io_error import failure_detail, store_location
+from loom_otel.core._evidence._journal._attempts import highest_in
+from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
+from loom_otel.core._evidence._store._protocol import DigestKeyStore, Envelope, ReasoningStore
+from loom_otel.core._reading._viewer_link import reasoning_url
+from loom_otel.core._runtime._config import Runtime
+from loom_otel.core._runtime._context import ExecutionScope, current_execution, current_step, next_attempt
+from loom_otel.core._runtime._memo import BoundedMemo
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Capture", "capture"]
@@ -122,7 +122,7 @@ def capture(
     ``identity`` is the model call's (``ModelCall.identity``); without one (a capture outside a wrapped
     call) it is decided from ``span`` and the current scopes. ``request_attributes``: the request's
     thinking settings (``loom.request.thinking.*``), recorded as they are. ``layout``: the response's entries in vendor
-    order (``core._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
+    order (``core._evidence._layout``), recorded as ``loom.reasoning.layout``. Raises ``ReasoningCaptureError`` when the
     store or the journal cannot keep what is configured, or the capture predicate raises; then no event
     claims the parts. ``scope``: the call's explicit ``execution()`` (its own capture and store), if any.
     ``keeping``: the call's decision of where its texts go (``ModelCall.keeping``), made once per call.

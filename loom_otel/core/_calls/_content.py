@@ -24,11 +24,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._model import ReasoningPart
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._model import ReasoningPart
+from loom_otel.core._runtime._shapes import field
 from loom_otel.core._scrub import REMOVED, marker, reference_of
-from loom_otel.core._shapes import field
 
 __all__ = [
     "CONTENT_EVENT",

@@ -15,8 +15,8 @@ from loom_otel.core._calls._metrics import GenAiMetrics
 from loom_otel.core._calls._model_call import ModelCall, RequestInfo, current_call
 from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._peers import foreign_model_span
-from loom_otel.core._config import Runtime
-from loom_otel.core._semconv import SCHEMA_URL
+from loom_otel.core._calls._semconv import SCHEMA_URL
+from loom_otel.core._runtime._config import Runtime
 
 __all__ = ["ObserverFactory", "ReasoningHandler"]
 

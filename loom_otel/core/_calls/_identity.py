@@ -27,8 +27,8 @@ from opentelemetry import baggage
 from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._context import ExecutionScope
-from loom_otel.core._warnings import warn
+from loom_otel.core._runtime._context import ExecutionScope
+from loom_otel.core._runtime._warnings import warn
 
 __all__ = ["MAX_PRINCIPAL", "CallIdentity", "baggage_principal", "decide", "warn_of_baggage_principal"]
 

@@ -18,18 +18,18 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import register_post_import_hook, wrap_function_wrapper
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._callbacks import logger, shielded
 from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._identity import warn_of_baggage_principal
+from loom_otel.core._calls._limits import warn_if_truncating
 from loom_otel.core._calls._out_of_reach import warn_of_exports_out_of_reach
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
-from loom_otel.core._config import Runtime, runtime_for
-from loom_otel.core._lifecycle import hold, release
-from loom_otel.core._limits import warn_if_truncating
-from loom_otel.core._providers import tracer_provider_given
+from loom_otel.core._runtime._callbacks import logger, shielded
+from loom_otel.core._runtime._config import Runtime, runtime_for
+from loom_otel.core._runtime._lifecycle import hold, release
+from loom_otel.core._runtime._providers import tracer_provider_given
+from loom_otel.core._runtime._zero_code import refusal, refuse, refused_call, under_zero_code
 from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
-from loom_otel.core._zero_code import refusal, refuse, refused_call, under_zero_code
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["LiveView", "ReasoningInstrumentor", "Wrap"]

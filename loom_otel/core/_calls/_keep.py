@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loom_otel.core._calls._identity import CallIdentity
-from loom_otel.core._config import Runtime
-from loom_otel.core._context import ExecutionScope
-from loom_otel.core._hooks import CaptureCall
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._evidence._store._protocol import ReasoningStore
+from loom_otel.core._runtime._config import Runtime
+from loom_otel.core._runtime._context import ExecutionScope
+from loom_otel.core._runtime._hooks import CaptureCall
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 __all__ = ["Keeping", "keeping", "keeping_store"]

@@ -14,9 +14,9 @@ from typing import Final
 from opentelemetry import metrics
 from opentelemetry.metrics import MeterProvider
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._semconv import SCHEMA_URL
+from loom_otel.core._calls._semconv import SCHEMA_URL
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
 
 __all__ = ["TOKEN_BUCKETS", "DURATION_BUCKETS", "GenAiMetrics", "metric_attributes"]
 

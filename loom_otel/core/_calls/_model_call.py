@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
@@ -28,14 +25,17 @@ from loom_otel.core._calls._keep import Keeping, keeping
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._calls._observer import CallObserver
 from loom_otel.core._calls._omitted import warn_if_only_omitted
-from loom_otel.core._context import ExecutionScope, current_execution, current_step
-from loom_otel.core._model import Reasoning
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._model import Reasoning
+from loom_otel.core._evidence._store._protocol import ReasoningStore
+from loom_otel.core._runtime._callbacks import shielded
+from loom_otel.core._runtime._context import ExecutionScope, current_execution, current_step
 from loom_otel.core._scrub import remember
-from loom_otel.core._store._protocol import ReasoningStore
 from loom_otel.core.exceptions import ReasoningCaptureError
 
 if TYPE_CHECKING:
-    from loom_otel.core._config import Runtime
+    from loom_otel.core._runtime._config import Runtime
 
 __all__ = ["Activation", "CallHandler", "ModelCall", "RequestInfo", "ResponseInfo", "current_call"]
 
@@ -83,7 +83,7 @@ class ResponseInfo:
     """The answer in the conventions' message shape, without its reasoning parts: recorded with content capture
     on; the scrubber reads it always (what the call returned visibly is no secret)."""
     layout: tuple[str, ...] = ()
-    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._layout``)."""
+    """The response's reasoning parts, text blocks and tool calls in vendor order (``core._evidence._layout``)."""
 
 
 class CallHandler(Protocol):

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._config import Runtime
-from loom_otel.core._model import Reasoning, ReasoningKind
-from loom_otel.core._warnings import warn
+from loom_otel.core._evidence._model import Reasoning, ReasoningKind
+from loom_otel.core._runtime._config import Runtime
+from loom_otel.core._runtime._warnings import warn
 
 __all__ = ["warn_if_only_omitted"]
 

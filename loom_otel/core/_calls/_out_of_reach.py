@@ -14,7 +14,7 @@ import os
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
-from loom_otel.core._warnings import warn
+from loom_otel.core._runtime._warnings import warn
 
 __all__ = ["warn_of_exports_out_of_reach"]
 

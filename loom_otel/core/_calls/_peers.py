@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from loom_otel.core import _attributes as attr
+from loom_otel.core._evidence import _attributes as attr
 
 __all__ = ["foreign_model_span", "peer_outside", "without_peers"]
 

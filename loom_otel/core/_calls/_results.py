@@ -26,7 +26,7 @@ from loom_otel.core._calls._raw_streams import Decode, tap_raw_body
 from loom_otel.core._calls._skeleton import finish
 from loom_otel.core._calls._streams import AsyncStreamProxy, SyncStreamProxy
 from loom_otel.core._calls._withheld import withhold_from_response
-from loom_otel.core._model import Reasoning
+from loom_otel.core._evidence._model import Reasoning
 
 __all__ = ["ResultReaders"]
 

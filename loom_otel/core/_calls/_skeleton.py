@@ -30,14 +30,14 @@ from typing import Any, TypeVar
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from loom_otel.core._callbacks import shielded
 from loom_otel.core._calls._adapter import Outgoing, Results
 from loom_otel.core._calls._capture import Capture
 from loom_otel.core._calls._handler import ReasoningHandler
 from loom_otel.core._calls._model_call import Activation, ModelCall, ResponseInfo
 from loom_otel.core._calls._peers import peer_outside, without_peers
 from loom_otel.core._calls._withheld import withhold_from_exception, withhold_from_request
-from loom_otel.core._model import Reasoning
+from loom_otel.core._evidence._model import Reasoning
+from loom_otel.core._runtime._callbacks import shielded
 
 __all__ = [
     "DeferredSend",

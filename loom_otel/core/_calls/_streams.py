@@ -11,12 +11,12 @@ from typing import Any
 
 import wrapt
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._callbacks import logger
 from loom_otel.core._calls._adapter import Outgoing, StreamAccumulator
 from loom_otel.core._calls._model_call import ModelCall, ResponseInfo
 from loom_otel.core._calls._skeleton import failed, finish
-from loom_otel.core._model import Reasoning
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._model import Reasoning
+from loom_otel.core._runtime._callbacks import logger
 
 __all__ = ["AccumulatorLayer", "AsyncStreamProxy", "StreamCaptureMixin", "SyncStreamProxy"]
 

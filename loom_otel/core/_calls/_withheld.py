@@ -16,9 +16,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Final
 
-from loom_otel.core._callbacks import logger
-from loom_otel.core._canonical import text_bytes
-from loom_otel.core._warnings import warn
+from loom_otel.core._evidence._canonical import text_bytes
+from loom_otel.core._runtime._callbacks import logger
+from loom_otel.core._runtime._warnings import warn
 
 __all__ = [
     "REMOVED",

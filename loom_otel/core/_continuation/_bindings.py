@@ -25,10 +25,10 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
-from loom_otel.core import _durability
-from loom_otel.core._callbacks import logger
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._io_error import failure_detail
+from loom_otel.core._evidence import _durability
+from loom_otel.core._evidence._io_error import failure_detail
+from loom_otel.core._runtime._callbacks import logger
+from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
 
 __all__ = ["BlockRecord", "Bindings", "RoundBlock", "RoundRecord", "bindings_for", "forget_bindings"]
 

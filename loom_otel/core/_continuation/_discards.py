@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final, Protocol
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._warnings import call_package, call_site, warn
+from loom_otel.core._runtime._warnings import call_package, call_site, warn
 from loom_otel.core.exceptions import ReasoningContinuationError
 
 __all__ = ["Counted", "DiscardCheck"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loom_otel.core._canonical import text_of
-from loom_otel.core._context import ExecutionScope, current_step
-from loom_otel.core._hooks import TextLookup, TextResolver
-from loom_otel.core._io_error import failure_detail, store_location
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, digest_matches
+from loom_otel.core._evidence._canonical import text_of
+from loom_otel.core._evidence._io_error import failure_detail, store_location
+from loom_otel.core._evidence._store._protocol import DigestKeyStore, ReasoningStore, digest_matches
+from loom_otel.core._runtime._context import ExecutionScope, current_step
+from loom_otel.core._runtime._hooks import TextLookup, TextResolver
 from loom_otel.core.exceptions import ReasoningContinuationError
 
 __all__ = ["Texts", "resolve_text"]

@@ -22,16 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._canonical import text_bytes, text_digest
-from loom_otel.core._context import ExecutionScope, current_execution
 from loom_otel.core._continuation._bindings import Bindings, BlockRecord, RoundBlock, RoundRecord
 from loom_otel.core._continuation._discards import DiscardCheck
 from loom_otel.core._continuation._rehydrate import Texts, resolve_text
-from loom_otel.core._memo import BoundedMemo
-from loom_otel.core._model import ReasoningPart
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._canonical import text_bytes, text_digest
+from loom_otel.core._evidence._model import ReasoningPart
+from loom_otel.core._evidence._store._protocol import DigestKeyStore, ReasoningStore, keyed_digest
+from loom_otel.core._runtime._context import ExecutionScope, current_execution
+from loom_otel.core._runtime._memo import BoundedMemo
 
 __all__ = [
     "Block",

@@ -43,7 +43,7 @@ from operator import is_not
 from typing import Any, Final, Literal
 
 from loom_otel.core._guard._untrusted import FENCE_OPEN, Untrusted
-from loom_otel.core._shapes import is_mapping
+from loom_otel.core._runtime._shapes import is_mapping
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["DATA_ROLES", "Path", "check", "check_rest", "model_fields", "present", "reasoning_block"]

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._scrub._records import is_own
 from loom_otel.core._scrub._registry import NEVER, SAFE_LAG, registry
 

@@ -33,7 +33,7 @@ _PATCHED: Final = "_loom_otel_scrubs"
 
 
 def _report() -> None:
-    from loom_otel.core._callbacks import logger
+    from loom_otel.core._runtime._callbacks import logger
 
     logger.debug("loom-otel: scrubbing a record failed", exc_info=True)
 
@@ -204,7 +204,7 @@ def install_scrubber(owner: object, tracer_provider: Any = None, logger_provider
         else:
             unreachable.append(f"logger provider {_name(logger)}")
     if unreachable:
-        from loom_otel.core._warnings import warn
+        from loom_otel.core._runtime._warnings import warn
 
         what = " and ".join(unreachable)
         warn(

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from opentelemetry.trace import Status
 
-from loom_otel.core import _attributes as attr
+from loom_otel.core._evidence import _attributes as attr
 from loom_otel.core._scrub._values import Text, scrub_any, scrub_attributes, scrub_texts
 
 __all__ = ["is_own", "scrub_log_record", "scrub_span"]

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import count
 from typing import Any, Final
 
-from loom_otel.core._model import Reasoning, ReasoningPart
+from loom_otel.core._evidence._model import Reasoning, ReasoningPart
 from loom_otel.core._scrub._visible import shown, visible_skeleton
 from loom_otel.core._scrub._windows import (
     MIN_RUN,

@@ -16,8 +16,8 @@ import pytest
 from loom_otel.audit import erase_execution, read_reasoning
 from loom_otel.cli.__main__ import main
 from loom_otel.core import ReasoningConfig, execution, step
-from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._store._uri import store_from_uri
+from loom_otel.core._evidence._journal._checkpoint import generate_key
+from loom_otel.core._evidence._store._uri import store_from_uri
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator

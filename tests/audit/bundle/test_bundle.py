@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._journal._checkpoint import generate_key
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._journal._checkpoint import generate_key
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.testing import find_leaks
 from tests.audit.bundle.conftest import (
     ALICE_TEXT,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from loom_otel.core._journal._checkpoint import Signer, generate_key
-from loom_otel.core._journal._note import note_text, parse_note, sign_note
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._checkpoint import Signer, generate_key
+from loom_otel.core._evidence._journal._note import note_text, parse_note, sign_note
+from loom_otel.core._evidence._journal._writer import Journal
 from tests.audit.bundle.conftest import run_cli
 
 

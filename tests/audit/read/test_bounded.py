@@ -12,7 +12,7 @@ import pytest
 from loom_otel.audit import CaptureKey, PartStatus, ReasoningLimits, ReasoningQuery, read_reasoning_bounded
 from loom_otel.audit._index import CaptureIndex, index_path_for
 from loom_otel.core import ReasoningConfigError, Untrusted
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._evidence._store._protocol import ReasoningStore
 from tests.support.evidence import SOURCES, CountingStore, Recorder, redacted, source_of, text
 
 

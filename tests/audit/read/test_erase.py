@@ -9,10 +9,10 @@ import loom_otel.audit as audit
 from loom_otel.audit import PartStatus, erase_execution, read_reasoning
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.core import FileReasoningStore, Untrusted
-from loom_otel.core._canonical import GENESIS, chain_hash
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import record_body
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._evidence._canonical import GENESIS, chain_hash
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import record_body
+from loom_otel.core._evidence._store._protocol import ReasoningStore
 from tests.support.evidence import Recorder, make_recorder, text
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from loom_otel.audit import PartStatus, ReasoningReading, erase_execution, read_reasoning
 from loom_otel.core import ReasoningKind, Untrusted
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._evidence._store._protocol import ReasoningStore
 from tests.support.evidence import (
     SOURCES,
     Blobs,
@@ -185,7 +185,7 @@ def test_keyed_digests(store: ReasoningStore, tmp_path: Path) -> None:
 
     assert (result.blobs_removed, result.digest_key_removed) == (1, True)
     assert read_reasoning(recorder.journal_dir, store, execution_id="run-k").parts[0].status is PartStatus.ERASED
-    from loom_otel.core._store._protocol import DigestKeyStore
+    from loom_otel.core._evidence._store._protocol import DigestKeyStore
 
     assert isinstance(store, DigestKeyStore)
     assert store.digest_key(None, "run-k") is None  # nothing left that could confirm a guess

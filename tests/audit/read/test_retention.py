@@ -23,7 +23,7 @@ from loom_otel.audit import (
 )
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.core import FileReasoningStore, ReasoningConfigError
-from loom_otel.core._journal._reader import iter_records
+from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks
 from tests.support.evidence import Recorder, make_recorder, text

@@ -17,12 +17,12 @@ from loom_otel.audit import PartStatus, erase_execution, read_reasoning
 from loom_otel.audit._captures import ReasoningSource
 from loom_otel.audit._tombstones import tombstone_attributes
 from loom_otel.cli._audit import run_show
-from loom_otel.core import _attributes as attr
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
-from loom_otel.core._journal._checkpoint import generate_key, load_public_key
-from loom_otel.core._journal._reader import iter_records, list_origins, segments
-from loom_otel.core._journal._records import RECORD_SPAN, event_for_record
-from loom_otel.core._store._protocol import ReasoningStore
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._canonical import GENESIS, canonical_json, chain_hash
+from loom_otel.core._evidence._journal._checkpoint import generate_key, load_public_key
+from loom_otel.core._evidence._journal._reader import iter_records, list_origins, segments
+from loom_otel.core._evidence._journal._records import RECORD_SPAN, event_for_record
+from loom_otel.core._evidence._store._protocol import ReasoningStore
 from loom_otel.testing import find_leaks
 from tests.support.evidence import Recorder, make_recorder, source_of, text
 
@@ -108,7 +108,7 @@ def test_a_forged_tombstone_line_in_the_journal_never_makes_a_lost_blob_erased(
         with segment.open("a") as fh:
             fh.write(json.dumps(_forged("run-j", origin=origin, seq=seq + 1, prev="0" * 63 + "1")) + "\n")
     else:  # an intact chain of its own, checkpointed unsigned or by a key nobody trusts
-        from loom_otel.core._journal._writer import Journal
+        from loom_otel.core._evidence._journal._writer import Journal
 
         key = None
         if where == "untrusted-key":

@@ -14,9 +14,9 @@ import pytest
 from loom_otel.audit import verify
 from loom_otel.cli.__main__ import build_parser
 from loom_otel.core import environment_variables as env
-from loom_otel.core._journal._checkpoint import generate_key, load_public_key
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._store._file import FileReasoningStore
+from loom_otel.core._evidence._journal._checkpoint import generate_key, load_public_key
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._store._file import FileReasoningStore
 from loom_otel.viewer._reads import ReadLog
 from tests.audit.verify.test_witness import archive, write_chain
 

@@ -10,9 +10,9 @@ import pytest
 
 from loom_otel.audit import verify
 from loom_otel.cli.__main__ import main
-from loom_otel.core._canonical import canonical_json, chain_hash
-from loom_otel.core._journal._checkpoint import CHECKPOINT_SIGNATURE, generate_key, load_public_key
-from loom_otel.core._journal._writer import Journal, record_body
+from loom_otel.core._evidence._canonical import canonical_json, chain_hash
+from loom_otel.core._evidence._journal._checkpoint import CHECKPOINT_SIGNATURE, generate_key, load_public_key
+from loom_otel.core._evidence._journal._writer import Journal, record_body
 from tests.support.journaled import journal_lines
 
 

@@ -16,10 +16,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from loom_otel.audit import verify
 from loom_otel.audit._verify import _cut_of
 from loom_otel.cli.__main__ import build_parser
-from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime, _limits
+from loom_otel.core import MemoryReasoningStore, Reasoning, ReasoningConfig, ReasoningKind, Runtime
+from loom_otel.core._calls import _limits
 from loom_otel.core._calls._capture import capture
-from loom_otel.core._journal import _writer as _journal
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal import _writer as _journal
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain import ChainedSpanExporter
 from loom_otel.testing import OtlpJsonFileExporter
 from tests.support.journaled import CANARY

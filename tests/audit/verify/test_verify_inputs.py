@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from loom_otel.audit import verify
-from loom_otel.core._journal._reader import iter_records
-from loom_otel.core._journal._writer import Journal
+from loom_otel.core._evidence._journal._reader import iter_records
+from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.exporters.chain._spans import RecordSpans
 
 

@@ -15,8 +15,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from loom_otel.audit import verify
 from loom_otel.cli.__main__ import main
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
-from loom_otel.core._journal._checkpoint import (
+from loom_otel.core._evidence._canonical import GENESIS, canonical_json, chain_hash
+from loom_otel.core._evidence._journal._checkpoint import (
     CHECKPOINT_HEAD,
     CHECKPOINT_KEY,
     CHECKPOINT_SIGNATURE,
@@ -26,8 +26,8 @@ from loom_otel.core._journal._checkpoint import (
     generate_key,
     load_public_key,
 )
-from loom_otel.core._journal._reader import all_segments, iter_records
-from loom_otel.core._journal._writer import Journal, record_body
+from loom_otel.core._evidence._journal._reader import all_segments, iter_records
+from loom_otel.core._evidence._journal._writer import Journal, record_body
 from loom_otel.exporters.chain._spans import RecordSpans
 
 

@@ -11,7 +11,7 @@ import anthropic
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, execution
-from loom_otel.core._config import Runtime
+from loom_otel.core._runtime._config import Runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.instrumentation.anthropic._continuation import AnthropicContinuation
 from loom_otel.testing import instrumented, reasoning_events

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from loom_otel.core import MemoryReasoningStore, ReasoningConfig, ReasoningContinuationError, execution, step
-from loom_otel.core._hooks import TextLookup
+from loom_otel.core._runtime._hooks import TextLookup
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import find_leaks, instrumented, reasoning_events
 from loom_otel.testing.simulator import Simulator

@@ -74,7 +74,7 @@ def deliver_on_exit(exporter: ExitDelivery) -> None:
 
 def flush_span_pipeline(deadline: float) -> bool:
     """Have the span processors of every SDK tracer provider loom-otel's spans go to (the global one and
-    those given to an instrumentor, ``core._providers``) export what they hold, before ``deadline``
+    those given to an instrumentor, ``core._runtime._providers``) export what they hold, before ``deadline``
     (``time.monotonic()``); ``False`` if one did not finish (or there is none)."""
     flushed = False
     for provider in span_providers():

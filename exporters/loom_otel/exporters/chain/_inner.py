@@ -62,7 +62,7 @@ class RefusedSpanExporter(SpanExporter):
 def inner_or_refused() -> SpanExporter:
     """``inner_from_environment()``; under zero code (``opentelemetry-instrument``, which would catch the
     error and run the application without loom-otel) an invalid name is not raised but refused
-    (``core._zero_code``): told in one line, and the loom-otel instrumentors make every model call raise
+    (``core._runtime._zero_code``): told in one line, and the loom-otel instrumentors make every model call raise
     it. The exporter then forwards nothing (a typo never sends spans somewhere else)."""
     try:
         return inner_from_environment()

@@ -200,7 +200,7 @@ def _is_tool_call(block_type: object) -> bool:
 
 
 def _layout(blocks: Any) -> tuple[str, ...]:
-    """The message's thinking, text and tool-use blocks in order (``core._layout``)."""
+    """The message's thinking, text and tool-use blocks in order (``core._evidence._layout``)."""
     layout = LayoutBuilder()
     for block in blocks or ():
         block_type = getattr(block, "type", None)

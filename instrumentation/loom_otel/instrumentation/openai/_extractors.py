@@ -296,7 +296,7 @@ def chat_response_info(completion: Any, request: RequestInfo) -> ResponseInfo:
 
 
 def _chat_layout(completion: Any) -> tuple[str, ...]:
-    """Per choice, by index: its reasoning, its answer text, its tool calls (``core._layout``)."""
+    """Per choice, by index: its reasoning, its answer text, its tool calls (``core._evidence._layout``)."""
     layout = LayoutBuilder()
     for choice in sorted(getattr(completion, "choices", None) or (), key=lambda c: c.index):
         message = getattr(choice, "message", None)
@@ -459,7 +459,7 @@ def responses_response_info(response: Any, request: RequestInfo) -> ResponseInfo
 
 
 def _responses_layout(items: Any) -> tuple[str, ...]:
-    """Output items in order: reasoning items, messages (answer text), function calls (``core._layout``)."""
+    """Output items in order: reasoning items, messages (answer text), function calls (``core._evidence._layout``)."""
     layout = LayoutBuilder()
     for item in items or ():
         kind = getattr(item, "type", None)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
 
 __all__ = [
     "CHAIN_KEYS",

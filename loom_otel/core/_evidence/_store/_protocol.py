@@ -26,8 +26,8 @@ import os
 import threading
 from typing import Final, Protocol, runtime_checkable
 
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store._sealed import Envelope, Unsealed, digest_matches, keyed_digest, opens, scope_of
+from loom_otel.core._evidence._store._sealed import Envelope, Unsealed, digest_matches, keyed_digest, opens, scope_of
+from loom_otel.core._runtime._fork import renew_after_fork
 
 __all__ = [
     "AudienceStore",

@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from loom_otel.core._canonical import canonical_json
+from loom_otel.core._evidence._canonical import canonical_json
 
 __all__ = [
     "CHECKPOINT_HEAD",

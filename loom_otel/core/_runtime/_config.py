@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 from cryptography.exceptions import UnsupportedAlgorithm
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._context import ExecutionScope
 from loom_otel.core._continuation._discards import DiscardCheck
 from loom_otel.core._continuation._rehydrate import Texts
-from loom_otel.core._fork import renew_module_after_fork
-from loom_otel.core._hooks import CapturePredicate, TextResolver
-from loom_otel.core._journal._checkpoint import Signer
-from loom_otel.core._journal._writer import (
+from loom_otel.core._evidence._journal._checkpoint import Signer
+from loom_otel.core._evidence._journal._writer import (
     BestEffortJournal,
     Durability,
     Journal,
@@ -29,14 +26,17 @@ from loom_otel.core._journal._writer import (
     open_journal,
     warn_unwritable,
 )
-from loom_otel.core._policy import policy_from_env
-from loom_otel.core._retention import parse_retention
-from loom_otel.core._settings import env_bool, env_choice, env_path, invalid_setting, warn_unknown_names
-from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import DigestKeyStore, ReasoningStore
-from loom_otel.core._store._uri import STORE_FORMS, store_from_uri
-from loom_otel.core._warnings import forget_once, warn
-from loom_otel.core._zero_code import forget_refusal
+from loom_otel.core._evidence._store._file import FileReasoningStore
+from loom_otel.core._evidence._store._protocol import DigestKeyStore, ReasoningStore
+from loom_otel.core._evidence._store._uri import STORE_FORMS, store_from_uri
+from loom_otel.core._reading._policy import policy_from_env
+from loom_otel.core._reading._retention import parse_retention
+from loom_otel.core._runtime._context import ExecutionScope
+from loom_otel.core._runtime._fork import renew_module_after_fork
+from loom_otel.core._runtime._hooks import CapturePredicate, TextResolver
+from loom_otel.core._runtime._settings import env_bool, env_choice, env_path, invalid_setting, warn_unknown_names
+from loom_otel.core._runtime._warnings import forget_once, warn
+from loom_otel.core._runtime._zero_code import forget_refusal
 from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
@@ -96,8 +96,8 @@ class ReasoningConfig:
     ``store`` is a ``ReasoningStore`` or a URL (``file:///dir``, ``memory:``, ``s3://bucket/prefix``).
     ``on_reasoning`` is the live sink (``live=True``); ``delta_guards`` run on each live delta.
     ``live_text`` (with ``live``) also sends the answer's streamed text deltas, as ``TextDelta``.
-    ``capture`` is a bool or a predicate asked once per model call (``core._hooks.CaptureCall``);
-    ``resolve`` gives back the texts requests put back (``core._hooks.TextLookup``; unset: the store's).
+    ``capture`` is a bool or a predicate asked once per model call (``core._runtime._hooks.CaptureCall``);
+    ``resolve`` gives back the texts requests put back (``core._runtime._hooks.TextLookup``; unset: the store's).
     """
 
     enabled: bool | None = None

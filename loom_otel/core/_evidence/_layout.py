@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from loom_otel.core._canonical import canonical_json, sha256_hex, text_bytes
+from loom_otel.core._evidence._canonical import canonical_json, sha256_hex, text_bytes
 
 __all__ = ["REASONING", "TEXT", "TOOL_CALL", "LayoutBuilder", "arguments_digest", "describe", "parse_layout"]
 

@@ -26,13 +26,13 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from loom_otel.core._store._protocol import (
+from loom_otel.core._evidence._store._protocol import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     Envelope,
     scope_of,
 )
-from loom_otel.core._store._sealed import REF, Unsealed, opens, unseal_audience
+from loom_otel.core._evidence._store._sealed import REF, Unsealed, opens, unseal_audience
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FsspecReasoningStore"]

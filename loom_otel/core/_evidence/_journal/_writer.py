@@ -52,18 +52,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core import _durability
 from loom_otel.core import environment_variables as env
-from loom_otel.core._attributes import AttributeValue
-from loom_otel.core._canonical import GENESIS, canonical_json, chain_hash
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._io_error import failure_detail
-from loom_otel.core._journal._checkpoint import Signer, checkpoint_attributes
-from loom_otel.core._journal._merkle import CompactRange, leaf_hash
-from loom_otel.core._journal._note import tree_attributes
-from loom_otel.core._journal._records import RECORD_VERSION
-from loom_otel.core._warnings import warn
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence import _durability
+from loom_otel.core._evidence._attributes import AttributeValue
+from loom_otel.core._evidence._canonical import GENESIS, canonical_json, chain_hash
+from loom_otel.core._evidence._io_error import failure_detail
+from loom_otel.core._evidence._journal._checkpoint import Signer, checkpoint_attributes
+from loom_otel.core._evidence._journal._merkle import CompactRange, leaf_hash
+from loom_otel.core._evidence._journal._note import tree_attributes
+from loom_otel.core._evidence._journal._records import RECORD_VERSION
+from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
+from loom_otel.core._runtime._warnings import warn
 
 __all__ = [
     "BestEffortJournal",

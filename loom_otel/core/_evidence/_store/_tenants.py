@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from loom_otel.core._store._protocol import DigestKeyStore, Envelope, ReasoningStore, Unsealed, open_sealed
+from loom_otel.core._evidence._store._protocol import DigestKeyStore, Envelope, ReasoningStore, Unsealed, open_sealed
 
 if TYPE_CHECKING:
-    from loom_otel.core._policy import ReadingPolicy
+    from loom_otel.core._reading._policy import ReadingPolicy
 
 __all__ = ["TenantStores", "with_tenant_stores"]
 
@@ -20,7 +20,7 @@ __all__ = ["TenantStores", "with_tenant_stores"]
 def with_tenant_stores(store: ReasoningStore, policy: ReadingPolicy) -> ReasoningStore:
     """``store`` with the tenants' own stores ``policy`` names (``[tenants.<name>] store``), or ``store``
     itself when it names none."""
-    from loom_otel.core._store._uri import store_from_uri
+    from loom_otel.core._evidence._store._uri import store_from_uri
 
     urls = policy.stores()
     if not urls:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
-from loom_otel.core._canonical import canonical_json, text_bytes
+from loom_otel.core._evidence._canonical import canonical_json, text_bytes
 
 __all__ = [
     "MAGIC",

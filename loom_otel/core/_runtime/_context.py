@@ -9,10 +9,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from loom_otel.core._fork import renew_module_after_fork
+from loom_otel.core._runtime._fork import renew_module_after_fork
 
 if TYPE_CHECKING:
-    from loom_otel.core._store._protocol import ReasoningStore
+    from loom_otel.core._evidence._store._protocol import ReasoningStore
 
 __all__ = ["ExecutionScope", "current_execution", "current_step", "execution", "next_attempt", "step"]
 

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._attributes import AttributeValue
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._attributes import AttributeValue
 
 __all__ = [
     "SCHEMA_URL",

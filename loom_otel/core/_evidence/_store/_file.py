@@ -67,16 +67,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
-from loom_otel.core import _durability
-from loom_otel.core._fork import renew_after_fork
-from loom_otel.core._store._pool import PACK_FLAGS, Ready, ReadyPack, ScopePool, discard, pack_name, sweep
-from loom_otel.core._store._protocol import (
+from loom_otel.core._evidence import _durability
+from loom_otel.core._evidence._store._pool import PACK_FLAGS, Ready, ReadyPack, ScopePool, discard, pack_name, sweep
+from loom_otel.core._evidence._store._protocol import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     Envelope,
     scope_of,
 )
-from loom_otel.core._store._sealed import REF, Unsealed, opens, unseal_audience
+from loom_otel.core._evidence._store._sealed import REF, Unsealed, opens, unseal_audience
+from loom_otel.core._runtime._fork import renew_after_fork
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["FileReasoningStore", "PackGap"]

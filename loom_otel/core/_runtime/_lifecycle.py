@@ -18,8 +18,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from loom_otel.core._config import Runtime, open_stores
-from loom_otel.core._journal._writer import Journal, live_journals, local_journals
+from loom_otel.core._evidence._journal._writer import Journal, live_journals, local_journals
+from loom_otel.core._runtime._config import Runtime, open_stores
 
 __all__ = ["close_everything", "hold", "release"]
 

@@ -16,7 +16,7 @@ from typing import Final
 from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanLimits
 
-from loom_otel.core._warnings import warn
+from loom_otel.core._runtime._warnings import warn
 from loom_otel.core.exceptions import LoomOtelWarning
 
 __all__ = ["CAPTURE_VALUE_LENGTH", "attribute_length_limit", "warn_if_truncating"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import unquote, urlparse
 
-from loom_otel.core._store._file import FileReasoningStore
-from loom_otel.core._store._protocol import MemoryReasoningStore, ReasoningStore
+from loom_otel.core._evidence._store._file import FileReasoningStore
+from loom_otel.core._evidence._store._protocol import MemoryReasoningStore, ReasoningStore
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["STORE_FORMS", "store_from_uri"]
@@ -67,6 +67,6 @@ def store_from_uri(uri: str, *, fsync: bool = True) -> ReasoningStore:
         raise ReasoningConfigError(
             f"unknown scheme {scheme!r}: loom-otel knows {', '.join(_OWN_SCHEMES)}, and fsspec knows {', '.join(known)}"
         )
-    from loom_otel.core._store._fsspec import FsspecReasoningStore  # the s3 extra: loaded when named
+    from loom_otel.core._evidence._store._fsspec import FsspecReasoningStore  # the s3 extra: loaded when named
 
     return FsspecReasoningStore(uri)

@@ -20,9 +20,9 @@ import threading
 from pathlib import Path
 from typing import Final
 
-from loom_otel.core import _attributes as attr
-from loom_otel.core._fork import renew_after_fork, renew_module_after_fork
-from loom_otel.core._journal._reader import list_origins, segments
+from loom_otel.core._evidence import _attributes as attr
+from loom_otel.core._evidence._journal._reader import list_origins, segments
+from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
 
 __all__ = ["KEPT", "RecordedAttempts", "highest_in", "recorded_attempts"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._retention import Retention, parse_retention
+from loom_otel.core._reading._retention import Retention, parse_retention
 from loom_otel.core.exceptions import ReasoningConfigError
 
 __all__ = ["Audience", "ReadingPolicy", "TenantPolicy", "load_policy", "may_read", "policy_from_env"]
@@ -45,7 +45,7 @@ class Audience:
 class TenantPolicy:
     auditors: frozenset[str] = frozenset()
     retention: str | None = None
-    """As written (``30d``, ``12h``, ``none``); ``core._retention.parse_retention`` reads it."""
+    """As written (``30d``, ``12h``, ``none``); ``core._reading._retention.parse_retention`` reads it."""
     store: str | None = None
     """The tenant's own store URL (data residency): its texts go there, never to the configured one."""
 

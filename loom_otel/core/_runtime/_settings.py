@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urlparse
 
 from loom_otel.core import environment_variables as env
-from loom_otel.core._warnings import warn
+from loom_otel.core._runtime._warnings import warn
 from loom_otel.core.exceptions import ReasoningConfigError
 
 if TYPE_CHECKING:
