@@ -8,9 +8,11 @@ shared handler, the boot warning and the mirrored wrap/unwrap list live here onc
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, ClassVar, Protocol
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, ClassVar, Final, Protocol
 
 from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor
@@ -22,12 +24,12 @@ from loom_otel.core._calls._adapter import VendorAdapter
 from loom_otel.core._calls._handler import ObserverFactory, ReasoningHandler
 from loom_otel.core._calls._identity import warn_of_baggage_principal
 from loom_otel.core._calls._limits import warn_if_truncating
-from loom_otel.core._calls._out_of_reach import warn_of_exports_out_of_reach
 from loom_otel.core._calls._withheld import warn_if_sdk_debug_logs
 from loom_otel.core._runtime._callbacks import logger, shielded
 from loom_otel.core._runtime._config import Runtime, runtime_for
 from loom_otel.core._runtime._lifecycle import hold, release
 from loom_otel.core._runtime._providers import tracer_provider_given
+from loom_otel.core._runtime._warnings import warn
 from loom_otel.core._runtime._zero_code import refusal, refuse, refused_call, under_zero_code
 from loom_otel.core._scrub import install_scrubber, uninstall_scrubber
 from loom_otel.core.exceptions import ReasoningConfigError
@@ -95,7 +97,7 @@ class ReasoningInstrumentor(BaseInstrumentor):
             return
         warn_of_baggage_principal(runtime.principal_baggage if runtime.enabled else None)
         if runtime.enabled:
-            warn_of_exports_out_of_reach()
+            _warn_of_exports_out_of_reach()
         if runtime.enabled and runtime.transcript == "redact":
             warn_if_sdk_debug_logs(f"{env.LOOM_OTEL_REASONING_TRANSCRIPT}=redact")
         elif runtime.enabled and runtime.request_readable != "off":
@@ -210,3 +212,30 @@ def _present(wraps: Sequence[Wrap]) -> list[Wrap]:
             continue
         present.append((module, name, factory))
     return present
+
+
+# Telemetry a framework sends outside OpenTelemetry, which loom-otel can neither reach nor scrub, said once
+# at ``instrument()``: the OpenAI Agents SDK exports its own traces to OpenAI with its own processors
+# (tool arguments and results, a Chat Completions model's messages). Its switch is read as the SDK reads
+# it; ``set_tracing_disabled(True)`` comes after ``instrument()`` under ``opentelemetry-instrument``.
+
+_AGENTS_DISTRIBUTION: Final = "openai-agents"
+_AGENTS_DISABLED: Final = "OPENAI_AGENTS_DISABLE_TRACING"
+"""The Agents SDK's own switch (``true`` or ``1`` turns its trace export off)."""
+
+
+def _warn_of_exports_out_of_reach() -> None:
+    """One warning per process for each installed framework whose own trace export is on."""
+    try:
+        installed = version(_AGENTS_DISTRIBUTION)
+    except PackageNotFoundError:
+        return
+    if os.environ.get(_AGENTS_DISABLED, "false").lower() in ("true", "1"):
+        return
+    warn(
+        f"the OpenAI Agents SDK ({_AGENTS_DISTRIBUTION} {installed}) exports its own traces to OpenAI, "
+        "outside OpenTelemetry: loom-otel cannot reach or scrub them (tool arguments and results, and a "
+        f"Chat Completions model's messages); set {_AGENTS_DISABLED}=true (or call "
+        "agents.set_tracing_disabled(True)) where they must not leave",
+        once=("exports-out-of-reach", _AGENTS_DISTRIBUTION),
+    )

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from opentelemetry import context, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from loom_otel.core import environment_variables as env
 from loom_otel.core._calls._as_built import set_attributes
 from loom_otel.core._calls._capture import Capture, capture
 from loom_otel.core._calls._content import CONTENT_EVENT, in_event, on_span, output_content, output_reasoning
@@ -24,13 +25,13 @@ from loom_otel.core._calls._identity import CallIdentity, baggage_principal, dec
 from loom_otel.core._calls._keep import Keeping, keeping
 from loom_otel.core._calls._metrics import GenAiMetrics, metric_attributes
 from loom_otel.core._calls._observer import CallObserver
-from loom_otel.core._calls._omitted import warn_if_only_omitted
 from loom_otel.core._evidence import _attributes as attr
 from loom_otel.core._evidence._attributes import AttributeValue
-from loom_otel.core._evidence._model import Reasoning
+from loom_otel.core._evidence._model import Reasoning, ReasoningKind
 from loom_otel.core._evidence._store._protocol import ReasoningStore
 from loom_otel.core._runtime._callbacks import shielded
 from loom_otel.core._runtime._context import ExecutionScope, current_execution, current_step
+from loom_otel.core._runtime._warnings import warn
 from loom_otel.core._scrub import remember
 from loom_otel.core.exceptions import ReasoningCaptureError
 
@@ -353,7 +354,7 @@ class ModelCall:
     def warn_omitted(self, reasonings: Sequence[Reasoning]) -> None:
         """Warn, once per process, of reasoning with nothing readable (never raises)."""
         runtime, provider = self.handler.runtime, self.request.provider
-        shielded("warning of omitted reasoning", warn_if_only_omitted, runtime, provider, reasonings)
+        shielded("warning of omitted reasoning", _warn_if_only_omitted, runtime, provider, reasonings)
 
     def remember_captured(
         self, reasonings: Sequence[Reasoning], response: ResponseInfo, result: Capture | None
@@ -437,3 +438,31 @@ class ModelCall:
     @property
     def ended(self) -> bool:
         return self._ended
+
+
+# The one warning of a process whose calls return reasoning with nothing readable in it (DESIGN
+# "Readable by request"): an Anthropic display that is omitted, a Gemini call without ``include_thoughts``,
+# a Responses call without ``reasoning.summary``; it names the setting that asks for readable reasoning.
+
+_OMITTED_ONCE: Final = ("loom-otel", "omitted reasoning")
+
+
+def _only_omitted(reasonings: Sequence[Reasoning]) -> bool:
+    """The response had thinking blocks, and none of them carried readable text (redacted blocks are
+    the vendor's encryption, not an omission: they neither count nor prevent)."""
+    readable = [r for r in reasonings if r.kind is not ReasoningKind.REDACTED]
+    return bool(readable) and not any(r.text for r in readable)
+
+
+def _warn_if_only_omitted(runtime: Runtime, provider: str, reasonings: Sequence[Reasoning]) -> None:
+    """Warn once per process when a call returned only omitted reasoning and loom-otel does not ask
+    for readable reasoning."""
+    if runtime.request_readable != "off" or not _only_omitted(reasonings):
+        return
+    warn(
+        f"{provider} returned reasoning with no readable text (the application asked for thinking "
+        "without it): only signatures and sizes are recorded. Set "
+        f"{env.LOOM_OTEL_REQUEST_READABLE}=summarized (with {env.LOOM_OTEL_REASONING_STORE}) to ask the "
+        "vendor for readable reasoning, keep it, and still hand the application what it asked for",
+        once=_OMITTED_ONCE,
+    )
