@@ -180,8 +180,9 @@ def test_the_read_face_and_the_layers_fail_on_a_planted_import(
     assert expected in said, done.stdout
 
 
-BELOW_THE_CALL = ("_continuation", "_store", "_journal", "_guard")
-"""The core packages the contract "only core/_calls knows the model call" covers."""
+BELOW_THE_CALL = ("_continuation", "_guard", "_evidence", "_reading")
+"""The core packages below the call path: the continuation rule, the guard, and the rooms of the evidence
+(the store and the journal among them) and of who may read."""
 
 
 def _names_the_call_path(path: Path) -> bool:
@@ -201,6 +202,7 @@ def test_what_lies_below_the_call_path_does_not_name_it_even_in_annotations(tmp_
     of their own), so the file graph and ARCHITECTURE.md's layers agree. A planted type-only import is
     found."""
     core = ROOT / "loom_otel" / "core"
+    assert all((core / d).is_dir() for d in BELOW_THE_CALL)  # a move never leaves the check with nothing to read
     named = [p for d in BELOW_THE_CALL for p in sorted((core / d).rglob("*.py")) if _names_the_call_path(p)]
     assert named == []
     planted = tmp_path / "planted.py"
