@@ -7,7 +7,7 @@ in flight on one loop, at least the official instrumentation's, and no call wait
 for more than 1 ms (``longest wait``, ``waits > 1 ms``).
 
     python benchmarks/bench_concurrency.py [--calls 640] [--rounds 3] [--transport socket|memory]
-                                           [--tasks 64] [--threads 16]
+                                           [--tasks 64] [--threads 16] [--only threads]
 
 Workloads (8 KiB of new reasoning per reply, ``_replay.py``): ``async create`` (Anthropic
 ``AsyncAnthropic.messages.create``), ``async stream`` (the same with ``stream=True``, iterated),
@@ -228,6 +228,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=64)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--root", type=Path, default=None)
+    parser.add_argument("--only", default="", help="run only the workloads whose name contains this")
     args = parser.parse_args()
     warnings.simplefilter("ignore", LoomOtelWarning)
     root = store_root(args)
@@ -247,7 +248,7 @@ def main() -> None:
     longest: dict[tuple[str, str], list[tuple[float, int]]] = {}
     try:
         with replayed(args) as (url, transport):
-            found = workloads(url, transport, args)
+            found = [(name, batch) for name, batch in workloads(url, transport, args) if args.only in name]
             for _, batch in found:
                 batch(args.tasks)  # warm up
             for round_ in range(args.rounds):

@@ -113,3 +113,41 @@ def test_an_unwritable_directory_never_raises_from_a_sync(tmp_path, caplog):
     bindings.sync_pending()
     assert bindings.block(_record(1)[0]) is not None
     assert "binding records not written" in caplog.text
+
+
+@pytest.mark.parametrize("deferred", [True, False])
+def test_recording_blocks_never_waits_on_a_line_being_written(tmp_path, monkeypatch, deferred):
+    """Issue 49, target 5: a write under way (the group commit's, or another call's under ``os``) holds
+    the file, never the records: a call recording blocks meanwhile returns, and the block is known."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    real_write = os.write
+
+    def held_write(fd: int, data: bytes) -> int:
+        entered.set()
+        assert release.wait(30)
+        return real_write(fd, data)
+
+    bindings = Bindings(tmp_path / "b", deferred=deferred)
+    bindings.add([_record(0)], [])
+    monkeypatch.setattr(_bindings, "_write", held_write)
+    writer = threading.Thread(target=bindings.sync_pending if deferred else lambda: bindings.add([_record(1)], []))
+    writer.start()
+    try:
+        assert entered.wait(30)
+        recorder = threading.Thread(target=bindings.add, args=([_record(2)], []))
+        recorder.start()
+        recorder.join(timeout=5 if deferred else 0.5)
+        if deferred:
+            assert not recorder.is_alive()  # it never touched the file
+        assert bindings.block(_record(2)[0]) is not None
+    finally:
+        release.set()
+        writer.join(30)
+        recorder.join(30)
+    bindings.close()
+    files = (tmp_path / "b").glob("*.jsonl")
+    lines = [json.loads(line)["k"] for path in files for line in path.read_text().splitlines()]
+    written = (0, 2) if deferred else (0, 1, 2)
+    assert sorted(lines) == [_record(n)[0].hex() for n in written]

@@ -17,6 +17,7 @@ from loom_otel.core._evidence import _durability
 from loom_otel.core._evidence._journal import _writer as _journal
 from loom_otel.core._evidence._journal._writer import Journal
 from loom_otel.core._evidence._store import _file as _file_store
+from loom_otel.core._evidence._store._protocol import DIGEST_KEY_NAME
 
 
 def _is_ours(fd: int, root: Path | None) -> bool:
@@ -52,7 +53,13 @@ class _Log:
 
         def fsync_path(path: str) -> None:
             if ours(path):
-                note("blob-file" if path.endswith(".pack") else f"dir:{Path(path).name}")
+                note(
+                    "blob-file"
+                    if path.endswith(".pack")
+                    else f"key:{Path(path).parent.name}"
+                    if path.endswith(DIGEST_KEY_NAME)
+                    else f"dir:{Path(path).name}"
+                )
             real_path(path)
 
         def sync(fd: int) -> None:
@@ -60,9 +67,16 @@ class _Log:
                 note("journal")
             real_sync(fd)
 
+        def sync_directory(fd: int) -> None:
+            if _is_ours(fd, root):
+                note("journal-dir")
+            real_sync_directory(fd)
+
+        real_sync_directory = _journal._sync_directory
         monkeypatch.setattr(_durability, "sync_filesystem", sync_filesystem)
         monkeypatch.setattr(_file_store, "_fsync_path", fsync_path)
         monkeypatch.setattr(_journal, "_sync", sync)
+        monkeypatch.setattr(_journal, "_sync_directory", sync_directory)
 
     def names(self) -> list[str]:
         return [name for name, _ in self.events]
@@ -158,6 +172,68 @@ def test_synced_since_counts_only_a_syncfs_of_that_file_system_started_after_the
     assert _durability.sync_filesystem(str(tmp_path))
     assert _durability.synced_since(device, mark)
     assert not _durability.synced_since(device + 1, mark)
+
+
+def test_a_segment_rotation_under_batch_leaves_its_syncs_to_the_group_commit_after_the_blobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 49, target 2: no calling thread waits on a device flush under ``batch``, a rotation's
+    included; and the closed segment's records reach the disk after the blobs they name, never before."""
+    log = _Log(monkeypatch, syncfs=False, root=tmp_path)
+    monkeypatch.setattr(_journal, "BATCH_WINDOW", 5.0)  # one group: the flush below takes it whole
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(
+        tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0, segment_records=2
+    )
+    for n in range(5):
+        _capture(store, journal, f"rotated thought {n}")
+    segments = sorted((tmp_path / "journal" / journal.origin).glob("*.jsonl"))
+    assert len(segments) == 3  # two rotations on the calling thread
+    assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
+    flusher = threading.Thread(target=journal.flush)
+    flusher.start()
+    flusher.join(30)
+    names = log.names()
+    assert names.count("journal") == 3  # each closed segment, and the open one
+    assert names.count("blob-file") == 5 and "journal-dir" in names  # the new segments' entries
+    assert names.index("journal") > max(i for i, name in enumerate(names) if name == "blob-file")
+    journal.close()
+    store.close()
+
+
+def test_a_new_digest_key_is_synced_by_the_group_commit_not_the_calling_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 49, target 2 (``hmac-sha256`` digests): the key a new execution gets is written on the calling
+    thread and reaches the disk with the blobs, before the records, in the journal's group commit."""
+    log = _Log(monkeypatch, syncfs=False, root=tmp_path)
+    store = FileReasoningStore(tmp_path / "store")
+    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
+    key = store.digest_key("acme", "run-keyed", create=True)
+    assert key is not None and store.digest_key("acme", "run-keyed") == key
+    journal.append("capture", {"n": 1})
+    assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
+    flusher = threading.Thread(target=journal.flush)
+    flusher.start()
+    flusher.join(30)
+    names = log.names()
+    scope = next(n.removeprefix("key:") for n in names if n.startswith("key:"))
+    assert {f"dir:{scope}", "dir:blobs"} <= set(names)
+    assert names.index(f"key:{scope}") < names.index("journal")
+    journal.close()
+    store.close()
+
+
+def test_a_digest_key_a_crash_left_short_is_made_again(tmp_path: Path) -> None:
+    store = FileReasoningStore(tmp_path / "store")
+    key = store.digest_key(None, "run-torn", create=True)
+    assert key is not None
+    (path,) = (tmp_path / "store" / "blobs").glob(f"*/{DIGEST_KEY_NAME}")
+    path.write_bytes(b"")  # the key's link reached the disk, its bytes did not
+    assert store.digest_key(None, "run-torn") is None
+    again = store.digest_key(None, "run-torn", create=True)
+    assert again is not None and len(again) == 32 and again != key and path.read_bytes() == again
+    store.close()
 
 
 def test_always_syncs_the_blob_on_the_calling_thread_before_the_record(

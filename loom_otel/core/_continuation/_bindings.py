@@ -39,6 +39,8 @@ this process, and an unknown block is sent as the application holds it (never dr
 _PENDING_LINES: Final = 256
 """Deferred lines kept unwritten at most: past them the call that adds one writes them all (a group
 commit that fell behind)."""
+_write = os.write
+"""How a line reaches the file (a module seam: tests hold a write to show nobody waits on it)."""
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -166,6 +168,9 @@ class Bindings:
         """Each record as an exact tuple of its fields (untracked by the garbage collector)."""
         self._rounds: dict[str, RoundRecord] = {}
         self._lock = threading.Lock()
+        """Held for the records in memory only (never across a system call)."""
+        self._write_lock = threading.Lock()
+        """Held while lines are written to the file (and, under ``always``, synced)."""
         self._loaded = directory is None
         self._fd = -1
         self._pending: list[tuple[bytes, tuple[object, ...]]] = []
@@ -200,46 +205,54 @@ class Bindings:
             if not fresh or self.directory is None:
                 return
             self._pending += kept
-            if not self.deferred or len(self._pending) >= _PENDING_LINES:
-                self._write_pending()
-            else:
+            now = not self.deferred or len(self._pending) >= _PENDING_LINES
+            if not now:
                 _durability.pending(self)
+        if now:
+            self._write_pending()
 
     def sync_pending(self) -> None:
         """Write the lines not written yet (``_durability``: the journal's group commit, ``force_flush``,
         ``close``). Never raises: a line that cannot be written is logged and dropped (its block is then
         unknown to a restarted process, which sends it as the application holds it)."""
-        with self._lock:
-            if self._pending:
-                try:
-                    self._write_pending()
-                except OSError as exc:
-                    logger.warning(
-                        "loom-otel: binding records not written (%s): a restarted process will not know these "
-                        "reasoning blocks and sends them as the application holds them; captured evidence "
-                        "(store, journal) is not affected",
-                        failure_detail(exc, self.directory),
-                    )
+        if not self._pending:
+            return
+        try:
+            self._write_pending()
+        except OSError as exc:
+            logger.warning(
+                "loom-otel: binding records not written (%s): a restarted process will not know these "
+                "reasoning blocks and sends them as the application holds them; captured evidence "
+                "(store, journal) is not affected",
+                failure_detail(exc, self.directory),
+            )
 
     def _write_pending(self) -> None:
-        """Under the lock: append the pending lines (and sync them under ``always``)."""
-        pending, self._pending = self._pending, []
-        data = "".join([BlockRecord._make(fields).to_json(key) + "\n" for key, fields in pending]).encode()
-        directory = self.directory
-        assert directory is not None
-        if self._fd < 0:
-            directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
-            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        if self.fsync:
-            os.fsync(self._fd)
+        """Append the pending lines (and sync them under ``always``). The records' lock is held only to
+        take them: the lines are formatted and written under the file's own lock, so a call recording
+        blocks never waits on a write (a group commit's, or another call's). Whoever takes the file's
+        lock finds every line taken before it written: a caller returns once its own line is."""
+        with self._write_lock:
+            with self._lock:
+                pending, self._pending = self._pending, []
+            if not pending:
+                return
+            data = "".join([BlockRecord._make(fields).to_json(key) + "\n" for key, fields in pending]).encode()
+            directory = self.directory
+            assert directory is not None
+            if self._fd < 0:
+                directory.mkdir(parents=True, exist_ok=True)
+                path = directory / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
+                self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[_write(self._fd, view) :]
+            if self.fsync:
+                os.fsync(self._fd)
 
     def close(self) -> None:
         self.sync_pending()
-        with self._lock:
+        with self._write_lock:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1

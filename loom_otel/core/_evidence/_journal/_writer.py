@@ -85,6 +85,7 @@ CHECKPOINT_INTERVAL: Final = 30.0
 
 _logger = logging.getLogger(__name__)
 _sync = getattr(os, "fdatasync", os.fsync)
+_sync_directory = os.fsync
 
 
 class _FromEnvironment:
@@ -226,6 +227,11 @@ class Journal:
         self._device = -1
         """The open segment's file system (``st_dev``), read once when it is opened."""
         self._dir_fd = -1
+        self._retired: list[int] = []
+        """``batch``: the descriptors of segments closed by a rotation, left for the group commit to sync
+        (after the blobs their records name) and close: a rotation never flushes on the calling thread."""
+        self._entry_unsynced = False
+        """``batch``: a new segment's directory entry is not synced yet (the group commit does it)."""
         self._written_mark = 0
         """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
         self._checkpoint_seq = 0
@@ -322,7 +328,7 @@ class Journal:
 
     def _open_segment(self) -> None:
         if self._fd >= 0:
-            self._close_segment()
+            self._close_segment(retire=self.durability == "batch")
         chain_dir = self.directory / self.origin
         if self._dir_fd < 0:
             chain_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -340,15 +346,26 @@ class Journal:
         self._device = os.fstat(self._fd).st_dev
         self._in_segment = 0
         self._segment_size = 0
-        if self.durability != "os":
-            os.fsync(self._dir_fd)
+        if self.durability == "always":
+            _sync_directory(self._dir_fd)
+        elif self.durability == "batch":
+            self._entry_unsynced = True
 
     def _segment_path(self, segment: int) -> Path:
         return self.directory / self.origin / f"{segment:08d}.jsonl"
 
-    def _close_segment(self) -> None:
+    def _close_segment(self, *, retire: bool = False) -> None:
+        """Close the open segment: synced first (``always`` and ``batch``), or, with ``retire`` (a
+        rotation under ``batch``), handed to the group commit, which syncs it after the blobs its
+        records name (``_await_sync``)."""
+        if retire:
+            self._retired.append(self._fd)
+            self._fd, self._device = -1, -1
+            return
         try:
             if self.durability != "os":
+                _durability.sync_dependents()  # the blobs its records name reach the disk first
+                self._sync_retired_locked()
                 _sync(self._fd)
                 with self._synced_cond:
                     self._synced = max(self._synced, self._seq)
@@ -356,6 +373,15 @@ class Journal:
         finally:
             os.close(self._fd)
             self._fd, self._device = -1, -1
+
+    def _sync_retired_locked(self) -> None:
+        """Sync and close the segments a rotation retired, and sync the directory's new entries."""
+        while self._retired:
+            _sync(self._retired[0])
+            os.close(self._retired.pop(0))
+        if self._entry_unsynced and self._dir_fd >= 0:
+            _sync_directory(self._dir_fd)
+            self._entry_unsynced = False
 
     def _schedule_sync(self, target: int) -> None:
         """``batch``: hand the sync to the group-commit thread; ``always`` synced already; ``os``: none."""
@@ -400,8 +426,24 @@ class Journal:
         try:
             with self._lock:
                 upto, mark, device, segment = self._seq, self._written_mark, self._device, self._segment
-            _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-            if device >= 0 and not _durability.synced_since(device, mark):  # else a store's syncfs did it
+                retired, self._retired = self._retired, []
+                entry, self._entry_unsynced = self._entry_unsynced, False
+            try:
+                _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
+                covered = device >= 0 and _durability.synced_since(device, mark)  # a store's syncfs did it all
+                while retired:
+                    if not covered:
+                        _sync(retired[0])
+                    os.close(retired.pop(0))
+                if entry and not covered:
+                    self._sync_directory()
+                entry = False
+            except BaseException:
+                with self._lock:  # the next group commit tries again
+                    self._retired[:0] = retired
+                    self._entry_unsynced = self._entry_unsynced or entry
+                raise
+            if device >= 0 and not covered:
                 self._sync_segment(segment)
             synced = True
         finally:
@@ -410,6 +452,17 @@ class Journal:
                 if synced:
                     self._synced = max(self._synced, upto)
                 cond.notify_all()
+
+    def _sync_directory(self) -> None:
+        """Sync the origin directory's entries (a duplicate of its descriptor: ``close`` may close it)."""
+        with self._lock:
+            if self._dir_fd < 0:
+                return
+            fd = os.dup(self._dir_fd)
+        try:
+            _sync_directory(fd)
+        finally:
+            os.close(fd)
 
     def _sync_segment(self, segment: int) -> None:
         """Sync segment number ``segment``: a duplicate of its descriptor while it is open (synced outside
@@ -477,12 +530,14 @@ class Journal:
                 finally:
                     if self._fd >= 0:
                         self._close_segment()
+                    elif self.durability != "os":
+                        self._sync_retired_locked()
                 if self._dir_fd >= 0:
                     os.close(self._dir_fd)
                     self._dir_fd = -1
 
     def _after_fork_in_child(self) -> None:
-        for fd in (self._fd, self._dir_fd):
+        for fd in (self._fd, self._dir_fd, *self._retired):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)

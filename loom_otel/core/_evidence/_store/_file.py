@@ -904,29 +904,41 @@ class FileReasoningStore:
     # -- digest keys ---------------------------------------------------------------------------------
 
     def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
+        """The execution's digest key; with ``create``, made when it has none. A new key is written to the
+        OS here and synced with the blobs (``sync_pending``: by the journal's group commit under ``batch``,
+        before the first record whose digest it keys); a key a crash left short is made again (no record
+        synced since names a digest under it)."""
         directory = self._blobs / scope_of(tenant, execution_id)
         path = directory / DIGEST_KEY_NAME
+        key = _read_key(path)
+        if key is not None or not create:
+            return key
         try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            if not create:
-                return None
-        directory.mkdir(exist_ok=True)
+            os.mkdir(directory, 0o700)
+            made = True
+        except FileExistsError:
+            made = False
         tmp = directory / f".tmp-{uuid.uuid4().hex}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.write(fd, os.urandom(DIGEST_KEY_BYTES))
-            os.fsync(fd)
         finally:
             os.close(fd)
         try:
             os.link(tmp, path)  # create-if-absent: a concurrent writer's key wins, and both use it
         except FileExistsError:
-            pass
+            if _read_key(path) is None:
+                os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        _fsync_path(str(directory))
-        return path.read_bytes()
+        if self.fsync:
+            with self._lock:
+                self._dirty.add(str(path))
+                self._dirty_dirs.add(str(directory))
+                if made:
+                    self._dirty_dirs.add(self._blobs_dir)
+            _durability.pending(self)
+        return _read_key(path)
 
     def close(self) -> None:
         """Sync what is pending (``fsync``), close this writer's packs and remove its ready scope
@@ -952,6 +964,15 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _read_key(path: Path) -> bytes | None:
+    """A digest key file's key; ``None`` when there is none, or it is not a whole key."""
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return key if len(key) == DIGEST_KEY_BYTES else None
 
 
 def _fsync_path(path: str) -> None:
