@@ -33,23 +33,16 @@ def _is_ours(fd: int, root: Path | None) -> bool:
 class _Log:
     """What was synced, in order, and on which thread."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, syncfs: bool, root: Path | None = None) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *, root: Path | None = None) -> None:
         self.events: list[tuple[str, bool]] = []
         main = threading.get_ident()
-        real_fs, real_sync, real_path = _durability.sync_filesystem, _journal._sync, _file_store._fsync_path
+        real_sync, real_path = _journal._sync, _file_store._fsync_path
 
         def note(what: str) -> None:
             self.events.append((what, threading.get_ident() == main))
 
         def ours(path: str) -> bool:  # other tests' stores may still be synced by their journals
             return root is None or Path(path).is_relative_to(root)
-
-        def sync_filesystem(directory: str) -> bool:
-            if not syncfs:
-                return False
-            if ours(directory):
-                note("blobs")
-            return real_fs(directory)
 
         def fsync_path(path: str) -> None:
             if ours(path):
@@ -73,7 +66,6 @@ class _Log:
             real_sync_directory(fd)
 
         real_sync_directory = _journal._sync_directory
-        monkeypatch.setattr(_durability, "sync_filesystem", sync_filesystem)
         monkeypatch.setattr(_file_store, "_fsync_path", fsync_path)
         monkeypatch.setattr(_journal, "_sync", sync)
         monkeypatch.setattr(_journal, "_sync_directory", sync_directory)
@@ -88,44 +80,25 @@ def _capture(store: FileReasoningStore, journal: Journal, text: str, *, named: b
     return ref
 
 
-def _uncrossed(log: _Log, names: list[str], again: Callable[[], object]) -> list[str]:
-    """``names`` when a ``syncfs`` of the group's blobs covered its records, else those of the first of two
-    more groups where one did. Another test's lingering journal may sync this test's store too (every
-    journal syncs every registered store first); when its ``syncfs`` took the blobs before the records
-    were written, it does not cover them, and the journal rightly syncs them itself."""
-    for _ in range(2):
-        if set(names) == {"blobs"}:
-            break
-        log.events.clear()
-        again()
-        names = log.names()
-    return names
-
-
 @pytest.mark.parametrize("named", [True, False], ids=["named", "shared"])
-@pytest.mark.parametrize("syncfs", [True, False])
 def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, syncfs: bool, named: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: bool
 ) -> None:
-    log = _Log(monkeypatch, syncfs=syncfs, root=tmp_path)
+    """File by file, loom-otel's own only (issue 49: never a ``syncfs`` of the whole file system)."""
+    log = _Log(monkeypatch, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
     refs = [_capture(store, journal, f"thought {i}", named=named) for i in range(3)]
     assert not [e for e in log.events if e[1]], "nothing is synced on the calling thread under batch"
     assert force_flush(5000)
     names = log.names()
-    if syncfs:  # the blobs' syncfs, after the records were written, is the records' sync too
-        again = iter(("thought 3", "thought 4"))  # new texts: a text kept already writes no blob
-        names = _uncrossed(log, names, lambda: (_capture(store, journal, next(again), named=named), force_flush(5000)))
-        assert names and set(names) == {"blobs"}
-    elif named:  # file by file: each new execution's pack, its directory and the blobs directory, then the records
-        assert names[0] != "journal" and names[-1] == "journal"
+    assert names[0] != "journal" and names[-1] == "journal"
+    if named:  # each new execution's pack, its directory and the blobs directory, then the records
         assert names.count("blob-file") == 3
         assert "dir:blobs" in names  # once per group that made a new execution's directory
         scopes = {ref.split("/")[0] for ref in refs}
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == scopes | {"blobs"}
     else:  # the shards' packs, the shards, the packs directory and the root that got it, then the records
-        assert names[0] != "journal" and names[-1] == "journal"
         shards = {_file_store.shard_of(ref.split("/")[0]) for ref in refs}
         assert len(shards) <= names.count("blob-file") <= len(refs)  # a shared pack once per group
         assert {n.removeprefix("dir:") for n in names if n.startswith("dir:")} == shards | {"packs", "store"}
@@ -136,50 +109,12 @@ def test_batch_syncs_blobs_in_the_group_commit_before_their_records(
     store.close()
 
 
-@pytest.mark.parametrize("same_file_system", [True, False])
-def test_a_group_whose_blobs_syncfs_covered_its_records_does_not_sync_them_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_file_system: bool
-) -> None:
-    """One device flush per group where the journal and the store share a file system; elsewhere the
-    journal syncs its own records after the blobs."""
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform: the store syncs file by file")
-    if not same_file_system:  # as if the journal were on another file system than the store's syncfs
-        monkeypatch.setattr(_durability, "synced_since", lambda device, mark: False)
-    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
-    store = FileReasoningStore(tmp_path / "store")
-    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
-    _capture(store, journal, "one", named=False)
-    assert force_flush(5000)
-    names = log.names()
-    if same_file_system:
-        again = iter(("two", "three"))  # new texts: a text kept already writes no blob
-        names = _uncrossed(log, names, lambda: (_capture(store, journal, next(again), named=False), force_flush(5000)))
-        assert names and set(names) == {"blobs"}
-    else:
-        assert names[-1] == "journal" and "blobs" in names
-    journal.close()
-    store.close()
-
-
-def test_synced_since_counts_only_a_syncfs_of_that_file_system_started_after_the_mark(tmp_path: Path) -> None:
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform")
-    device = os.stat(tmp_path).st_dev
-    assert _durability.sync_filesystem(str(tmp_path))
-    mark = _durability.syncfs_mark()
-    assert not _durability.synced_since(device, mark)  # the one before the mark does not count
-    assert _durability.sync_filesystem(str(tmp_path))
-    assert _durability.synced_since(device, mark)
-    assert not _durability.synced_since(device + 1, mark)
-
-
 def test_a_segment_rotation_under_batch_leaves_its_syncs_to_the_group_commit_after_the_blobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 49, target 2: no calling thread waits on a device flush under ``batch``, a rotation's
     included; and the closed segment's records reach the disk after the blobs they name, never before."""
-    log = _Log(monkeypatch, syncfs=False, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     monkeypatch.setattr(_journal, "BATCH_WINDOW", 5.0)  # one group: the flush below takes it whole
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(
@@ -206,7 +141,7 @@ def test_a_new_digest_key_is_synced_by_the_group_commit_not_the_calling_thread(
 ) -> None:
     """Issue 49, target 2 (``hmac-sha256`` digests): the key a new execution gets is written on the calling
     thread and reaches the disk with the blobs, before the records, in the journal's group commit."""
-    log = _Log(monkeypatch, syncfs=False, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None, checkpoint_interval=0)
     key = store.digest_key("acme", "run-keyed", create=True)
@@ -239,7 +174,7 @@ def test_a_digest_key_a_crash_left_short_is_made_again(tmp_path: Path) -> None:
 def test_always_syncs_the_blob_on_the_calling_thread_before_the_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="always", checkpoint_key=None, checkpoint_interval=0)
     store.put(Envelope.seal("a thought", execution_id="e"))
@@ -247,20 +182,20 @@ def test_always_syncs_the_blob_on_the_calling_thread_before_the_record(
     journal.append("capture", {"n": 1})
     names = log.names()
     assert log.events[-1] == ("journal", True)  # the record is synced on the calling thread
-    assert "blobs" in names[:-1]  # after its blob (on this thread, unless a sync of another test took it first)
+    assert "blob-file" in names[:-1]  # after its blob (on this thread, unless a sync of another test took it first)
     journal.close()
     store.close()
 
 
 def test_os_durability_syncs_at_force_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store")
     journal = Journal(tmp_path / "journal", durability="os", checkpoint_key=None, checkpoint_interval=0)
     _capture(store, journal, "x")
     assert log.events == []
     assert force_flush()
     names = log.names()
-    assert names and set(names) == {"blobs"}  # the syncfs started after the record was written: it is too
+    assert names[0] == "blob-file" and names[-1] == "journal"
     journal.close()
     store.close()
 
@@ -282,7 +217,7 @@ def test_force_flush_reports_a_sync_that_does_not_finish_in_time(
 
 
 def test_a_store_with_fsync_off_is_never_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     store = FileReasoningStore(tmp_path / "store", fsync=False)
     store.put(Envelope.seal("x", execution_id="e"))
     store.sync_pending()
@@ -307,7 +242,7 @@ def test_a_store_whose_directory_is_gone_does_not_block_the_journal(
 
 
 def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    log = _Log(monkeypatch, syncfs=True, root=tmp_path)
+    log = _Log(monkeypatch, root=tmp_path)
     monkeypatch.setattr(_file_store, "_OPEN_PACKS", 1)
     monkeypatch.setattr(_file_store, "_PENDING_PACKS", 2)
     monkeypatch.setattr(_durability, "pending", lambda store: None)  # no journal (another test's) syncs it
@@ -316,7 +251,7 @@ def test_unsynced_packs_are_bounded_when_no_journal_syncs(tmp_path: Path, monkey
         store.put(Envelope.seal("x", execution_id=f"e{n}"))
     assert log.events == []  # two packs closed unsynced: still within the bound
     store.put(Envelope.seal("x", execution_id="e3"))
-    assert log.events == [("blobs", True)]  # past it: the writer syncs them itself
+    assert "blob-file" in log.names() and all(on_caller for _, on_caller in log.events)  # the writer syncs them
     assert len(store._dirty) <= 2
     store.close()
 
@@ -327,14 +262,14 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
     store = FileReasoningStore(tmp_path / "store")
     store.put(Envelope.seal("parent", execution_id="p"))
     syncing, release = threading.Event(), threading.Event()
-    real = _durability.sync_filesystem
+    real = _file_store._fsync_path
 
-    def slow(directory: str) -> bool:
+    def slow(path: str) -> None:
         syncing.set()
         release.wait(10)
-        return real(directory)
+        real(path)
 
-    monkeypatch.setattr(_durability, "sync_filesystem", slow)
+    monkeypatch.setattr(_file_store, "_fsync_path", slow)
     parent_sync = threading.Thread(target=store.sync_pending)
     parent_sync.start()
     assert syncing.wait(10)  # another thread of the parent is inside a sync (holding its lock)
@@ -342,7 +277,7 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
     if pid == 0:  # the child: its store must not wait for the parent's sync
         code = 1
         try:
-            monkeypatch.setattr(_durability, "sync_filesystem", real)
+            monkeypatch.setattr(_file_store, "_fsync_path", real)
             ref = store.put(Envelope.seal("child", execution_id="c"))
             store.sync_pending()
             code = 0 if store.get(ref, tenant=None, execution_id="c") == b"child" else 2
@@ -387,67 +322,6 @@ class _OsWith:
 
     def __getattr__(self, name: str) -> object:
         return self._replaced.get(name, getattr(os, name))
-
-
-def test_repeated_syncfs_of_a_directory_opens_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform")
-    calls = _counting_system_calls(monkeypatch, _durability)
-    for _ in range(3):
-        assert _durability.sync_filesystem(str(tmp_path))
-    # one open and one fstat in all: each system call gives the interpreter up, to be won back by the
-    # commit thread from the calling thread
-    assert [call.split()[0] for call in calls] == ["open", "fstat"]
-    assert calls[0] == f"open {tmp_path}"
-
-
-def test_kept_directories_are_bounded_and_one_in_use_stays_open(tmp_path: Path) -> None:
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform")
-    in_use = _durability._take_handle(str(tmp_path))  # a sync under way in another thread
-    try:
-        for n in range(_durability._HANDLES + 4):
-            directory = tmp_path / f"d{n}"
-            directory.mkdir()
-            assert _durability.sync_filesystem(str(directory))
-        assert len(_durability._handles) <= _durability._HANDLES
-        assert _durability._handles[str(tmp_path)] is in_use
-        os.fstat(in_use.fd)  # not closed under its user
-    finally:
-        _durability._give_back(in_use)
-    assert _durability.sync_filesystem(str(tmp_path / "d0"))  # evicted: opened again
-
-
-def test_a_directory_removed_after_its_first_sync_still_syncs(tmp_path: Path) -> None:
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform")
-    directory = tmp_path / "gone"
-    directory.mkdir()
-    assert _durability.sync_filesystem(str(directory))
-    directory.rmdir()
-    assert _durability.sync_filesystem(str(directory))  # its file system, by the descriptor kept
-    with pytest.raises(FileNotFoundError):
-        _durability.sync_filesystem(str(tmp_path / "never-made"))
-
-
-def test_a_batch_group_commit_opens_no_file_when_a_syncfs_covered_its_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if _durability._syncfs is None:
-        pytest.skip("no syncfs on this platform")
-    store = FileReasoningStore(tmp_path / "store")
-    journal = Journal(tmp_path / "journal", durability="batch", checkpoint_key=None)
-    store.put(Envelope.seal("first", execution_id="e"))
-    journal.append("capture", {"n": 1})
-    journal.flush()  # the segment and the store's directory are open from here on
-    calls = _counting_system_calls(monkeypatch, _journal)
-    for n in range(3):
-        store.put(Envelope.seal(f"text {n}", execution_id="e"))
-        journal.append("capture", {"n": n})
-        journal.flush()
-    assert calls == []  # no dup, fstat or open of the segment: the store's syncfs covered the records
-    journal.close()
-    store.close()
 
 
 def test_a_flush_syncs_the_segment_its_records_were_in_after_a_rotation(

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from loom_otel.core import Envelope, FileReasoningStore, ReasoningConfig, execution
-from loom_otel.core._evidence import _durability
 from loom_otel.core._evidence._store import _file as _file_store
 from loom_otel.core._evidence._store._pool import POOL_PREFIX, POOLS
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -255,7 +254,6 @@ def test_fsync_syncs_the_renamed_paths_by_the_journal(tmp_path: Path, monkeypatc
     root = tmp_path / "s"
     synced: list[str] = []
     real = _file_store._fsync_path
-    monkeypatch.setattr(_durability, "sync_filesystem", lambda directory: False)  # file by file, by path
     monkeypatch.setattr(_file_store, "_fsync_path", lambda path: (synced.append(path), real(path)))
     store = FileReasoningStore(root)
     _warm(store)

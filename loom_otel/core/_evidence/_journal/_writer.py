@@ -15,9 +15,8 @@ record can be rebuilt from an exported event and its hash checked (``_records``)
 
 Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before ``append`` returns;
 ``batch`` is a background group commit: ``append`` returns once its record is written to the OS, and
-one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile (none when a
-store's ``syncfs`` of the same file system, started after the last of them was written, already did);
-``os`` leaves it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores'
+one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile (and a rotation's
+closed segment: no calling thread waits on a device flush); ``os`` leaves it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores'
 blobs are synced before the records that name them (``_durability``).
 
 Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
@@ -224,16 +223,12 @@ class Journal:
         self._in_segment = 0
         self._segment_size = 0
         self._fd = -1
-        self._device = -1
-        """The open segment's file system (``st_dev``), read once when it is opened."""
         self._dir_fd = -1
         self._retired: list[int] = []
         """``batch``: the descriptors of segments closed by a rotation, left for the group commit to sync
         (after the blobs their records name) and close: a rotation never flushes on the calling thread."""
         self._entry_unsynced = False
         """``batch``: a new segment's directory entry is not synced yet (the group commit does it)."""
-        self._written_mark = 0
-        """``_durability.syncfs_mark()`` after the latest write: a ``syncfs`` started since covers it."""
         self._checkpoint_seq = 0
         self._checkpoint_at = time.monotonic()
         self._timer: threading.Thread | None = None
@@ -304,7 +299,6 @@ class Journal:
             written = os.write(self._fd, line)
             if written != len(line):
                 raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
-            self._written_mark = _durability.syncfs_mark()
         except OSError:
             # Never leave a torn line in a live segment: cut it off, or abandon the segment.
             try:
@@ -343,7 +337,6 @@ class Journal:
                 self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         self._segment += 1
         self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        self._device = os.fstat(self._fd).st_dev
         self._in_segment = 0
         self._segment_size = 0
         if self.durability == "always":
@@ -360,7 +353,7 @@ class Journal:
         records name (``_await_sync``)."""
         if retire:
             self._retired.append(self._fd)
-            self._fd, self._device = -1, -1
+            self._fd = -1
             return
         try:
             if self.durability != "os":
@@ -372,7 +365,7 @@ class Journal:
                     self._synced_cond.notify_all()
         finally:
             os.close(self._fd)
-            self._fd, self._device = -1, -1
+            self._fd = -1
 
     def _sync_retired_locked(self) -> None:
         """Sync and close the segments a rotation retired, and sync the directory's new entries."""
@@ -425,17 +418,15 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, mark, device, segment = self._seq, self._written_mark, self._device, self._segment
+                upto, segment, writing = self._seq, self._segment, self._fd >= 0
                 retired, self._retired = self._retired, []
                 entry, self._entry_unsynced = self._entry_unsynced, False
             try:
                 _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-                covered = device >= 0 and _durability.synced_since(device, mark)  # a store's syncfs did it all
                 while retired:
-                    if not covered:
-                        _sync(retired[0])
+                    _sync(retired[0])
                     os.close(retired.pop(0))
-                if entry and not covered:
+                if entry:
                     self._sync_directory()
                 entry = False
             except BaseException:
@@ -443,7 +434,7 @@ class Journal:
                     self._retired[:0] = retired
                     self._entry_unsynced = self._entry_unsynced or entry
                 raise
-            if device >= 0 and not covered:
+            if writing:
                 self._sync_segment(segment)
             synced = True
         finally:

@@ -44,8 +44,8 @@ the record again into a fresh pack: a capture racing an erasure is kept, as if i
 Durability (``fsync=True``): ``put`` writes to the OS on the calling thread and remembers what is not
 synced yet (packs written, directories made or renamed into place, by the paths they have now); the
 journal syncs it before the records that name it (``_durability``: ``always`` before the append
-returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``). On Linux one ``syncfs``
-covers every pending pack and directory.
+returns, ``batch`` in the group commit, ``os`` at ``force_flush``/``close``), each file and directory by
+itself: never the rest of the file system (another program's writes).
 """
 
 from __future__ import annotations
@@ -750,14 +750,11 @@ class FileReasoningStore:
                 raise
 
     def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
-        try:
-            synced = _durability.sync_filesystem(self._blobs_dir)
-        except FileNotFoundError:  # the store's directory is gone, and with it what was pending
-            synced = True
-        if not synced:
-            for path in sorted(paths) + sorted(dirs, key=len, reverse=True):  # the blobs directory last
-                with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
-                    _fsync_path(path)
+        """Sync these files, then these directories (the deepest first, the blobs directory last): this
+        store's own writes only, never the rest of the file system."""
+        for path in sorted(paths) + sorted(dirs, key=len, reverse=True):
+            with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
+                _fsync_path(path)
 
     def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
         """What this writer knows of ``scope``, indexed from disk when it is new to it, except with
