@@ -67,7 +67,7 @@ def test_binding_records_on_a_full_disk_say_where_and_what_it_means(tmp_path, ca
     from tests.continuation.test_bindings import _record
 
     bindings.add([_record(1)], [])
-    monkeypatch.setattr(_bindings.os, "write", _full_disk)
+    monkeypatch.setattr(_bindings, "_write", _full_disk)
     bindings.sync_pending()
     monkeypatch.undo()
     assert str(tmp_path / "b") in caplog.text and os.strerror(errno.ENOSPC) in caplog.text

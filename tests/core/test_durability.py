@@ -36,7 +36,7 @@ class _Log:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *, root: Path | None = None) -> None:
         self.events: list[tuple[str, bool]] = []
         main = threading.get_ident()
-        real_sync, real_path = _journal._sync, _file_store._fsync_path
+        real_sync, real_paths = _journal._sync, _file_store._sync_paths
 
         def note(what: str) -> None:
             self.events.append((what, threading.get_ident() == main))
@@ -44,16 +44,11 @@ class _Log:
         def ours(path: str) -> bool:  # other tests' stores may still be synced by their journals
             return root is None or Path(path).is_relative_to(root)
 
-        def fsync_path(path: str) -> None:
-            if ours(path):
-                note(
-                    "blob-file"
-                    if path.endswith(".pack")
-                    else f"key:{Path(path).parent.name}"
-                    if path.endswith(DIGEST_KEY_NAME)
-                    else f"dir:{Path(path).name}"
-                )
-            real_path(path)
+        def sync_paths(files: list[str], directories: list[str]) -> None:
+            for path in (*files, *directories):
+                if ours(path):
+                    note(_kind(path))
+            real_paths(files, directories)
 
         def sync(fd: int) -> None:
             if _is_ours(fd, root):  # other tests' journals may still sync in the background
@@ -66,12 +61,20 @@ class _Log:
             real_sync_directory(fd)
 
         real_sync_directory = _journal._sync_directory
-        monkeypatch.setattr(_file_store, "_fsync_path", fsync_path)
+        monkeypatch.setattr(_file_store, "_sync_paths", sync_paths)
         monkeypatch.setattr(_journal, "_sync", sync)
         monkeypatch.setattr(_journal, "_sync_directory", sync_directory)
 
     def names(self) -> list[str]:
         return [name for name, _ in self.events]
+
+
+def _kind(path: str) -> str:
+    if path.endswith(".pack"):
+        return "blob-file"
+    if path.endswith(DIGEST_KEY_NAME):
+        return f"key:{Path(path).parent.name}"
+    return f"dir:{Path(path).name}"
 
 
 def _capture(store: FileReasoningStore, journal: Journal, text: str, *, named: bool = True) -> str:
@@ -262,14 +265,14 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
     store = FileReasoningStore(tmp_path / "store")
     store.put(Envelope.seal("parent", execution_id="p"))
     syncing, release = threading.Event(), threading.Event()
-    real = _file_store._fsync_path
+    real = _file_store._sync_paths
 
-    def slow(path: str) -> None:
+    def slow(files: list[str], directories: list[str]) -> None:
         syncing.set()
         release.wait(10)
-        real(path)
+        real(files, directories)
 
-    monkeypatch.setattr(_file_store, "_fsync_path", slow)
+    monkeypatch.setattr(_file_store, "_sync_paths", slow)
     parent_sync = threading.Thread(target=store.sync_pending)
     parent_sync.start()
     assert syncing.wait(10)  # another thread of the parent is inside a sync (holding its lock)
@@ -277,7 +280,7 @@ def test_a_child_forked_during_a_sync_can_write_and_sync(tmp_path: Path, monkeyp
     if pid == 0:  # the child: its store must not wait for the parent's sync
         code = 1
         try:
-            monkeypatch.setattr(_file_store, "_fsync_path", real)
+            monkeypatch.setattr(_file_store, "_sync_paths", real)
             ref = store.put(Envelope.seal("child", execution_id="c"))
             store.sync_pending()
             code = 0 if store.get(ref, tenant=None, execution_id="c") == b"child" else 2

@@ -253,8 +253,10 @@ def test_a_forked_child_makes_its_own_pool_and_leaves_its_parents_alone(tmp_path
 def test_fsync_syncs_the_renamed_paths_by_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "s"
     synced: list[str] = []
-    real = _file_store._fsync_path
-    monkeypatch.setattr(_file_store, "_fsync_path", lambda path: (synced.append(path), real(path)))
+    real = _file_store._sync_paths
+    monkeypatch.setattr(
+        _file_store, "_sync_paths", lambda files, dirs: (synced.extend([*files, *dirs]), real(files, dirs))
+    )
     store = FileReasoningStore(root)
     _warm(store)
     store.sync_pending()

@@ -16,8 +16,9 @@ record can be rebuilt from an exported event and its hash checked (``_records``)
 Durability (``LOOM_OTEL_JOURNAL_DURABILITY``): ``always`` syncs each record before ``append`` returns;
 ``batch`` is a background group commit: ``append`` returns once its record is written to the OS, and
 one ``fdatasync`` within about ``BATCH_WINDOW`` covers every record appended meanwhile (and a rotation's
-closed segment: no calling thread waits on a device flush); ``os`` leaves it to the OS (``flush`` and ``close`` still sync). In every mode the registered stores'
-blobs are synced before the records that name them (``_durability``).
+closed segment: no calling thread waits on a device flush); ``os`` leaves it to the OS (``flush`` and
+``close`` still sync). In every mode the registered stores' blobs are synced before the records that
+name them (``_durability``).
 
 Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
 line; the writer that hit a short write truncates it away and moves to a new segment, and a dead

@@ -76,6 +76,7 @@ from loom_otel.core._evidence._store._protocol import (
     scope_of,
 )
 from loom_otel.core._evidence._store._sealed import REF, Unsealed, opens, unseal_audience
+from loom_otel.core._evidence._syncer import sync_paths as _sync_paths
 from loom_otel.core._runtime._fork import renew_after_fork
 from loom_otel.core.exceptions import ReasoningConfigError
 
@@ -752,9 +753,7 @@ class FileReasoningStore:
     def _sync_taken(self, paths: set[str], dirs: set[str]) -> None:
         """Sync these files, then these directories (the deepest first, the blobs directory last): this
         store's own writes only, never the rest of the file system."""
-        for path in sorted(paths) + sorted(dirs, key=len, reverse=True):
-            with contextlib.suppress(FileNotFoundError):  # erased since: nothing of it is left to keep
-                _fsync_path(path)
+        _sync_paths(sorted(paths), sorted(dirs, key=len, reverse=True))  # one gone was erased since
 
     def _scope(self, scope: str, *, writing: bool = False) -> _Scope:
         """What this writer knows of ``scope``, indexed from disk when it is new to it, except with
@@ -970,12 +969,3 @@ def _read_key(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     return key if len(key) == DIGEST_KEY_BYTES else None
-
-
-def _fsync_path(path: str) -> None:
-    """``fsync`` a pack or a directory by its path (a descriptor opened read-only syncs the same inode)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
