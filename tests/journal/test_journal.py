@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import threading
@@ -16,6 +17,8 @@ from loom_otel.core import LoomOtelWarning
 from loom_otel.core._evidence._canonical import GENESIS
 from loom_otel.core._evidence._journal import _writer as _journal
 from loom_otel.core._evidence._journal._checkpoint import CHECKPOINT_HEAD, CHECKPOINT_SIZE
+from loom_otel.core._evidence._journal._merkle import CompactRange, leaf_hash
+from loom_otel.core._evidence._journal._note import CHECKPOINT_ROOT
 from loom_otel.core._evidence._journal._reader import iter_records, origin_is_live
 from loom_otel.core._evidence._journal._writer import Journal, open_journal
 
@@ -119,14 +122,108 @@ def test_short_write_leaves_no_torn_line(journal_dir: Path, monkeypatch: pytest.
     j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
     j.append("capture", {"i": 0})
     real_write = os.write
-    monkeypatch.setattr(_journal.os, "write", lambda fd, data: real_write(fd, data[: len(data) // 2]))
+    monkeypatch.setattr(_journal, "_write", lambda fd, data: real_write(fd, data[: len(data) // 2]))
     with pytest.raises(OSError, match="short write"):
         j.append("capture", {"i": 1})
-    monkeypatch.setattr(_journal.os, "write", real_write)
+    monkeypatch.setattr(_journal, "_write", real_write)
     assert j.append("capture", {"i": 1}).seq == 2
     j.close()
     report = verify(journal_dir)
     assert report.ok, report.problems
+
+
+def test_the_lock_is_never_held_across_a_write_and_waiting_lines_go_in_one(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 49, target 1: a thread writing its line holds no lock (a write gives the interpreter up: every
+    capture would queue behind it); the lines reserved meanwhile are written together by the next turn."""
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_interval=0)
+    j.append("capture", {"i": 0})
+    entered, release = threading.Event(), threading.Event()
+    writes: list[int] = []
+    real_write = os.write
+
+    def held(fd: int, data: bytes) -> int:
+        writes.append(data.count(b"\n"))
+        if len(writes) == 1:
+            entered.set()
+            assert release.wait(30)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(_journal, "_write", held)
+    first = threading.Thread(target=j.append, args=("capture", {"i": 1}))
+    first.start()
+    assert entered.wait(30)
+    others = [threading.Thread(target=j.append, args=("capture", {"i": i})) for i in (2, 3)]
+    for each in others:
+        each.start()
+    deadline = time.monotonic() + 30
+    while j.head[0] < 4 and time.monotonic() < deadline:  # ``head`` takes the lock: free during the write
+        time.sleep(0.01)
+    assert j.head[0] == 4  # both reserved their place while the first line was being written
+    release.set()
+    for each in (first, *others):
+        each.join(30)
+    assert writes == [1, 2]  # the two waiting lines in one write
+    j.close()
+    report = verify(journal_dir)
+    assert report.ok and report.records == 5, report.problems
+
+
+def test_a_failed_write_takes_the_chain_back_so_it_never_has_a_hole(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads append while writes fail now and then: each append that returned is in the journal, each
+    that failed raised ``OSError`` and is not, and the chain verifies whole (no seq missing)."""
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_every=25, checkpoint_interval=0)
+    real_write = os.write
+    calls = iter(range(1_000_000))
+
+    def flaky(fd: int, data: bytes) -> int:
+        n = next(calls)
+        if n % 7 == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if n % 11 == 5:
+            return real_write(fd, data[: len(data) // 3])  # a short write: a torn line, cut away
+        return real_write(fd, data)
+
+    monkeypatch.setattr(_journal, "_write", flaky)
+    kept: list[tuple[int, str]] = []
+    failed: list[int] = []
+    lock = threading.Lock()
+
+    def work(worker: int) -> None:
+        for i in range(60):
+            try:
+                entry = j.append("capture", {"w": worker, "i": i})
+            except OSError:
+                with lock:
+                    failed.append(worker)
+                continue
+            with lock:
+                kept.append((entry.seq, entry.hash))
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+    for each in threads:
+        each.start()
+    for each in threads:
+        each.join(60)
+    monkeypatch.setattr(_journal, "_write", real_write)
+    j.close()
+    assert failed and kept  # both happened
+    records = sorted(iter_records(journal_dir), key=lambda r: r["seq"])
+    on_disk = {(r["seq"], r["hash"]) for r in records if r["type"] == "capture"}
+    assert set(kept) <= on_disk and len(on_disk) == len(kept)  # every kept one, nothing else
+    report = verify(journal_dir)
+    assert report.ok, report.problems
+    tree = CompactRange()  # each checkpoint's Merkle root is the tree of the records written before it
+    checkpoints = 0
+    for record in records:
+        if record["type"] == "checkpoint":
+            checkpoints += 1
+            assert record["attributes"][CHECKPOINT_ROOT] == tree.root().hex()
+        tree.append(leaf_hash(bytes.fromhex(record["hash"])))
+    assert checkpoints >= 3
 
 
 def test_torn_tail_of_a_dead_writer_is_reported_not_dropped(journal_dir: Path) -> None:

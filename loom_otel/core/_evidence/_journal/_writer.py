@@ -95,6 +95,32 @@ class _FromEnvironment:
 FROM_ENVIRONMENT: Final = _FromEnvironment()
 
 
+_write = os.write
+"""How a batch of lines reaches the segment (a module seam: tests fail a write there)."""
+
+
+class _Pending:
+    """A record reserved in the chain whose line is not written yet (``Journal._commit``)."""
+
+    __slots__ = ("entry", "failure", "leaf", "line", "written")
+
+    def __init__(self, entry: JournalEntry, line: bytes, leaf: bytes) -> None:
+        self.entry, self.line, self.leaf = entry, line, leaf
+        self.written = False
+        self.failure: OSError | None = None
+
+
+class _Written(NamedTuple):
+    """The chain as far as its lines are written: the last one's seq and hash, the tree over them, and
+    how many lines and bytes of the open segment they fill."""
+
+    seq: int
+    head: str
+    tree: CompactRange
+    in_segment: int
+    size: int
+
+
 class JournalEntry(NamedTuple):
     """Where a record landed in the chain: the fields a span event carries as ``loom.audit.*`` (a tuple
     of plain values: one per capture)."""
@@ -210,6 +236,12 @@ class Journal:
 
     def _start_chain(self) -> None:
         self._lock = threading.Lock()
+        self._turn = threading.Condition(self._lock)
+        """Signalled when a batch of lines has been written (or failed), and the writer's turn is free."""
+        self._queue: list[_Pending] = []
+        """Lines reserved in the chain, not written yet (``_commit``: the next writer takes them all)."""
+        self._writing = False
+        """A thread is writing a batch of lines (outside the lock)."""
         self._synced_cond = threading.Condition(threading.Lock())
         self._syncing = False
         self._synced = 0
@@ -220,6 +252,8 @@ class Journal:
         self._head = GENESIS
         self._tree = CompactRange()
         """The origin's Merkle tree (``_merkle``), O(log n) hashes: its root goes on each checkpoint."""
+        self._written = _Written(0, GENESIS, CompactRange(), 0, 0)
+        """The chain as far as it is written: where a failed write takes it back to (no hole, ever)."""
         self._segment = 0
         self._in_segment = 0
         self._segment_size = 0
@@ -245,29 +279,44 @@ class Journal:
         """Append one record; raises ``OSError`` when it cannot be written (callers fail closed)."""
         encoded = canonical_json(attributes)  # outside the lock: the bulk of a record's encoding
         with self._lock:
-            entry = self._append_locked(type_, encoded, time.time_ns())
+            self._make_room_locked()
+            pending = self._reserve_locked(type_, encoded, time.time_ns())
             if self._seq - self._checkpoint_seq >= self._every:
                 self._checkpoint_locked()
             target = self._seq
             if self._timer is None and self._interval > 0:
                 self._start_timer()
+        self._commit(pending)
         self._schedule_sync(target)
-        return entry
+        return pending.entry
 
     def checkpoint(self) -> JournalEntry | None:
         """Append a checkpoint now if any record is not covered by one; ``None`` otherwise."""
         with self._lock:
             if self._seq == self._checkpoint_seq:
                 return None
-            entry = self._checkpoint_locked()
+            self._make_room_locked()
+            pending = self._checkpoint_locked()
             target = self._seq
+        self._commit(pending)
         self._await_sync(target)
-        return entry
+        return pending.entry
 
-    def _append_locked(self, type_: str, attributes: bytes, now: int) -> JournalEntry:
-        """Append a record whose ``attributes`` are already canonical JSON (``canonical_json``)."""
+    def _make_room_locked(self) -> None:
+        """Open a segment, or the next one when this one is full. Lines already reserved belong to the
+        open segment, so a rotation first waits for them to be written (one in ``segment_records``)."""
+        if self._fd >= 0 and self._in_segment < self._segment_records and self._segment_size < self._segment_bytes:
+            return
+        while self._writing or self._queue:
+            self._turn.wait()
         if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
             self._open_segment()
+
+    def _reserve_locked(self, type_: str, attributes: bytes, now: int) -> _Pending:
+        """Chain a record whose ``attributes`` are already canonical JSON (``canonical_json``) and queue its
+        line: ``_commit`` writes it. Its place in the chain is taken here, under the lock (no system call
+        is made under it: a thread that gave the interpreter up while holding it would hold up every
+        capture behind it, issue 49)."""
         seq = self._seq + 1
         # canonical_json(record), its keys in sorted order: attributes, origin, prev, seq, time, type, v
         body = b"".join(
@@ -283,43 +332,99 @@ class Journal:
         )
         digest = chain_hash(self._head, body)
         line = b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n"
-        if self.durability == "always":
-            _durability.sync_dependents()  # the blobs the record names are on the disk before it exists
-        entry = JournalEntry(self.origin, seq, self._head, digest, now)
-        self._write(line)
-        if self.durability == "always":
-            _sync(self._fd)
-        self._seq, self._head = entry.seq, entry.hash
-        self._tree.append(leaf_hash(bytes.fromhex(digest)))
+        leaf = leaf_hash(bytes.fromhex(digest))
+        pending = _Pending(JournalEntry(self.origin, seq, self._head, digest, now), line, leaf)
+        self._seq, self._head = seq, digest
+        self._tree.append(leaf)
         self._in_segment += 1
         self._segment_size += len(line)
-        return entry
+        self._queue.append(pending)
+        return pending
 
-    def _write(self, line: bytes) -> None:
+    def _commit(self, pending: _Pending) -> None:
+        """Return once ``pending``'s line is written; ``OSError`` when it could not be. The first thread
+        to find no write under way writes every line queued (its own among them) in one ``write``,
+        outside the lock; the others wait for it, or take the next turn."""
+        with self._lock:
+            while pending.failure is None and not pending.written:
+                if not self._writing:
+                    self._writing = True
+                    batch, self._queue = self._queue, []
+                    break
+                self._turn.wait()
+            else:
+                if pending.failure is not None:
+                    raise pending.failure
+                return
+        self._write_batch(batch)
+        if pending.failure is not None:
+            raise pending.failure
+
+    def _write_batch(self, batch: list[_Pending]) -> None:
+        """Write ``batch`` (this thread's turn), then mark each line written, or the chain taken back to
+        the last line written when the write failed: every line reserved after it fails too (their
+        captures fail closed), and the chain on disk stays whole."""
+        failure: OSError | None = None
         try:
-            written = os.write(self._fd, line)
-            if written != len(line):
-                raise OSError(f"short write to the audit journal ({written} of {len(line)} bytes)")
-        except OSError:
-            # Never leave a torn line in a live segment: cut it off, or abandon the segment.
+            if self.durability == "always":
+                _durability.sync_dependents()  # the blobs the records name are on the disk before they exist
+            data = b"".join(p.line for p in batch)
+            written = _write(self._fd, data)
+            if written != len(data):
+                raise OSError(f"short write to the audit journal ({written} of {len(data)} bytes)")
+            if self.durability == "always":
+                _sync(self._fd)
+        except OSError as exc:
+            failure = exc
+        with self._lock:
             try:
-                os.ftruncate(self._fd, self._segment_size)
-            except OSError:
-                _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
-            os.close(self._fd)
-            self._fd = -1
-            raise
+                if failure is None:
+                    state = self._written
+                    for each in batch:
+                        each.written = True
+                        state.tree.append(each.leaf)
+                    last = batch[-1].entry
+                    self._written = _Written(
+                        last.seq, last.hash, state.tree, state.in_segment + len(batch), state.size + len(data)
+                    )
+                else:
+                    self._take_back_locked(batch, failure)
+            finally:
+                self._writing = False
+                self._turn.notify_all()
 
-    def _checkpoint_locked(self) -> JournalEntry:
+    def _take_back_locked(self, batch: list[_Pending], failure: OSError) -> None:
+        """A write failed: cut what it left of a line, and take the chain back to its last written line."""
+        lost = [*batch, *self._queue]
+        self._queue = []
+        state = self._written
+        try:
+            os.ftruncate(self._fd, state.size)  # never leave a torn line in a live segment
+        except OSError:
+            _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
+        if self.durability == "batch":
+            self._retired.append(self._fd)  # the group commit syncs what it holds
+        else:
+            os.close(self._fd)
+        self._fd = -1  # the next record starts a new segment
+        self._seq, self._head = state.seq, state.head
+        self._tree = CompactRange(state.tree.size, state.tree.peaks)
+        self._in_segment, self._segment_size = state.in_segment, state.size
+        self._checkpoint_seq = min(self._checkpoint_seq, state.seq)
+        later = OSError(failure.errno, f"an earlier audit record could not be written ({failure})")
+        for each in lost:
+            each.failure = failure if each in batch else later
+
+    def _checkpoint_locked(self) -> _Pending:
         if not self._signer_loaded:
             self._signer, self._signer_loaded = _load_signer(self._key_setting), True
         now = time.time_ns()
         attributes: dict[str, str | int] = checkpoint_attributes(self.origin, self._seq, self._head, now, self._signer)
         signing = None if self._signer is None else self._signer.key
         attributes.update(tree_attributes(self.origin, self._tree.size, self._tree.root(), signing))
-        entry = self._append_locked(attr.RECORD_CHECKPOINT, canonical_json(attributes), now)
+        pending = self._reserve_locked(attr.RECORD_CHECKPOINT, canonical_json(attributes), now)
         self._checkpoint_seq, self._checkpoint_at = self._seq, time.monotonic()
-        return entry
+        return pending
 
     def _open_segment(self) -> None:
         if self._fd >= 0:
@@ -340,6 +445,7 @@ class Journal:
         self._fd = os.open(self._segment_path(self._segment), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
         self._in_segment = 0
         self._segment_size = 0
+        self._written = self._written._replace(in_segment=0, size=0)
         if self.durability == "always":
             _sync_directory(self._dir_fd)
         elif self.durability == "batch":
@@ -419,7 +525,7 @@ class Journal:
         upto, synced = 0, False
         try:
             with self._lock:
-                upto, segment, writing = self._seq, self._segment, self._fd >= 0
+                upto, segment, writing = self._written.seq, self._segment, self._fd >= 0
                 retired, self._retired = self._retired, []
                 entry, self._entry_unsynced = self._entry_unsynced, False
             try:
@@ -489,8 +595,10 @@ class Journal:
             due = time.monotonic() - self._checkpoint_at >= self._interval
             if self._fd < 0 or self._seq == self._checkpoint_seq or not due:
                 return
-            self._checkpoint_locked()
+            self._make_room_locked()
+            pending = self._checkpoint_locked()
             target = self._seq
+        self._commit(pending)
         self._await_sync(target)
 
     # -- state ---------------------------------------------------------------------------------
@@ -507,16 +615,25 @@ class Journal:
 
     def close(self) -> None:
         """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens)."""
+        pending: _Pending | None = None
         with self._lock:
             self._timer_stop.set()
             self._timer = None
             self._flusher_stop.set()
             self._dirty.set()  # wake it: it ends
             self._flusher = None
-            try:
-                if self._fd >= 0 and self._seq != self._checkpoint_seq:
-                    self._checkpoint_locked()
-            finally:
+            while self._writing or self._queue:
+                self._turn.wait()
+            if self._seq != self._checkpoint_seq:  # in a new segment when a failed write ended the last one
+                self._make_room_locked()
+                pending = self._checkpoint_locked()
+        try:
+            if pending is not None:
+                self._commit(pending)
+        finally:
+            with self._lock:
+                while self._writing or self._queue:
+                    self._turn.wait()
                 try:
                     _durability.sync_dependents()
                 finally:
