@@ -242,6 +242,8 @@ class Journal:
         """Lines reserved in the chain, not written yet (``_commit``: the next writer takes them all)."""
         self._writing = False
         """A thread is writing a batch of lines (outside the lock)."""
+        self._fd_users = 0
+        """Syncs of the open segment's descriptor under way outside the lock (it is not closed meanwhile)."""
         self._synced_cond = threading.Condition(threading.Lock())
         self._syncing = False
         self._synced = 0
@@ -404,9 +406,9 @@ class Journal:
             _logger.warning("audit journal %s: could not cut a torn line; starting a new segment", self.origin)
         if self.durability == "batch":
             self._retired.append(self._fd)  # the group commit syncs what it holds
+            self._fd = -1
         else:
-            os.close(self._fd)
-        self._fd = -1  # the next record starts a new segment
+            self._close_fd_locked()  # the next record starts a new segment
         self._seq, self._head = state.seq, state.head
         self._tree = CompactRange(state.tree.size, state.tree.peaks)
         self._in_segment, self._segment_size = state.in_segment, state.size
@@ -471,8 +473,14 @@ class Journal:
                     self._synced = max(self._synced, self._seq)
                     self._synced_cond.notify_all()
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            self._close_fd_locked()
+
+    def _close_fd_locked(self) -> None:
+        """Close the open segment's descriptor once no sync uses it."""
+        while self._fd_users:
+            self._turn.wait()
+        os.close(self._fd)
+        self._fd = -1
 
     def _sync_retired_locked(self) -> None:
         """Sync and close the segments a rotation retired, and sync the directory's new entries."""
@@ -552,27 +560,39 @@ class Journal:
                 cond.notify_all()
 
     def _sync_directory(self) -> None:
-        """Sync the origin directory's entries (a duplicate of its descriptor: ``close`` may close it)."""
-        with self._lock:
-            if self._dir_fd < 0:
-                return
-            fd = os.dup(self._dir_fd)
+        """Sync the origin directory's entries, through a descriptor of its own (a duplicate of the one
+        that holds the origin's ``flock`` would keep the lock past ``close``)."""
+        try:
+            fd = os.open(self.directory / self.origin, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:  # removed since: nothing of it is left to keep
+            return
         try:
             _sync_directory(fd)
         finally:
             os.close(fd)
 
     def _sync_segment(self, segment: int) -> None:
-        """Sync segment number ``segment``: a duplicate of its descriptor while it is open (synced outside
-        the lock: a rotation may close it meanwhile), else by its path (closed since, unsynced under ``os``)."""
+        """Sync segment number ``segment``: by its descriptor while it is open (counted in use, so nothing
+        closes it meanwhile), else by its path (closed since, unsynced under ``os``). No system call is
+        made under the lock: the appenders would wait for it."""
         with self._lock:
-            if segment == self._segment and self._fd >= 0:
-                fd = os.dup(self._fd)
-            else:
-                try:
-                    fd = os.open(self._segment_path(segment), os.O_RDONLY)
-                except FileNotFoundError:  # removed since: nothing of it is left to keep
-                    return
+            current = segment == self._segment and self._fd >= 0
+            if current:
+                fd = self._fd
+                self._fd_users += 1
+            path = self._segment_path(segment)
+        if current:
+            try:
+                _sync(fd)
+            finally:
+                with self._lock:
+                    self._fd_users -= 1
+                    self._turn.notify_all()
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # removed since: nothing of it is left to keep
+            return
         try:
             _sync(fd)
         finally:
