@@ -21,9 +21,11 @@ Figures per workload and variant: calls per second (the median of the rounds), i
 measured right before it in the same round; ``of official``: that ratio over the official
 instrumentation's in the same round; and, for loom-otel, how long a call waited on each of loom-otel's
 locks on the call path (the journal's, the store's, the binding records'), summed over the batch and
-divided by the calls (a lock that serializes the callers shows as wait), the longest single wait and how
-many waits took over 1 ms (the locks are wrapped here, in the benchmark only, to time each acquisition);
-and the CPU time loom-otel's own background threads (group commit, checkpoints, ready packs) spent per call.
+divided by the calls (a lock that serializes the callers shows as wait), the longest single wait, how
+many waits took over 1 ms and how many times a lock was held over 1 ms (long waits beside short holds are
+the interpreter lock: the thread a lock was handed to waits for its turn to run; the locks are wrapped
+here, in the benchmark only, to time each acquisition); and the CPU time loom-otel's own background
+threads (group commit, checkpoints, ready packs) spent per call.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ _longest: dict[str, float] = {}
 """The longest single wait on each lock (by label) since the last ``_clear_waits()``."""
 _slow_waits: dict[str, int] = {}
 """How many waits on each lock (by label) took longer than ``_SLOW_WAIT`` since the last ``_clear_waits()``."""
+_long_holds: dict[str, int] = {}
+"""How many times each lock (by label) was held longer than ``_SLOW_WAIT`` since the last ``_clear_waits()``.
+A wait long beside holds short is the interpreter lock: a thread the lock was handed to waits to run."""
 _SLOW_WAIT = 0.001
 
 
@@ -67,6 +72,7 @@ def _clear_waits() -> None:
     _waits.clear()
     _longest.clear()
     _slow_waits.clear()
+    _long_holds.clear()
 
 
 class _WaitingLock:
@@ -75,12 +81,15 @@ class _WaitingLock:
 
     def __init__(self, inner: Any, label: str) -> None:
         self._inner, self._label = inner, label
+        self._since = 0.0
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if self._inner.acquire(False):
+            self._since = time.perf_counter()
             return True
         started = time.perf_counter()
         got: bool = self._inner.acquire(blocking, timeout)
+        self._since = time.perf_counter()
         if not threading.current_thread().name.startswith("loom-otel"):
             waited = time.perf_counter() - started
             _waits[self._label] = _waits.get(self._label, 0.0) + waited
@@ -90,6 +99,9 @@ class _WaitingLock:
         return got
 
     def release(self) -> None:
+        held = time.perf_counter() - self._since
+        if held > _SLOW_WAIT:
+            _long_holds[self._label] = _long_holds.get(self._label, 0) + 1
         self._inner.release()
 
     def locked(self) -> bool:
@@ -244,8 +256,8 @@ def main() -> None:
     providers = {v.name: provider() for v in variants}
     # (workload, variant) -> per round: (bare calls/s, variant calls/s, lock waits, background CPU)
     results: dict[tuple[str, str], list[tuple[float, float, dict[str, float], dict[str, float]]]] = {}
-    # (workload, variant) -> per round: (longest wait on any lock, waits over 1 ms)
-    longest: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    # (workload, variant) -> per round: (longest wait on any lock, waits over 1 ms, holds over 1 ms)
+    longest: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
     try:
         with replayed(args) as (url, transport):
             found = [(name, batch) for name, batch in workloads(url, transport, args) if args.only in name]
@@ -266,7 +278,11 @@ def main() -> None:
                             measured = _throughput(batch, args.calls)
                             after = _thread_cpu()
                             waits = dict(_waits)
-                            worst = (max(_longest.values(), default=0.0), sum(_slow_waits.values()))
+                            worst = (
+                                max(_longest.values(), default=0.0),
+                                sum(_slow_waits.values()),
+                                sum(_long_holds.values()),
+                            )
                         finally:
                             undo()
                         background = {k: v - before.get(k, 0.0) for k, v in after.items()}
@@ -291,7 +307,7 @@ def _report(
     names: list[str],
     variants: list[Variant],
     results: dict[tuple[str, str], list[tuple[float, float, dict[str, float], dict[str, float]]]],
-    longest: dict[tuple[str, str], list[tuple[float, int]]],
+    longest: dict[tuple[str, str], list[tuple[float, int, int]]],
 ) -> None:
     med = statistics.median
     official = next((v.name for v in variants if not v.loom), None)
@@ -302,11 +318,12 @@ def _report(
     print(
         "calls/s = median of the rounds; ratio = to bare in the same round; of official = that ratio over the "
         "official instrumentation's in the same round; lock wait and background CPU per call; longest single "
-        "lock wait (worst round) and waits over 1 ms (all rounds)"
+        "lock wait (worst round), waits and holds over 1 ms (all rounds): a wait long beside holds short is the "
+        "interpreter lock (the thread handed the lock waits to run), not the lock"
     )
     print(
         f"{'workload':26} {'variant':28} {'calls/s':>8} {'ratio':>6} {'of official':>11} {'lock wait us':>13} "
-        f"{'bg cpu us':>10} {'longest wait ms':>15} {'waits > 1 ms':>12}"
+        f"{'bg cpu us':>10} {'longest wait ms':>15} {'waits > 1 ms':>12} {'holds > 1 ms':>12}"
     )
     for name in names:
         bare = med(b for v in variants for b, _, _, _ in results[(name, v.name)])
@@ -325,11 +342,12 @@ def _report(
             if official is not None and variant.name != official:
                 pairs = zip(rounds, results[(name, official)], strict=True)  # the same rounds
                 of_official = f"{med((m / b) / (om / ob) for (b, m, _, _), (ob, om, _, _) in pairs):.2f}"
-            worst = max(w for w, _ in longest[(name, variant.name)]) * 1e3
-            slow = sum(n for _, n in longest[(name, variant.name)])
+            worst = max(w for w, _, _ in longest[(name, variant.name)]) * 1e3
+            slow = sum(n for _, n, _ in longest[(name, variant.name)])
+            held = sum(h for _, _, h in longest[(name, variant.name)])
             print(
                 f"{name:26} {variant.name:28} {rate:8.0f} {ratio:6.2f} {of_official:>11} {waited:13.1f} "
-                f"{background:10.1f} {worst:15.2f} {slow:12d}  {detail}"
+                f"{background:10.1f} {worst:15.2f} {slow:12d} {held:12d}  {detail}"
             )
 
 

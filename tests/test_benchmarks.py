@@ -90,6 +90,9 @@ def test_the_peers_benchmark_reports_the_scrubber_beside_each_peer(tmp_path: Pat
 def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Path) -> None:
     args = ["--rounds", "1", "--calls", "4", "--tasks", "2", "--threads", "2", "--root", str(tmp_path)]
     out = _run(tmp_path, "bench_concurrency.py", *args)
+    only = _run(tmp_path, "bench_concurrency.py", *args, "--only", "threads")
+    assert not any(line.startswith("async ") for line in only.splitlines()), only
+    assert any(line.startswith("threads create x2") for line in only.splitlines()), only
     for workload in ("async create x2", "async gemini stream x2", "threads create x2", "threads generate x2"):
         assert any(line.startswith(workload) and " loom-otel default " in line for line in out.splitlines()), (
             workload,
@@ -106,8 +109,10 @@ def test_the_concurrency_benchmark_compares_with_the_official_instrumentation_an
     out = _run(tmp_path, "bench_concurrency.py", *args)
     header = next(line for line in out.splitlines() if line.startswith("workload "))
     assert "of official" in header and "longest wait ms" in header and "waits > 1 ms" in header
+    assert "holds > 1 ms" in header
     rows = [line for line in out.splitlines() if line.startswith("async stream x2") and " loom-otel default " in line]
     assert len(rows) == 1, out
+    assert rows[0].split("loom-otel default")[1].split()[7].isdigit(), rows[0]  # the holds over 1 ms, counted
     if any(" official OTel (no content) " in line for line in out.splitlines()):
         assert rows[0].split("loom-otel default")[1].split()[1] != "-", rows[0]  # a ratio to the official's
 
