@@ -226,6 +226,29 @@ def test_a_failed_write_takes_the_chain_back_so_it_never_has_a_hole(
     assert checkpoints >= 3
 
 
+def test_append_all_chains_records_together_in_one_write_or_fails_them(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = Journal(journal_dir, durability="batch", checkpoint_key=None, checkpoint_every=4, checkpoint_interval=0)
+    writes: list[int] = []
+    real_write = os.write
+    monkeypatch.setattr(
+        _journal, "_write", lambda fd, data: (writes.append(data.count(b"\n")), real_write(fd, data))[1]
+    )
+    entries = j.append_all("read", [{"n": n} for n in range(6)])
+    assert [e.seq for e in entries] == [1, 2, 3, 4, 5, 6] and entries[1].prev == entries[0].hash
+    assert writes == [7]  # the six and the checkpoint they called for, in one write
+    assert j.append_all("read", []) == []
+    monkeypatch.setattr(_journal, "_write", lambda fd, data: real_write(fd, data[:10]))
+    with pytest.raises(OSError, match="short write"):
+        j.append_all("read", [{"n": 7}, {"n": 8}])
+    monkeypatch.setattr(_journal, "_write", real_write)
+    assert j.append("read", {"n": 9}).seq == 8  # the failed two are not in the chain
+    j.close()
+    assert [r["attributes"].get("n") for r in iter_records(journal_dir) if r["type"] == "read"] == [0, 1, 2, 3, 4, 5, 9]
+    assert verify(journal_dir).ok
+
+
 def test_torn_tail_of_a_dead_writer_is_reported_not_dropped(journal_dir: Path) -> None:
     j = Journal(journal_dir, durability="os", checkpoint_key=None, checkpoint_interval=0)
     for i in range(5):

@@ -184,6 +184,17 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
         return original(self, rows)
 
     monkeypatch.setattr(CaptureIndex, "read", counting)
+    from loom_otel.core._evidence._journal import _writer
+
+    read_writes: list[int] = []  # per write to a journal: how many read records it held
+    real_write = _writer._write
+
+    def counted_write(fd, data):
+        if b'"type":"read"' in data:
+            read_writes.append(data.count(b'"type":"read"'))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(_writer, "_write", counted_write)
     from loom_otel.core import ReasoningConfig
     from tests.viewer.conftest import capture_run
 
@@ -216,6 +227,7 @@ def test_a_page_of_a_thousand_parts_reads_only_what_it_shows(tmp_path, monkeypat
         }
         assert sum(len(a["parts"]) for s in first["steps"] for a in s["attempts"]) == 50
         assert CountingStore.gets == 50 and lines == [50]  # journal lines too: the page's only
+        assert read_writes == [50]  # its 50 read records in one turn of the reads journal, one write
         last = _get(running, "/api/executions/run-many?tenant=acme&offset=990", headers=bearer("alice")).json()
         assert [s["step_id"] for s in last["steps"]] == [f"s{n}" for n in range(990, 1000)]
         assert CountingStore.gets == 60

@@ -48,7 +48,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
@@ -291,6 +291,29 @@ class Journal:
         self._commit(pending)
         self._schedule_sync(target)
         return pending.entry
+
+    def append_all(self, type_: str, records: Sequence[Mapping[str, AttributeValue]]) -> list[JournalEntry]:
+        """Append ``records`` together, in order, in one turn (a page read of many parts): one lock hold
+        and, usually, one write. ``OSError`` when any could not be written (callers fail closed; those
+        before it may be written)."""
+        if not records:
+            return []
+        encoded = [canonical_json(attributes) for attributes in records]
+        with self._lock:
+            self._make_room_locked()  # once: the segment may run past its size by this batch
+            now = time.time_ns()
+            reserved = [self._reserve_locked(type_, each, now) for each in encoded]
+            if self._seq - self._checkpoint_seq >= self._every:
+                self._checkpoint_locked()
+            target = self._seq
+            if self._timer is None and self._interval > 0:
+                self._start_timer()
+        self._commit(reserved[-1])
+        failed = next((p.failure for p in reserved if p.failure is not None), None)
+        if failed is not None:
+            raise failed
+        self._schedule_sync(target)
+        return [p.entry for p in reserved]
 
     def checkpoint(self) -> JournalEntry | None:
         """Append a checkpoint now if any record is not covered by one; ``None`` otherwise."""
