@@ -20,8 +20,14 @@ closed segment: no calling thread waits on a device flush); ``os`` leaves it to 
 ``close`` still sync). In every mode the registered stores' blobs are synced before the records that
 name them (``_durability``).
 
-Crash safety: a record is one ``write`` of one line. A crash (or a full disk) can leave a torn last
-line; the writer that hit a short write truncates it away and moves to a new segment, and a dead
+Writing: a record's place in the chain (seq, prev, hash) is taken under the lock, where no system call
+is made; its line is written outside it, in order: the first appender to find no write under way writes
+every line queued meanwhile in one ``write`` (``_commit``), and ``append`` returns once its own line is
+written. A write that fails takes the chain back to its last written line, and the lines reserved after
+it fail too (their captures fail closed): the chain on disk never has a hole.
+
+Crash safety: a crash (or a full disk) can leave a torn last line; the writer that hit a short write
+truncates it away and moves to a new segment, and a dead
 process's torn line stays where it is, to be reported by ``verify`` and by the forwarder (never
 silently dropped, never appended to: the next process starts its own origin). While a writer is
 alive it holds an exclusive ``flock`` on its origin directory, which is how readers tell a live chain
@@ -48,7 +54,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
@@ -585,14 +591,7 @@ class Journal:
     def _sync_directory(self) -> None:
         """Sync the origin directory's entries, through a descriptor of its own (a duplicate of the one
         that holds the origin's ``flock`` would keep the lock past ``close``)."""
-        try:
-            fd = os.open(self.directory / self.origin, os.O_RDONLY | os.O_DIRECTORY)
-        except FileNotFoundError:  # removed since: nothing of it is left to keep
-            return
-        try:
-            _sync_directory(fd)
-        finally:
-            os.close(fd)
+        _sync_path(self.directory / self.origin, _sync_directory)
 
     def _sync_segment(self, segment: int) -> None:
         """Sync segment number ``segment``: by its descriptor while it is open (counted in use, so nothing
@@ -612,14 +611,7 @@ class Journal:
                     self._fd_users -= 1
                     self._turn.notify_all()
             return
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:  # removed since: nothing of it is left to keep
-            return
-        try:
-            _sync(fd)
-        finally:
-            os.close(fd)
+        _sync_path(path, _sync)
 
     # -- time-based checkpoints ----------------------------------------------------------------
 
@@ -694,6 +686,19 @@ class Journal:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._start_chain()
+
+
+def _sync_path(path: Path, sync: Callable[[int], object]) -> None:
+    """``sync`` a file or directory through a descriptor opened for it; one removed since is skipped
+    (nothing of it is left to keep)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        sync(fd)
+    finally:
+        os.close(fd)
 
 
 def _group_commit(ref: weakref.ref[Journal], stop: threading.Event, dirty: threading.Event) -> None:
