@@ -22,11 +22,12 @@ import atexit
 import contextlib
 import logging
 import os
+import select
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Final
 
 __all__ = ["sync_paths"]
@@ -95,14 +96,15 @@ def sync_paths(files: Sequence[str], directories: Sequence[str] = ()) -> None:
         sync_here(path)
 
 
-def sync_here(path: str) -> None:
-    """``fsync`` one file or directory by its path, in this process; a path that is gone is skipped."""
+def sync_here(path: str | os.PathLike[str], sync: Callable[[int], object] = os.fsync) -> None:
+    """``sync`` (``fsync`` by default) one file or directory through a descriptor opened for it, in this
+    process; a path that is gone is skipped."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return
     try:
-        os.fsync(fd)
+        sync(fd)
     finally:
         os.close(fd)
 
@@ -167,8 +169,6 @@ class _Helper:
 
 def _readable(stream: IO[bytes]) -> bool:
     """Whether ``stream`` has something to read now (the helper's first line, once it has started)."""
-    import select
-
     ready, _, _ = select.select([stream], [], [], 0)
     return bool(ready)
 

@@ -54,7 +54,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
@@ -68,6 +68,7 @@ from loom_otel.core._evidence._journal._checkpoint import Signer, checkpoint_att
 from loom_otel.core._evidence._journal._merkle import CompactRange, leaf_hash
 from loom_otel.core._evidence._journal._note import tree_attributes
 from loom_otel.core._evidence._journal._records import RECORD_VERSION
+from loom_otel.core._evidence._syncer import sync_here
 from loom_otel.core._runtime._fork import renew_after_fork, renew_module_after_fork
 from loom_otel.core._runtime._warnings import warn
 
@@ -285,18 +286,7 @@ class Journal:
 
     def append(self, type_: str, attributes: Mapping[str, AttributeValue]) -> JournalEntry:
         """Append one record; raises ``OSError`` when it cannot be written (callers fail closed)."""
-        encoded = canonical_json(attributes)  # outside the lock: the bulk of a record's encoding
-        with self._lock:
-            self._make_room_locked()
-            pending = self._reserve_locked(type_, encoded, time.time_ns())
-            if self._seq - self._checkpoint_seq >= self._every:
-                self._checkpoint_locked()
-            target = self._seq
-            if self._timer is None and self._interval > 0:
-                self._start_timer()
-        self._commit(pending)
-        self._schedule_sync(target)
-        return pending.entry
+        return self.append_all(type_, (attributes,))[0]
 
     def append_all(self, type_: str, records: Sequence[Mapping[str, AttributeValue]]) -> list[JournalEntry]:
         """Append ``records`` together, in order, in one turn (a page read of many parts): one lock hold
@@ -304,7 +294,7 @@ class Journal:
         before it may be written)."""
         if not records:
             return []
-        encoded = [canonical_json(attributes) for attributes in records]
+        encoded = [canonical_json(attributes) for attributes in records]  # outside the lock: the bulk of it
         with self._lock:
             self._make_room_locked()  # once: the segment may run past its size by this batch
             now = time.time_ns()
@@ -336,12 +326,16 @@ class Journal:
     def _make_room_locked(self) -> None:
         """Open a segment, or the next one when this one is full. Lines already reserved belong to the
         open segment, so a rotation first waits for them to be written (one in ``segment_records``)."""
-        if self._fd >= 0 and self._in_segment < self._segment_records and self._segment_size < self._segment_bytes:
+        if not self._needs_segment():
             return
         while self._writing or self._queue:
             self._turn.wait()
-        if self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes:
+        if self._needs_segment():
             self._open_segment()
+
+    def _needs_segment(self) -> bool:
+        """No segment is open, or the open one is full."""
+        return self._fd < 0 or self._in_segment >= self._segment_records or self._segment_size >= self._segment_bytes
 
     def _reserve_locked(self, type_: str, attributes: bytes, now: int) -> _Pending:
         """Chain a record whose ``attributes`` are already canonical JSON (``canonical_json``) and queue its
@@ -513,9 +507,7 @@ class Journal:
 
     def _sync_retired_locked(self) -> None:
         """Sync and close the segments a rotation retired, and sync the directory's new entries."""
-        while self._retired:
-            _sync(self._retired[0])
-            os.close(self._retired.pop(0))
+        _sync_and_close(self._retired)
         if self._entry_unsynced and self._dir_fd >= 0:
             _sync_directory(self._dir_fd)
             self._entry_unsynced = False
@@ -567,9 +559,7 @@ class Journal:
                 entry, self._entry_unsynced = self._entry_unsynced, False
             try:
                 _durability.sync_dependents()  # every blob named by records up to ``upto`` was written before
-                while retired:
-                    _sync(retired[0])
-                    os.close(retired.pop(0))
+                _sync_and_close(retired)
                 if entry:
                     self._sync_directory()
                 entry = False
@@ -591,7 +581,7 @@ class Journal:
     def _sync_directory(self) -> None:
         """Sync the origin directory's entries, through a descriptor of its own (a duplicate of the one
         that holds the origin's ``flock`` would keep the lock past ``close``)."""
-        _sync_path(self.directory / self.origin, _sync_directory)
+        sync_here(self.directory / self.origin, _sync_directory)
 
     def _sync_segment(self, segment: int) -> None:
         """Sync segment number ``segment``: by its descriptor while it is open (counted in use, so nothing
@@ -611,7 +601,7 @@ class Journal:
                     self._fd_users -= 1
                     self._turn.notify_all()
             return
-        _sync_path(path, _sync)
+        sync_here(path, _sync)
 
     # -- time-based checkpoints ----------------------------------------------------------------
 
@@ -688,17 +678,12 @@ class Journal:
         self._start_chain()
 
 
-def _sync_path(path: Path, sync: Callable[[int], object]) -> None:
-    """``sync`` a file or directory through a descriptor opened for it; one removed since is skipped
-    (nothing of it is left to keep)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        sync(fd)
-    finally:
-        os.close(fd)
+def _sync_and_close(fds: list[int]) -> None:
+    """Sync and close each descriptor of ``fds``, in order, taking it off the list once it is done (what
+    is left when a sync fails is tried again)."""
+    while fds:
+        _sync(fds[0])
+        os.close(fds.pop(0))
 
 
 def _group_commit(ref: weakref.ref[Journal], stop: threading.Event, dirty: threading.Event) -> None:
