@@ -10,12 +10,18 @@ line that no longer says what the index says marks the index stale and it is reb
 
 Freshness: each indexed file's size, mtime and indexed offset are kept. Appended lines and new
 segments are indexed incrementally on the next query; a file that shrank, vanished or was rewritten
-in place (same size, new mtime) triggers a full rebuild. The index is a cache: deleting it is safe.
+in place (same size, new mtime, and the last bytes indexed changed) triggers a full rebuild, in the same
+file (connections of other workers stay valid); only a damaged file is replaced. The index is a cache:
+deleting it is safe.
 
 Listing: per (execution, tenant, principal, owner) a summary row (``audiences``: captures, parts, steps,
 first and last time, providers, models) is kept up to date with the records it sums (the executions the
 new records name are summed again), so a page of executions reads one row per execution and audience,
 not every capture (a search, which may name a capture's trace id, still reads the captures).
+
+Reads: the viewer's ``read`` records of a journal (its reads journal) are kept whole in ``reads`` (reader,
+tenant, execution, ref, digest, outcome, log order: names and references, no text), so who read a part
+and the reads listing are answered from the index, and a worker started again reads no read record twice.
 """
 
 from __future__ import annotations
@@ -27,12 +33,13 @@ import os
 import sqlite3
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
 from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
+from loom_otel.audit._read_records import ReadRecord, parse_read_line
 from loom_otel.core.journal import all_segments
 from loom_otel.core.runtime import APP_NAME, private_directory
 
@@ -47,12 +54,12 @@ __all__ = [
     "index_path_for",
 ]
 
-INDEX_VERSION: Final = "4"
+INDEX_VERSION: Final = "5"
 _BATCH: Final = 20_000
 _SCHEMA: Final = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER NOT NULL,
-                   mtime_ns INTEGER NOT NULL, indexed INTEGER NOT NULL);
+                   mtime_ns INTEGER NOT NULL, indexed INTEGER NOT NULL, tail TEXT NOT NULL DEFAULT '');
 CREATE TABLE records(origin TEXT NOT NULL, seq INTEGER NOT NULL, execution_id TEXT NOT NULL, tenant TEXT,
                      step_id TEXT NOT NULL, time INTEGER NOT NULL, file_id INTEGER NOT NULL,
                      offset INTEGER NOT NULL, length INTEGER NOT NULL, principal TEXT, owner TEXT,
@@ -62,6 +69,15 @@ CREATE TABLE audiences(execution_id TEXT NOT NULL, tenant TEXT, principal TEXT, 
                        parts INTEGER NOT NULL, steps INTEGER NOT NULL, first INTEGER NOT NULL,
                        last INTEGER NOT NULL, providers TEXT, models TEXT);
 CREATE INDEX audiences_of ON audiences(execution_id, tenant);
+CREATE TABLE reads(origin TEXT NOT NULL, seq INTEGER NOT NULL, time INTEGER NOT NULL, reader TEXT NOT NULL,
+                   tenant TEXT, execution_id TEXT NOT NULL, ref TEXT NOT NULL, digest TEXT NOT NULL,
+                   outcome TEXT NOT NULL, file_id INTEGER NOT NULL, offset INTEGER NOT NULL,
+                   length INTEGER NOT NULL, PRIMARY KEY(origin, seq)) WITHOUT ROWID;
+CREATE INDEX reads_of ON reads(execution_id, tenant);
+CREATE INDEX reads_by_time ON reads(time, origin, seq);
+CREATE TABLE read_tallies(execution_id TEXT NOT NULL, tenant_key TEXT NOT NULL, ref TEXT NOT NULL,
+                          reader TEXT NOT NULL, reads INTEGER NOT NULL, first INTEGER NOT NULL,
+                          PRIMARY KEY(execution_id, tenant_key, ref, reader)) WITHOUT ROWID;
 """
 _DISTINCT: Final = "replace(group_concat(DISTINCT {0} || char(31)), char(31) || ',', char(31))"
 """The distinct values of a column, each ended by the unit separator (DISTINCT takes no separator)."""
@@ -82,6 +98,34 @@ def _audience(record: CaptureRecord) -> tuple[str | None, str | None, int, str, 
     """A row's audience, part count and what a listing shows and searches (provider, model, trace)."""
     model = record.response_model or record.request_model
     return (record.principal, record.owner, len(record.kinds), record.provider, model, record.trace_id)
+
+
+_READ_FILTERS: Final = ("reader", "execution_id", "tenant", "outcome")
+_READ_COLUMNS: Final = "time, reader, tenant, execution_id, ref, digest, outcome, origin, seq"
+
+
+_TALLY: Final = (
+    "INSERT INTO read_tallies VALUES(?, ?, ?, ?, 1, ?) ON CONFLICT(execution_id, tenant_key, ref, reader)"
+    " DO UPDATE SET reads = reads + 1, first = min(first, excluded.first)"
+)
+"""One more read of a part by a reader (``read_tallies``: who read what, kept as the reads are indexed, so
+a page's who-read reads one row per part and reader, however many times it was read)."""
+
+
+def _tenant_key(tenant: str | None) -> str:
+    """``tenant`` as a key column (``None``, no tenant, is not any named tenant)."""
+    return "" if tenant is None else f"={tenant}"
+
+
+def _tally_row(time: object, reader: object, tenant: object, execution_id: object, ref: object) -> tuple[object, ...]:
+    """A ``_TALLY`` row from a ``reads`` row's time, reader, tenant, execution and ref."""
+    return (execution_id, _tenant_key(tenant if isinstance(tenant, str) else None), ref, reader, time)
+
+
+def _read_columns(read: ReadRecord) -> tuple[object, ...]:
+    """A read record's row in ``reads``, before where its line is (``_READ_COLUMNS``' order is the query's)."""
+    return (read.origin, read.seq, read.time, read.reader, read.tenant, read.execution_id, read.ref, read.digest,
+            read.outcome)  # fmt: skip
 
 
 def _keys(record: CaptureRecord) -> tuple[str, str | None, str | None, str | None]:
@@ -212,6 +256,21 @@ class _FileState:
     size: int
     mtime_ns: int
     indexed: int
+    tail: str
+    """``_tail`` of the bytes indexed: whether they are still there when the file's size has not changed."""
+
+
+_TAIL: Final = 64
+
+
+def _tail(path: Path, end: int) -> str:
+    """A digest of the last ``_TAIL`` bytes before ``end`` (``""``: unreadable)."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, end - _TAIL))
+            return hashlib.sha256(fh.read(min(end, _TAIL))).hexdigest()
+    except OSError:
+        return ""
 
 
 class CaptureIndex:
@@ -238,7 +297,8 @@ class CaptureIndex:
 
     def _opened(self) -> sqlite3.Connection | None:
         try:
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
+            uri = f"{self.path.absolute().as_uri()}?mode=rw"  # never made here: an empty file would be replaced
+            db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=_BUSY)
             db.execute("PRAGMA synchronous=OFF")
             version = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if version is not None and version[0] == INDEX_VERSION:
@@ -259,10 +319,23 @@ class CaptureIndex:
         finally:
             os.close(fd)
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Held while this connection writes the index: writers of every thread and process queue on a file
+        lock, woken as soon as it is free, rather than in SQLite's busy handler, which sleeps 1 to 100 ms
+        between tries (two workers indexing their reads would keep each other asleep)."""
+        fd = os.open(self.path.with_name(f".{self.path.name}.write"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def _create(self) -> sqlite3.Connection:
         """A new, empty index, swapped in atomically (a concurrent reader keeps the old one)."""
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.tmp")
         db = sqlite3.connect(tmp, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")  # kept by the file: readers never wait on a worker indexing
         db.executescript(_SCHEMA)
         db.execute("INSERT INTO meta VALUES('version', ?)", (INDEX_VERSION,))
         db.close()
@@ -288,8 +361,8 @@ class CaptureIndex:
         return {str(p.relative_to(self.source)): p for _, p in all_segments(self.source)}
 
     def _known(self) -> dict[str, _FileState]:
-        rows = self._db.execute("SELECT path, id, size, mtime_ns, indexed FROM files").fetchall()
-        return {path: _FileState(fid, size, mtime, indexed) for path, fid, size, mtime, indexed in rows}
+        rows = self._db.execute("SELECT path, id, size, mtime_ns, indexed, tail FROM files").fetchall()
+        return {path: _FileState(*row) for path, *row in rows}
 
     def _healed(self, query: Callable[[], _T]) -> _T:
         """``query``'s answer; an index file found damaged is made again from the source (never trusted:
@@ -303,7 +376,7 @@ class CaptureIndex:
                 return query()
             if not _corrupt(error):
                 raise
-        self.rebuild()
+        self._replace()
         self._refresh()
         return query()
 
@@ -318,16 +391,24 @@ class CaptureIndex:
     def _refresh(self) -> int:
         files = self._files()
         stats = {rel: path.stat() for rel, path in files.items()}
-        if not self._todo(files, stats, self._known()):
-            return 0  # up to date (most queries): no write lock taken
+        if self._todo(files, stats, self._known()) == []:
+            return 0  # up to date (most queries): no write lock taken (``None``, stale: made again below)
+        with self._writing():
+            return self._indexed()
+
+    def _indexed(self) -> int:
+        """Index what ``_todo`` names (the writer's lock held). The files are looked at again under the lock:
+        a size seen before waiting for it may be older than what another writer has indexed meanwhile, and
+        would read as a file that shrank."""
         self._db.execute("BEGIN IMMEDIATE")  # one writer: another process or thread may have indexed meanwhile
         try:
+            files = self._files()
+            stats = {rel: path.stat() for rel, path in files.items()}
             known = self._known()
             todo = self._todo(files, stats, known)
             if todo is None:
-                self._db.execute("ROLLBACK")
-                self.rebuild()
-                return self._refresh()
+                self._clear()
+                known, todo = {}, list(files)
             empty = not known
             added = 0
             touched: set[tuple[str, str | None]] = set()
@@ -348,9 +429,16 @@ class CaptureIndex:
         files: dict[str, Path], stats: dict[str, os.stat_result], known: dict[str, _FileState]
     ) -> list[str] | None:
         """The files with lines to index, or ``None`` when the index is stale (a file shrank, vanished or was
-        rewritten in place) and must be made again."""
+        rewritten in place) and must be made again. A file of the same size with a new mtime is rewritten only
+        if the bytes indexed last are no longer there: an append under way has already set its mtime (the
+        kernel sets it before the size), and is no rewrite."""
         stale = any(rel not in files for rel in known) or any(
-            st.st_size < known[rel].indexed or (st.st_size == known[rel].size and st.st_mtime_ns != known[rel].mtime_ns)
+            st.st_size < known[rel].indexed
+            or (
+                st.st_size == known[rel].size
+                and st.st_mtime_ns != known[rel].mtime_ns
+                and _tail(files[rel], known[rel].indexed) != known[rel].tail
+            )
             for rel, st in stats.items()
             if rel in known
         )
@@ -359,8 +447,29 @@ class CaptureIndex:
         return [rel for rel, st in stats.items() if rel not in known or st.st_size > known[rel].indexed]
 
     def rebuild(self) -> None:
-        """A new, empty index in place of this one (unless another process replaced the file since this
-        one opened it: that one is opened)."""
+        """Empty the index, to be made again from the source at the next ``refresh``. In place: the file is
+        kept, so the connections other threads and processes hold stay on it (a file replaced under a
+        connection writing it would have that connection's rollback journal applied to the new one)."""
+        if self._inode != _inode_of(self.path):
+            self._reopened()
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._clear()
+            self._db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise
+
+    def _clear(self) -> None:
+        """Every row gone (in the caller's write transaction); the step index is built again after the load."""
+        for table in ("files", "records", "audiences", "reads", "read_tallies"):
+            self._db.execute(f"DELETE FROM {table}")
+        self._db.execute("DROP INDEX IF EXISTS by_step")
+
+    def _replace(self) -> None:
+        """A new, empty index file in place of a damaged one (unless another process replaced the file since
+        this one opened it: that one is opened)."""
         self._db.close()
         with self._exclusive():
             replaced = self._inode != _inode_of(self.path)
@@ -385,7 +494,7 @@ class CaptureIndex:
         stat = path.stat()
         if state is None:
             file_id = self._db.execute(
-                "INSERT INTO files(path, size, mtime_ns, indexed) VALUES(?, 0, 0, 0)", (rel,)
+                "INSERT INTO files(path, size, mtime_ns, indexed, tail) VALUES(?, 0, 0, 0, '')", (rel,)
             ).lastrowid
             start = 0
         else:
@@ -394,6 +503,7 @@ class CaptureIndex:
         added = 0
         offset = start
         rows: list[tuple[object, ...]] = []
+        reads: list[tuple[object, ...]] = []
         insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with path.open("rb") as fh:
             fh.seek(start)
@@ -401,19 +511,31 @@ class CaptureIndex:
                 if not line.endswith(b"\n"):
                     break  # a line still being written: indexed next time
                 length = len(line)
-                for i, r in enumerate(self._parse(line)):
+                place = (file_id, offset, length)
+                parsed = self._parse(line)
+                for i, r in enumerate(parsed):
                     touched.add((r.execution_id, r.tenant))
                     origin = r.origin or f"~{file_id}:{offset}:{i}"
-                    place = (file_id, offset, length)
                     rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, *place, *_audience(r)))
+                read = None if parsed or not self.is_journal else parse_read_line(line)
+                if read is not None:
+                    reads.append((*_read_columns(read), *place))
                 offset += length
-                if len(rows) >= _BATCH:
-                    added += self._db.executemany(insert, rows).rowcount
-                    rows.clear()
-        if rows:
-            added += self._db.executemany(insert, rows).rowcount
-        update = "UPDATE files SET size=?, mtime_ns=?, indexed=? WHERE id=?"
-        self._db.execute(update, (stat.st_size, stat.st_mtime_ns, offset, file_id))
+                if len(rows) + len(reads) >= _BATCH:
+                    added += self._inserted(insert, rows, reads)
+        added += self._inserted(insert, rows, reads)
+        update = "UPDATE files SET size=?, mtime_ns=?, indexed=?, tail=? WHERE id=?"
+        self._db.execute(update, (stat.st_size, stat.st_mtime_ns, offset, _tail(path, offset), file_id))
+        return added
+
+    def _inserted(self, insert: str, rows: list[tuple[object, ...]], reads: list[tuple[object, ...]]) -> int:
+        """Insert the capture ``rows`` and the ``reads`` (both cleared); return how many captures were new."""
+        added = self._db.executemany(insert, rows).rowcount if rows else 0
+        if reads:
+            self._db.executemany(f"INSERT OR IGNORE INTO reads VALUES({', '.join('?' * 12)})", reads)
+            self._db.executemany(_TALLY, [_tally_row(*read[2:7]) for read in reads if read[6]])
+        rows.clear()
+        reads.clear()
         return added
 
     def _parse(self, line: bytes) -> list[CaptureRecord]:
@@ -447,6 +569,26 @@ class CaptureIndex:
         sql += " ORDER BY time, origin, seq"
         return self._healed(lambda: [IndexRow(*row) for row in self._db.execute(sql, params)])
 
+    def read_tallies(self, execution_id: str, tenant: str | None) -> list[tuple[str, str, int]]:
+        """The viewer's ``read`` records of one execution that name a part, as (ref, reader, how many),
+        each part's readers in order of their first read of it (from the index alone)."""
+        sql = "SELECT ref, reader, reads FROM read_tallies WHERE execution_id=? AND tenant_key=? ORDER BY first"
+        return self._healed(lambda: self._db.execute(sql, (execution_id, _tenant_key(tenant))).fetchall())
+
+    def reads(self, equal: Mapping[str, str | None], *, newest_first: bool) -> Iterator[ReadRecord]:
+        """The viewer's ``read`` records whose columns ``equal`` names hold those values (``reader``,
+        ``execution_id``, ``tenant``, ``outcome``), from the index alone: newest first, else in chain order
+        per origin; streamed (a listing never holds every read at once)."""
+        unknown = set(equal) - set(_READ_FILTERS)
+        if unknown:
+            raise ValueError(f"not a column of reads: {sorted(unknown)}")
+        where = " AND ".join(f"{column} IS ?" for column in equal) or "1"
+        order = "time DESC, origin DESC, seq DESC" if newest_first else "origin, seq"
+        sql = f"SELECT {_READ_COLUMNS} FROM reads WHERE {where} ORDER BY {order}"
+        cursor = self._healed(lambda: self._db.execute(sql, tuple(equal.values())))
+        for time, reader, tenant, execution_id, ref, digest, outcome, origin, seq in cursor:
+            yield ReadRecord(time, reader, tenant, execution_id, ref, digest, outcome, origin, seq)
+
     def read(self, rows: Iterable[IndexRow]) -> Iterator[CaptureRecord]:
         """The records of ``rows``, re-read and re-parsed from their lines (``StaleIndexError`` when a line
         no longer says what the index recorded)."""
@@ -479,6 +621,11 @@ class CaptureIndex:
             ).fetchone()
         )
         return None if row is None else (str(row[0]), int(row[1]))
+
+    def principals(self, execution_id: str, tenant: str | None) -> frozenset[str | None]:
+        """The principals of the execution's captures (``None``: a capture of none), from its summary rows."""
+        sql = "SELECT DISTINCT principal FROM audiences WHERE execution_id=? AND tenant IS ?"
+        return frozenset(p for (p,) in self._healed(lambda: self._db.execute(sql, (execution_id, tenant)).fetchall()))
 
     def audiences(self) -> Iterator[AudienceRow]:
         """Per (tenant, execution, principal, owner): its captures, parts, steps and first and last capture

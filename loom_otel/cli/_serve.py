@@ -172,48 +172,39 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except ImportError as exc:
         print(f"loom-otel serve: {exc.name} is not installed: pip install 'loom-otel[live]'", file=err)
         return EXIT_USAGE
-    config = uvicorn.Config(
-        APP,
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=max(1, args.workers),
-        log_level="warning",
-        access_log=False,
-    )
-    where = f"http://{args.host}:{args.port}/"
-    announcement = f"loom-otel serve: {where} ({source})"
-    try:
-        _check_free(args.host, args.port)
+    server_settings = {"app": APP, "factory": True, "log_level": "warning", "access_log": False}
+    from loom_otel.cli._serve_workers import bound_port, serve_workers
+
+    try:  # the port held from here on (``--port 0``: the one chosen is announced)
+        held, port = bound_port(args.host, args.port)
     except OSError as exc:
-        print(f"loom-otel serve: cannot listen on {where}: {exc.strerror or exc}", file=err)
+        print(f"loom-otel serve: cannot listen on http://{args.host}:{args.port}/: {exc.strerror or exc}", file=err)
         return EXIT_LISTEN
-    if config.workers > 1:  # the supervisor binds the socket before it starts the workers
-        print(announcement, file=out, flush=True)
-        uvicorn.run(
-            APP,
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=config.workers,
-            log_level="warning",
-            access_log=False,
-        )
-        return 0
-    failed = asyncio.run(_serve_announced(uvicorn.Server(config), announcement, out))
-    if failed is not None:  # bound by another process since the check, or the app did not start
+    where = f"http://{args.host}:{port}/"
+    announcement = f"loom-otel serve: {where} ({source})"
+    with held:
+        if args.workers > 1:  # each worker listens on a socket of its own on the port (_serve_workers)
+            failed = serve_workers(
+                server_settings, args.host, port, args.workers, lambda: print(announcement, file=out, flush=True)
+            )
+        else:
+            server = uvicorn.Server(uvicorn.Config(**server_settings))  # type: ignore[arg-type]
+            failed = asyncio.run(_serve_announced(server, held, announcement, out)) is not None
+    if failed:  # the app did not start (uvicorn logged why)
         print(f"loom-otel serve: could not start on {where} (see above)", file=err)
         return EXIT_LISTEN
     return 0
 
 
-async def _serve_announced(server: uvicorn.Server, announcement: str, out: TextIO) -> SystemExit | None:
-    """Serve; ``announcement`` is printed once the socket is listening. The exit uvicorn took when it could
-    not start (it logs why), else ``None``."""
+async def _serve_announced(
+    server: uvicorn.Server, sock: socket.socket, announcement: str, out: TextIO
+) -> SystemExit | None:
+    """Serve on ``sock``; ``announcement`` is printed once it is listening. The exit uvicorn took when it
+    could not start (it logs why), else ``None``."""
 
     async def serve() -> SystemExit | None:
         try:
-            await server.serve()
+            await server.serve(sockets=[sock])
         except SystemExit as exc:
             return exc if exc.code not in {0, None} else None
         return None
@@ -224,14 +215,6 @@ async def _serve_announced(server: uvicorn.Server, announcement: str, out: TextI
     if server.started:
         print(announcement, file=out, flush=True)
     return await serving
-
-
-def _check_free(host: str, port: int) -> None:
-    """``OSError`` when ``host:port`` cannot be bound (said plainly, before uvicorn starts)."""
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(address)
 
 
 def _retention(args: argparse.Namespace, source: str, store: str, err: TextIO) -> threading.Thread | None:

@@ -281,7 +281,7 @@ class _Viewer:
         keep, offset, limit = _reads_query(request.query_params)
         rows, total = await asyncio.to_thread(
             lambda: reads_page(
-                self.evidence, self.journal.records(), reader, self.policy, keep, offset=offset, limit=limit
+                self.evidence, self.journal.newest(keep.equal()), reader, self.policy, keep, offset=offset, limit=limit
             )
         )
         return rows, total, offset, limit
@@ -316,7 +316,7 @@ class _Viewer:
         return await asyncio.to_thread(
             lambda: part_reads(
                 self.evidence,
-                self.journal.of_execution(execution_id, tenant),
+                self.journal.tallies_of(execution_id, tenant),
                 reader,
                 self.policy,
                 execution_id=execution_id,

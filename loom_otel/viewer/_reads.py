@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from loom_otel.audit._captures import sound_hash
 from loom_otel.audit._read import PartReading
+from loom_otel.audit._read_records import ReadRecord, read_record
 from loom_otel.core.journal import AttributeValue, Journal, iter_records, open_journal
 from loom_otel.core.journal import attributes as attr
 
@@ -101,50 +100,9 @@ def _attributes(  # noqa: PLR0917 - the fields of one record, in DESIGN's order
     return values
 
 
-@dataclass(frozen=True, slots=True)
-class ReadRecord:
-    """One ``read`` record of a journal."""
-
-    time: int
-    reader: str
-    tenant: str | None
-    execution_id: str
-    ref: str
-    digest: str
-    outcome: str
-    origin: str
-    seq: int
-    record_hash: str = ""
-    """The record's chain hash when it recomputes from the record as read, else ``""`` (``_standing``)."""
-
-
 def read_records(directory: str | os.PathLike[str]) -> Iterator[ReadRecord]:
     """The ``read`` records of a journal directory, in chain order per origin."""
     for record in iter_records(directory):
         read = read_record(record)
         if read is not None:
             yield read
-
-
-def read_record(record: Mapping[str, object]) -> ReadRecord | None:
-    """A journal record as a ``ReadRecord`` (``None``: not a ``read`` record)."""
-    attributes = record.get("attributes")
-    if record.get("type") != attr.RECORD_READ or not isinstance(attributes, dict):
-        return None
-    tenant = attributes.get(attr.TENANT)
-    return ReadRecord(
-        time=_number(record.get("time")),
-        reader=str(attributes.get(attr.READ_READER, "")),
-        tenant=None if tenant is None else str(tenant),
-        execution_id=str(attributes.get(attr.EXECUTION_ID, "")),
-        ref=str(attributes.get(attr.READ_REF, "")),
-        digest=str(attributes.get(attr.READ_DIGEST, "")),
-        outcome=str(attributes.get(attr.READ_OUTCOME, "")),
-        origin=str(record.get("origin", "")),
-        seq=_number(record.get("seq")),
-        record_hash=sound_hash(record),
-    )
-
-
-def _number(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

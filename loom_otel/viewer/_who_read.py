@@ -1,5 +1,5 @@
-"""Who read what: the viewer's read records (``_reads``), read back from the reads journal on every
-request (each worker's chain included; ``ReadsJournal`` reads only the lines appended since the last),
+"""Who read what: the viewer's read records (``_reads``), read back from the reads journal's index on
+every request (each worker's chain included; ``ReadsJournal`` indexes only the lines appended since),
 joined to the capture records of the parts they name, and narrowed to what the asking reader may see:
 every read of a tenant to its auditors (refused reads included), and to a principal the reads of the
 parts whose every capture is theirs (never a read of another principal's part, never a refused read).
@@ -7,19 +7,17 @@ No text is read: a listing holds names, references and outcomes only."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, StaleIndexError
-from loom_otel.core.journal import Position, list_origins, read_lines, segments
 from loom_otel.core.policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
-from loom_otel.viewer._reads import ReadRecord, read_record
+from loom_otel.viewer._reads import ReadRecord
 
 __all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "ReadsJournal", "part_reads", "reads_page"]
 
@@ -39,6 +37,17 @@ class ReadsFilter:
     since: int | None = None
     until: int | None = None
     principal: str = ""
+
+    def equal(self) -> dict[str, str | None]:
+        """What ``keeps`` asks of a read's reader, execution, tenant and outcome, as values to equal (the
+        reads index selects by them: ``ReadsJournal.newest``)."""
+        equal: dict[str, str | None] = {"reader": self.reader, "execution_id": self.execution_id}
+        equal = {column: value for column, value in equal.items() if value}
+        if not self.any_tenant:
+            equal["tenant"] = self.tenant
+        if self.outcome:
+            equal["outcome"] = self.outcome
+        return equal
 
     def keeps(self, read: ReadRecord) -> bool:
         return (
@@ -110,14 +119,12 @@ class _Joiner:
         self._principals: dict[tuple[str, str | None], frozenset[str | None]] = {}
         self._known: dict[tuple[str, str | None], dict[str, list[PartPlace]]] = {}
 
-    def principals(self, read: ReadRecord) -> frozenset[str | None]:
-        key = (read.execution_id, read.tenant)
+    def principals(self, key: tuple[str, str | None]) -> frozenset[str | None]:
         if key not in self._principals:
-            self._principals[key] = frozenset(r.principal for r in self.index.rows(*key, None))
+            self._principals[key] = self.index.principals(*key)
         return self._principals[key]
 
-    def held(self, read: ReadRecord) -> list[PartPlace]:
-        key = (read.execution_id, read.tenant)
+    def held(self, key: tuple[str, str | None], ref: str) -> list[PartPlace]:
         if key not in self._known:
             try:
                 records = list(self.index.select(*key, None, None))
@@ -126,92 +133,64 @@ class _Joiner:
                 self.index.refresh()
                 records = list(self.index.select(*key, None, None))
             self._known[key] = _places(records)
-        return self._known[key].get(read.ref, []) if read.ref else []
+        return self._known[key].get(ref, []) if ref else []
 
 
 def _visible(viewer: str, policy: ReadingPolicy, read: ReadRecord, joiner: _Joiner) -> bool:
     """May ``viewer`` see this read: as an auditor of its tenant, or as the principal of every capture
     of the part it read (every capture of its execution is theirs: no line is read to tell)."""
-    if may_read(viewer, Audience(read.tenant, None, None), policy):  # a part nobody asked for: auditors
+    return _may_see(viewer, policy, (read.execution_id, read.tenant), read.ref, joiner)
+
+
+def _may_see(viewer: str, policy: ReadingPolicy, key: tuple[str, str | None], ref: str, joiner: _Joiner) -> bool:
+    """``_visible`` of any read of ``ref`` in the execution ``key`` (execution, tenant)."""
+    if may_read(viewer, Audience(key[1], None, None), policy):  # a part nobody asked for: auditors
         return True
-    if not read.ref or viewer not in joiner.principals(read):
+    if not ref or viewer not in joiner.principals(key):
         return False
-    if joiner.principals(read) == {viewer}:
+    if joiner.principals(key) == {viewer}:
         return True
-    held = joiner.held(read)
+    held = joiner.held(key, ref)
     return bool(held) and all(h.principal == viewer for h in held)
 
 
-class _Followed:
-    """One origin of a reads journal as read so far: where its last whole line ends, how far each segment
-    was read, and its read records (also by execution and tenant: a page's who-read looks up its own
-    execution's reads, not every read ever recorded)."""
-
-    def __init__(self) -> None:
-        self.position = Position()
-        self.read_to: dict[int, int] = {}
-        self.records: list[ReadRecord] = []
-        self.by_execution: dict[tuple[str, str | None], list[ReadRecord]] = {}
-
-    def stale(self, origin_dir: Path) -> bool:
-        """A segment read before is gone or shorter now (a journal only grows: read it again)."""
-        sizes = {number: path.stat().st_size for number, path in segments(origin_dir)}
-        return any(sizes.get(number, -1) < end for number, end in self.read_to.items())
-
-    def advance(self, origin_dir: Path) -> None:
-        """Read the whole lines appended since (a torn last line is read again next time, whole)."""
-        for line in read_lines(origin_dir, self.position):
-            if line.torn:
-                break
-            self.position = line.end
-            self.read_to[line.end.segment] = line.end.offset
-            if line.too_long:
-                continue
-            try:
-                record = json.loads(line.data)
-            except ValueError:
-                continue
-            read = read_record(record) if isinstance(record, dict) else None
-            if read is not None:
-                self.records.append(read)
-                self.by_execution.setdefault((read.execution_id, read.tenant), []).append(read)
-
-
 class ReadsJournal:
-    """The read records of a reads journal directory (every worker's origin), followed: each call reads
-    only the lines appended since the last one, and an origin whose files shrank or vanished is read
-    again from its start. Thread-safe; one per app."""
+    """The read records of a reads journal directory (every worker's origin), through its capture index
+    (``Evidence.open``: a persisted cache in the private index directory, brought up to date with the lines
+    any worker appended since; a worker started again reads no line twice, and no worker holds every read in
+    memory). A journal rewritten (a file shrank or vanished) is indexed again. Thread-safe; one per app."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self._lock = threading.Lock()
-        self._origins: dict[str, _Followed] = {}
+        self.directory = Path(directory).absolute()
+        self._evidence = Evidence(self.directory)
+
+    def _index(self) -> contextlib.AbstractContextManager[CaptureIndex | None]:
+        if not self.directory.is_dir():
+            return contextlib.nullcontext()  # no read recorded yet
+        return self._evidence.open()
 
     def records(self) -> list[ReadRecord]:
         """Every read record, in chain order per origin."""
-        with self._lock:
-            names = self._advanced()
-            return [read for name in names for read in self._origins[name].records]
+        return list(self.newest({}, newest_first=False))
 
-    def of_execution(self, execution_id: str, tenant: str | None) -> list[ReadRecord]:
-        """The read records of one execution of ``tenant``, in chain order per origin (those of
-        ``records`` with that execution and tenant)."""
-        key = (execution_id, tenant)
-        with self._lock:
-            names = self._advanced()
-            return [read for name in names for read in self._origins[name].by_execution.get(key, ())]
+    def newest(self, equal: Mapping[str, str | None], *, newest_first: bool = True) -> Iterator[ReadRecord]:
+        """The read records whose ``reader``, ``execution_id``, ``tenant`` or ``outcome`` are those ``equal``
+        names, newest first (else in chain order per origin), streamed."""
+        with self._index() as index:
+            if index is not None:
+                yield from index.reads(equal, newest_first=newest_first)
 
-    def _advanced(self) -> list[str]:
-        """The origins, each read up to its last whole line (the lock held)."""
-        names = list_origins(self.directory)
-        for name in set(self._origins) - set(names):
-            del self._origins[name]
-        for name in names:
-            followed = self._origins.get(name)
-            if followed is None or followed.stale(self.directory / name):
-                followed = self._origins[name] = _Followed()
-            followed.advance(self.directory / name)
-        return names
+    def tallies_of(self, execution_id: str, tenant: str | None) -> dict[str, PartReads]:
+        """How many times each part of one execution of ``tenant`` was read and by whom (readers in order
+        of first read): what ``records`` with that execution, tenant and a ref add up to."""
+        with self._index() as index:
+            rows = [] if index is None else index.read_tallies(execution_id, tenant)
+        counts: dict[str, int] = {}
+        readers: dict[str, list[str]] = {}
+        for ref, reader, count in rows:
+            counts[ref] = counts.get(ref, 0) + count
+            readers.setdefault(ref, []).append(reader)
+        return {ref: PartReads(n, tuple(readers[ref])) for ref, n in counts.items()}
 
 
 def reads_page(
@@ -224,21 +203,24 @@ def reads_page(
     offset: int = 0,
     limit: int = 50,
 ) -> tuple[list[ListedRead], int]:
-    """A page of ``reads`` (``ReadsJournal.records``) that ``keep`` keeps and ``viewer`` may see, newest
-    first, and how many there are."""
+    """A page of ``reads`` (newest first: ``ReadsJournal.newest``) that ``keep`` keeps and ``viewer`` may
+    see, and how many there are; only the page is held, however many reads there are."""
+    first, end = max(0, offset), max(0, offset) + max(0, limit)
     with evidence.open() as index:
         joiner = _Joiner(index)
-        kept: list[ReadRecord] = []
+        page: list[ReadRecord] = []
+        total = 0
         for read in reads:
+            key = (read.execution_id, read.tenant)
             if not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
                 continue
-            if keep.principal and not any(h.principal == keep.principal for h in joiner.held(read)):
+            if keep.principal and not any(h.principal == keep.principal for h in joiner.held(key, read.ref)):
                 continue
-            kept.append(read)
-        kept.sort(key=lambda r: (r.time, r.origin, r.seq), reverse=True)
-        page = kept[max(0, offset) : max(0, offset) + max(0, limit)]
+            if first <= total < end:
+                page.append(read)
+            total += 1
         # where each part read is: the capture lines of the page's executions only
-        return [_listed(read, joiner.held(read)) for read in page], len(kept)
+        return [_listed(read, joiner.held((read.execution_id, read.tenant), read.ref)) for read in page], total
 
 
 def _listed(read: ReadRecord, held: list[PartPlace]) -> ListedRead:
@@ -258,22 +240,20 @@ def _listed(read: ReadRecord, held: list[PartPlace]) -> ListedRead:
 
 def part_reads(
     evidence: Evidence,
-    reads: Iterable[ReadRecord],
+    tallies: Mapping[str, PartReads],
     viewer: str,
     policy: ReadingPolicy,
     *,
     execution_id: str,
     tenant: str | None,
 ) -> Mapping[str, PartReads]:
-    """Per ref of the execution: how many times and by whom it was read, of the reads ``viewer`` may see."""
-    counts: dict[str, int] = {}
-    readers: dict[str, dict[str, None]] = {}
-    keep = ReadsFilter(execution_id=execution_id, tenant=tenant, any_tenant=False)
+    """Per ref of the execution: how many times and by whom it was read, of the reads ``viewer`` may see
+    (``tallies``: ``ReadsJournal.tallies_of`` the execution; whether a read may be seen depends only on its
+    part, so each part is asked once)."""
     with evidence.open() as index:
         joiner = _Joiner(index)
-        for read in reads:
-            if not read.ref or not keep.keeps(read) or not _visible(viewer, policy, read, joiner):
-                continue
-            counts[read.ref] = counts.get(read.ref, 0) + 1
-            readers.setdefault(read.ref, {})[read.reader] = None
-    return {ref: PartReads(n, tuple(readers[ref])) for ref, n in counts.items()}
+        return {
+            ref: reads
+            for ref, reads in tallies.items()
+            if _may_see(viewer, policy, (execution_id, tenant), ref, joiner)
+        }

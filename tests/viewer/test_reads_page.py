@@ -5,6 +5,7 @@ No reasoning text is on these pages."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from loom_otel.audit import PartReading
 from loom_otel.core import ReasoningConfig
 from loom_otel.testing import find_leaks
-from loom_otel.viewer import read_records
+from loom_otel.viewer import ReadRecord
+from loom_otel.viewer import read_records as all_read_records
 from loom_otel.viewer._reads import ReadLog
-from loom_otel.viewer._who_read import ReadsJournal
+from loom_otel.viewer._who_read import PartReads, ReadsJournal
 from tests.live.conftest import Server
 from tests.viewer.conftest import CANARY, TOKENS, Captured, capture_run, viewer_app
 
@@ -176,10 +179,15 @@ def test_no_reasoning_text_on_the_reads_pages(reads: Reads) -> None:
 
 
 def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
-    """Each call reads what was appended since: a torn last line waits until it is whole, and a journal
-    that shrank is read again from its start; always the same records as a full read."""
+    """Each call indexes what was appended since: a torn last line waits until it is whole, and a journal
+    that shrank is indexed again from its start; always the same records as a full read (less the chain
+    hash, which the index does not keep)."""
     directory = tmp_path / "reads"
     journal, log = ReadsJournal(directory), ReadLog(directory)
+
+    def read_records(directory: Path) -> list[ReadRecord]:
+        return [dataclasses.replace(r, record_hash="") for r in all_read_records(directory)]
+
     assert journal.records() == []
     log.refused("bob", "acme", "run-x")
     log.flush()
@@ -187,10 +195,12 @@ def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
     log.refused("eve", "acme", "run-y")
     log.flush()
     assert journal.records() == list(read_records(directory)) and len(journal.records()) == 2
+    log.refused("cal", "acme", "run-y")
+    log.flush()
     (segment,) = directory.glob("*/*.jsonl")
-    line = segment.read_bytes().splitlines(keepends=True)[-1]
-    with segment.open("ab") as fh:
-        fh.write(line[:40])  # a line being written
+    written = segment.read_bytes()
+    line = written.splitlines(keepends=True)[-1]
+    segment.write_bytes(written[: -len(line)] + line[:40])  # the last line still being written
     assert len(journal.records()) == 2
     with segment.open("ab") as fh:
         fh.write(line[40:])
@@ -199,27 +209,38 @@ def test_the_reads_journal_is_followed_as_it_grows(tmp_path: Path) -> None:
     assert journal.records() == []
 
 
-def test_the_reads_of_one_execution_are_looked_up_not_scanned(tmp_path: Path) -> None:
-    """``of_execution``: the read records of one execution and tenant (what a page's who-read counts), the
-    same as those of ``records`` with that execution and tenant, in the same order, as the journal grows."""
+def test_the_reads_of_one_execution_are_tallied_not_scanned(tmp_path: Path) -> None:
+    """``tallies_of``: how many times each part of one execution and tenant was read and by whom (what a
+    page's who-read shows, from the reads index): the same as counting ``records`` with that execution,
+    tenant and a ref, readers in order of first read, as the journal grows; refused reads name no part."""
     directory = tmp_path / "reads"
     journal, log = ReadsJournal(directory), ReadLog(directory)
-    log.refused("bob", "acme", "run-x")
-    log.refused("eve", "globex", "run-x")
-    log.refused("ann", "acme", "run-y")
-    log.refused("cal", "acme", "run-x")
-    log.flush()
 
-    def kept(execution_id: str, tenant: str | None) -> list[object]:
-        return [r for r in journal.records() if (r.execution_id, r.tenant) == (execution_id, tenant)]
+    def part(ref: str) -> PartReading:
+        return PartReading("s1", 1, True, 0, "text", "ok", 4, "sha256:" + "0" * 64, ref)
 
-    assert [r.reader for r in journal.of_execution("run-x", "acme")] == ["bob", "cal"]
-    assert journal.of_execution("run-x", "acme") == kept("run-x", "acme")
-    assert [r.reader for r in journal.of_execution("run-x", "globex")] == ["eve"]
-    assert journal.of_execution("run-x", None) == [] and journal.of_execution("run-z", "acme") == []
+    log.parts("bob", "acme", "run-x", [part("r1"), part("r2")])
+    log.parts("eve", "globex", "run-x", [part("r1")])
+    log.parts("ann", "acme", "run-y", [part("r1")])
+    log.parts("cal", "acme", "run-x", [part("r1")])
+    log.parts("bob", "acme", "run-x", [part("r1")])
     log.refused("dan", "acme", "run-x")
     log.flush()
-    assert [r.reader for r in journal.of_execution("run-x", "acme")] == ["bob", "cal", "dan"]
+
+    def counted(execution_id: str, tenant: str | None) -> dict[str, PartReads]:
+        counts: dict[str, list[str]] = {}
+        for r in journal.records():
+            if (r.execution_id, r.tenant) == (execution_id, tenant) and r.ref:
+                counts.setdefault(r.ref, []).append(r.reader)
+        return {ref: PartReads(len(readers), tuple(dict.fromkeys(readers))) for ref, readers in counts.items()}
+
+    assert journal.tallies_of("run-x", "acme") == {"r1": PartReads(3, ("bob", "cal")), "r2": PartReads(1, ("bob",))} == counted("run-x", "acme")
+    assert journal.tallies_of("run-x", "globex") == {"r1": PartReads(1, ("eve",))}
+    assert journal.tallies_of("run-x", None) == {} and journal.tallies_of("run-z", "acme") == {}
+    log.parts("dan", "acme", "run-x", [part("r2")])
+    log.flush()
+    assert journal.tallies_of("run-x", "acme") == counted("run-x", "acme")
+    assert journal.tallies_of("run-x", "acme")["r2"] == PartReads(2, ("bob", "dan"))
 
 
 def test_concurrent_readers_are_each_recorded_in_one_valid_chain(captured: Captured) -> None:
@@ -245,7 +266,7 @@ def test_concurrent_readers_are_each_recorded_in_one_valid_chain(captured: Captu
     assert all(status == 200 for status, _ in answers)
     assert sorted(count for _, count in answers)[-1] == 20 and all(count >= 1 for _, count in answers)
     app.state.reads.close()
-    reads = list(read_records(captured.root / "reads"))
+    reads = list(all_read_records(captured.root / "reads"))
     assert len(reads) == 20 and {(r.reader, r.outcome, r.execution_id) for r in reads} == {("alice", "ok", "run-alice")}
     assert [r.seq for r in reads] == sorted(r.seq for r in reads)
     report = verify(captured.root / "reads")

@@ -4,6 +4,7 @@ indexes only what was appended; a damaged file is made again from the journal, n
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 from typing import Any
@@ -126,3 +127,23 @@ def test_one_execution_is_found_by_its_id_asking_the_rule_of_its_rows_alone(reco
         assert (listed, total) == _listing(index, search="run-1")  # the same as the search finds
         assert _asked(index, execution_id="run-3") == (([], 0), 2)  # its row asked, refused
         assert _listing(index, execution_id="run-") == ([], 0)  # the exact id, not a substring
+
+
+def test_a_new_mtime_alone_is_no_rewrite_but_new_bytes_of_the_same_size_are(recorder: Recorder) -> None:
+    """The kernel sets a file's mtime before its size when a line is appended, so a segment can be seen at
+    its old size with a new mtime: not a rewrite while the bytes indexed last are still there (nothing is
+    indexed again); the same size with those bytes changed is, and the index is made again in the same file
+    (a connection another worker keeps stays on it)."""
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as index, CaptureIndex(recorder.journal_dir) as other:
+        assert index.refresh() == 15
+        inode = index_path_for(recorder.journal_dir).stat().st_ino
+        (segment,) = recorder.journal_dir.glob("*/*.jsonl")
+        st = segment.stat()
+        os.utime(segment, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert index.refresh() == 0 and other.refresh() == 0
+        data = segment.read_bytes()
+        segment.write_bytes(data[:-3] + b"}}\n" if not data.endswith(b"}}\n") else data[:-3] + b"]}\n")
+        assert index.refresh() == 14  # the last line no longer a capture; the others indexed again
+        assert index_path_for(recorder.journal_dir).stat().st_ino == inode
+        assert other.refresh() == 0 and len(other.rows("run-1", None, None)) == len(index.rows("run-1", None, None))

@@ -79,8 +79,10 @@ class AudienceStore(Protocol):
 def open_sealed(store: ReasoningStore, ref: str, *, tenant: str | None, execution_id: str) -> Unsealed | None:
     """``ref``'s text with its sealed audience from any store: ``unsealed`` where the store can tell the
     audience, else the text with none (its tenant's auditors only); ``None`` when ``get`` answers ``None``."""
-    if isinstance(store, AudienceStore):
-        return store.unsealed(ref, tenant=tenant, execution_id=execution_id)
+    unsealed = getattr(store, "unsealed", None)  # ``AudienceStore``, without a runtime protocol check per read
+    if callable(unsealed):
+        opened: Unsealed | None = unsealed(ref, tenant=tenant, execution_id=execution_id)
+        return opened
     body = store.get(ref, tenant=tenant, execution_id=execution_id)
     return None if body is None else Unsealed(body, None, None)
 
