@@ -6,7 +6,8 @@ one worker, which then serves them on one core while the other waits.
 The supervisor binds the port before any worker starts and holds it, bound but not listening (it is never
 handed a connection), so ``--port 0`` is resolved once, for every worker, and announced. A worker that exits
 is started again, unless it exits within ``_STARTING`` seconds of its start (it cannot serve: the supervisor
-stops, and says so). SIGINT and SIGTERM stop every worker."""
+stops, and says so). The address is announced once a worker accepts connections. SIGINT and SIGTERM stop
+every worker."""
 
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ def bound_port(host: str, port: int) -> tuple[socket.socket, int]:
     return sock, int(sock.getsockname()[1])
 
 
+def _answering(host: str, port: int) -> bool:
+    """Whether a connection to ``host:port`` is accepted (an address of every interface: its loopback)."""
+    target = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    try:
+        with socket.create_connection((target, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def _worker(settings: Mapping[str, Any], host: str, port: int) -> None:
     """One worker (a spawned process): uvicorn on a listening socket of its own."""
     import uvicorn
@@ -72,6 +83,10 @@ def serve_workers(settings: Mapping[str, Any], host: str, port: int, workers: in
     try:
         for _ in range(max(1, workers)):
             start()
+        while not _answering(host, port):  # announced once a worker listens
+            if stopping or any(p.exitcode is not None for p, _ in running.values()):
+                return 0 if stopping else 1
+            time.sleep(0.05)
         announce()
         while not stopping:
             for sentinel in multiprocessing.connection.wait(list(running), timeout=0.5):

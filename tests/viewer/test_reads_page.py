@@ -234,7 +234,11 @@ def test_the_reads_of_one_execution_are_tallied_not_scanned(tmp_path: Path) -> N
                 counts.setdefault(r.ref, []).append(r.reader)
         return {ref: PartReads(len(readers), tuple(dict.fromkeys(readers))) for ref, readers in counts.items()}
 
-    assert journal.tallies_of("run-x", "acme") == {"r1": PartReads(3, ("bob", "cal")), "r2": PartReads(1, ("bob",))} == counted("run-x", "acme")
+    assert (
+        journal.tallies_of("run-x", "acme")
+        == {"r1": PartReads(3, ("bob", "cal")), "r2": PartReads(1, ("bob",))}
+        == counted("run-x", "acme")
+    )
     assert journal.tallies_of("run-x", "globex") == {"r1": PartReads(1, ("eve",))}
     assert journal.tallies_of("run-x", None) == {} and journal.tallies_of("run-z", "acme") == {}
     log.parts("dan", "acme", "run-x", [part("r2")])
@@ -272,3 +276,40 @@ def test_concurrent_readers_are_each_recorded_in_one_valid_chain(captured: Captu
     report = verify(captured.root / "reads")
     assert report.ok, report
     assert not find_leaks([CANARY], directories=[captured.root / "reads"])
+
+
+def test_a_worker_started_again_reads_no_read_record_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reads index is persisted: a new worker (a new ``ReadsJournal``, connections of its own) answers
+    who read what without parsing a line another worker indexed, and parses only what was appended since."""
+    import threading
+
+    from loom_otel.audit import _index
+
+    directory = tmp_path / "reads"
+    log = ReadLog(directory)
+    part = PartReading("s1", 1, True, 0, "text", "ok", 4, "sha256:" + "0" * 64, "r1")
+    for reader in ("ann", "bob", "ann"):
+        log.parts(reader, "acme", "run-x", [part])
+    log.flush()
+    assert ReadsJournal(directory).tallies_of("run-x", "acme") == {"r1": PartReads(3, ("ann", "bob"))}
+    parsed: list[bytes] = []
+    real = _index.parse_read_line
+
+    def counting(line: bytes) -> object:
+        parsed.append(line)
+        return real(line)
+
+    monkeypatch.setattr(_index, "parse_read_line", counting)
+    answers: list[object] = []
+
+    def restarted() -> None:  # another thread: a connection of its own, as a worker started again has
+        answers.append(ReadsJournal(directory).tallies_of("run-x", "acme"))
+        log.parts("cal", "acme", "run-x", [part])
+        log.flush()
+        answers.append(ReadsJournal(directory).tallies_of("run-x", "acme"))
+
+    thread = threading.Thread(target=restarted)
+    thread.start()
+    thread.join()
+    assert answers == [{"r1": PartReads(3, ("ann", "bob"))}, {"r1": PartReads(4, ("ann", "bob", "cal"))}]
+    assert len(parsed) == 1 and b'"cal"' in parsed[0]  # the one line appended since

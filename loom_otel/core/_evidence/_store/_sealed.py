@@ -203,14 +203,16 @@ def unseal_audience(blob: bytes, tenant: str | None, execution_id: str) -> Unsea
     end = blob.find(b"\n", len(MAGIC))
     if end < 0:
         return None
-    expected = canonical_json({"tenant": tenant, "execution_id": execution_id})
     try:
         header = json.loads(blob[len(MAGIC) : end])
     except ValueError:
         return None
     if not isinstance(header, dict):
         return None
-    if canonical_json({"tenant": header.get("tenant"), "execution_id": header.get("execution_id")}) != expected:
+    sealed_tenant, sealed_execution = header.get("tenant"), header.get("execution_id")
+    if not (isinstance(sealed_execution, str) and sealed_execution == execution_id):
+        return None
+    if not (sealed_tenant is None if tenant is None else isinstance(sealed_tenant, str) and sealed_tenant == tenant):
         return None
     return Unsealed(blob[end + 1 :], _name(header.get("principal")), _name(header.get("owner")))
 
