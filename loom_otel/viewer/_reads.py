@@ -77,12 +77,13 @@ class ReadLog:
 
     def close(self) -> None:
         """Anchor what was appended with a checkpoint (the journal is the process's, shared with any
-        capture into the same directory, so it is left open)."""
+        capture into the same directory, so it is left open), then deliver what is owed and shut the
+        chained exporter down (what it cannot deliver stays in its outbox). Idempotent."""
         if self._journal is not None:
             self._journal.checkpoint()
             self._journal.flush()
         if self._chain is not None:
-            self._chain.force_flush()
+            self._chain.shutdown()
 
 
 def _attributes(  # noqa: PLR0917 - the fields of one record, in DESIGN's order

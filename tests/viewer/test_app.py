@@ -302,7 +302,9 @@ def test_read_records_are_forwarded_by_the_chained_exporter(captured):
     app = _app(captured, forward_to=downstream)
     with Server(app) as running:
         assert _get(running, "/api/executions/run-alice?tenant=acme", headers=bearer("alice")).status_code == 200
-    app.state.reads.close()
+    app.state.reads.close()  # what the app's lifespan does at its end
+    assert downstream._stopped  # the chained exporter shut down, and with it the one it feeds
+    app.state.reads.close()  # again: nothing more
     events = [e for s in downstream.get_finished_spans() for e in s.events if e.name == "loom.reasoning.read"]
     (read,) = [r for r in read_records(captured.root / "reads")]
     assert [(e.attributes["loom.read.reader"], e.attributes["loom.audit.seq"]) for e in events] == [("alice", read.seq)]
