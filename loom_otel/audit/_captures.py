@@ -95,7 +95,9 @@ def sound_hash(record: Mapping[str, Any] | None) -> str:
     if not isinstance(digest, str) or not isinstance(prev, str):
         return ""
     try:
-        body = canonical_json({k: v for k, v in record.items() if k != "hash"})
+        unhashed = dict(record)  # C-level copy, then the one key out
+        del unhashed["hash"]
+        body = canonical_json(unhashed)
         return digest if chain_hash(prev, body) == digest else ""
     except (ValueError, TypeError, OverflowError, RecursionError):
         return ""
@@ -107,7 +109,7 @@ def event_hash(name: str, attributes: Mapping[str, Any], time: int) -> str:
 
 
 def _strs(value: object) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+    return tuple(map(str, value)) if isinstance(value, (list, tuple)) else ()
 
 
 def from_attributes(
@@ -119,7 +121,7 @@ def from_attributes(
         n = len(kinds)
         refs = _strs(attributes.get(attr.PART_REF)) or ("",) * n
         digests = _strs(attributes.get(attr.PART_DIGEST)) or ("",) * n
-        sizes = tuple(int(v) for v in attributes.get(attr.PART_SIZE) or (0,) * n)
+        sizes = tuple(map(int, attributes.get(attr.PART_SIZE) or (0,) * n))
         omitted = tuple(v is True or v == "true" for v in attributes.get(attr.PART_OMITTED) or (False,) * n)
         tenant = attributes.get(attr.TENANT)
         principal, owner = attributes.get(attr.PRINCIPAL), attributes.get(attr.OWNER)

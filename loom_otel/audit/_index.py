@@ -320,14 +320,19 @@ class CaptureIndex:
             os.close(fd)
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, *, wait: bool = True) -> Iterator[bool]:
         """Held while this connection writes the index: writers of every thread and process queue on a file
         lock, woken as soon as it is free, rather than in SQLite's busy handler, which sleeps 1 to 100 ms
-        between tries (two workers indexing their reads would keep each other asleep)."""
+        between tries (two workers indexing their reads would keep each other asleep). Whether it is held:
+        ``wait=False`` does not queue."""
         fd = os.open(self.path.with_name(f".{self.path.name}.write"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+            else:
+                yield True
         finally:
             os.close(fd)
 
@@ -380,21 +385,22 @@ class CaptureIndex:
         self._refresh()
         return query()
 
-    def refresh(self) -> int:
+    def refresh(self, *, wait: bool = True) -> int:
         """Bring the index up to date with the source; return how many records were added. A file made again
         since this connection opened it (a rebuild by another thread or process) is opened first: a kept
-        connection would otherwise go on reading the unlinked old file."""
+        connection would otherwise go on reading the unlinked old file. ``wait=False``: while another writer
+        is indexing, leave it to that one and return at once."""
         if self._inode != _inode_of(self.path):
             self._reopened()
-        return self._healed(self._refresh)
+        return self._healed(lambda: self._refresh(wait=wait))
 
-    def _refresh(self) -> int:
+    def _refresh(self, *, wait: bool = True) -> int:
         files = self._files()
         stats = {rel: path.stat() for rel, path in files.items()}
         if self._todo(files, stats, self._known()) == []:
             return 0  # up to date (most queries): no write lock taken (``None``, stale: made again below)
-        with self._writing():
-            return self._indexed()
+        with self._writing(wait=wait) as writing:
+            return self._indexed() if writing else 0
 
     def _indexed(self) -> int:
         """Index what ``_todo`` names (the writer's lock held). The files are looked at again under the lock:
@@ -569,11 +575,23 @@ class CaptureIndex:
         sql += " ORDER BY time, origin, seq"
         return self._healed(lambda: [IndexRow(*row) for row in self._db.execute(sql, params)])
 
-    def read_tallies(self, execution_id: str, tenant: str | None) -> list[tuple[str, str, int]]:
+    def read_tallies(
+        self, execution_id: str, tenant: str | None, origin: str = ""
+    ) -> tuple[list[tuple[str, str, int]], int]:
         """The viewer's ``read`` records of one execution that name a part, as (ref, reader, how many),
-        each part's readers in order of their first read of it (from the index alone)."""
-        sql = "SELECT ref, reader, reads FROM read_tallies WHERE execution_id=? AND tenant_key=? ORDER BY first"
-        return self._healed(lambda: self._db.execute(sql, (execution_id, _tenant_key(tenant))).fetchall())
+        each part's readers in order of their first read of it (from the index alone); and, as of the same
+        moment of the index, the last ``seq`` of ``origin`` indexed (0: none)."""
+        tallied = "SELECT ref, reader, reads FROM read_tallies WHERE execution_id=? AND tenant_key=? ORDER BY first"
+
+        def query() -> tuple[list[tuple[str, str, int]], int]:
+            self._db.execute("BEGIN")  # one snapshot for both (another writer may commit between)
+            try:
+                last = self._db.execute("SELECT max(seq) FROM reads WHERE origin=?", (origin,)).fetchone()[0]
+                return self._db.execute(tallied, (execution_id, _tenant_key(tenant))).fetchall(), last or 0
+            finally:
+                self._db.execute("COMMIT")
+
+        return self._healed(query)
 
     def reads(self, equal: Mapping[str, str | None], *, newest_first: bool) -> Iterator[ReadRecord]:
         """The viewer's ``read`` records whose columns ``equal`` names hold those values (``reader``,

@@ -44,7 +44,14 @@ from loom_otel.core._evidence._journal._reader import (
     segments,
 )
 from loom_otel.core._evidence._journal._records import RECORD_SPAN, event_for_record, record_from_event
-from loom_otel.core._evidence._journal._writer import Journal, local_journals, local_origins, open_journal, record_body
+from loom_otel.core._evidence._journal._writer import (
+    Journal,
+    JournalEntry,
+    local_journals,
+    local_origins,
+    open_journal,
+    record_body,
+)
 
 __all__ = [
     "AttributeValue",
@@ -56,6 +63,7 @@ __all__ = [
     "CheckpointNote",
     "GENESIS",
     "Journal",
+    "JournalEntry",
     "MAX_LINE_BYTES",
     "MerkleTree",
     "NoteError",

@@ -17,6 +17,7 @@ execution page). Missing and forbidden answer the same 404; an unauthenticated r
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import string
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping
@@ -316,7 +317,7 @@ class _Viewer:
         return await asyncio.to_thread(
             lambda: part_reads(
                 self.evidence,
-                self.journal.tallies_of(execution_id, tenant),
+                self.journal.tallies_of(execution_id, tenant, including=page.recorded),
                 reader,
                 self.policy,
                 execution_id=execution_id,
@@ -359,7 +360,8 @@ class _Viewer:
         if page is None:
             await asyncio.to_thread(self.reads.refused, reader, tenant, execution_id)
         else:
-            await asyncio.to_thread(self.reads.parts, reader, tenant, execution_id, page.reading.parts)
+            recorded = await asyncio.to_thread(self.reads.parts, reader, tenant, execution_id, page.reading.parts)
+            page = dataclasses.replace(page, recorded=recorded)
         return page
 
     async def execution(self, request: Request) -> Response:

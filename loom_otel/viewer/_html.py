@@ -4,8 +4,9 @@ text, never markup. The Content-Security-Policy (``app``) forbids inline script 
 
 from __future__ import annotations
 
-import datetime as dt
+import functools
 import html
+import time
 from collections.abc import Mapping, Sequence
 from typing import Final
 from urllib.parse import quote, urlencode
@@ -51,7 +52,13 @@ def _e(value: object) -> str:
 
 
 def _when(ns: int) -> str:
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    return _second(ns // 1_000_000_000)
+
+
+@functools.lru_cache(maxsize=1024)
+def _second(seconds: int) -> str:
+    """A second as pages show it, UTC (the calls of a page share few: each made once)."""
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(seconds))
 
 
 def _page(title: str, body: str, *, reader: str | None, here: str, scripts: Sequence[str] = ()) -> str:
@@ -258,13 +265,15 @@ def execution_html(
     )
     if not trusted:
         out.append(f'<p class="error untrusted-keys">{_e(NO_TRUSTED_KEY)}</p>')
+    steps_href = _execution_href(reading.execution_id, tenant)
+    steps_href += "&" if "?" in steps_href else "?"
     for s in reading.steps:
         first = s.attempts[0]
         label = (
             f"{_e(_when(first.time))} · {_e(first.response_model or first.request_model or '-')} · "
             f"{len(s.attempts)} attempt{'s' if len(s.attempts) != 1 else ''}"
         )
-        step_href = _execution_href(reading.execution_id, tenant, step=s.step_id)
+        step_href = f"{steps_href}{urlencode({'step': s.step_id})}"  # _execution_href's, with the step
         out.append(
             f'<section class="step" id="step-{_e(s.step_id)}"><h2 class="step-label">{label} '
             f'<span class="muted">step <a href="{_e(step_href)}"><code>{_e(s.step_id)}</code></a></span></h2>'

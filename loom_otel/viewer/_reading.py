@@ -29,6 +29,7 @@ from loom_otel.audit._tombstones import TombstoneIndex
 from loom_otel.core.policy import Audience, ReadingPolicy, may_read
 from loom_otel.core.stores import ReasoningStore
 from loom_otel.viewer._archive import RemoteArchive
+from loom_otel.viewer._reads import Recorded
 
 __all__ = ["Evidence", "ExecutionPage", "list_page", "read_page"]
 
@@ -50,21 +51,29 @@ class Evidence:
 
     @property
     def index_path(self) -> Path:
-        return index_path_for(self.source)
+        """``index_path_for`` the source, found once per process (it makes and checks the private
+        directory: not on every request)."""
+        found = _index_paths.get(self.source)
+        if found is None:
+            found = _index_paths[self.source] = index_path_for(self.source)
+        return found
 
-    def open(self) -> contextlib.AbstractContextManager[CaptureIndex]:
+    def open(self, *, wait: bool = True) -> contextlib.AbstractContextManager[CaptureIndex]:
         """The capture index, brought up to date: this thread's connection to it, kept open between
-        requests (a worker's threads each keep one; SQLite connections stay in their thread)."""
+        requests (a worker's threads each keep one; SQLite connections stay in their thread); ``wait=False``:
+        as far as another writer brings it while it holds the index (``CaptureIndex.refresh``)."""
         if self.remote is not None:
             self.remote.sync()
         held: dict[Path, CaptureIndex] = _held.__dict__.setdefault("indexes", {})
         index = held.get(self.index_path)
         if index is None or index.source != self.source:
             index = held[self.index_path] = CaptureIndex(self.source, self.index_path)
-        index.refresh()
+        index.refresh(wait=wait)
         return contextlib.nullcontext(index)
 
 
+_index_paths: Final[dict[Path, Path]] = {}
+"""Each source's index path, as ``Evidence.index_path`` first found it in this process."""
 _held: Final = threading.local()
 """Each thread's open capture indexes, by index path."""
 
@@ -95,6 +104,8 @@ class ExecutionPage:
     total_parts: int
     trace_ids: dict[tuple[str, int, str, int], str]
     truncated: bool = False
+    recorded: Recorded | None = None
+    """The read records of this page (``ReadLog.parts``: set once they are written)."""
 
     @property
     def next_offset(self) -> int | None:

@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -21,7 +21,7 @@ from loom_otel.audit._read_records import ReadRecord, read_record
 from loom_otel.core.journal import AttributeValue, Journal, iter_records, open_journal
 from loom_otel.core.journal import attributes as attr
 
-__all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "read_record", "read_records"]
+__all__ = ["NOT_FOUND", "ReadLog", "ReadRecord", "Recorded", "read_record", "read_records"]
 
 NOT_FOUND: Final = "not-found"
 """The outcome of a read that found nothing the reader may read (missing and forbidden alike)."""
@@ -50,16 +50,20 @@ class ReadLog:
                     self._chain = ChainedSpanExporter(self._forward_to, journal=self._journal, logs=logs)
             return self._journal
 
-    def parts(self, reader: str, tenant: str | None, execution_id: str, parts: Iterable[PartReading]) -> int:
-        """One record per part whose text was looked up (a part that kept no text is no read)."""
+    def parts(
+        self, reader: str, tenant: str | None, execution_id: str, parts: Iterable[PartReading]
+    ) -> Recorded | None:
+        """One record per part whose text was looked up (a part that kept no text is no read); where they
+        landed (``None``: none was a read)."""
         journal = self._open()
+        read = [part for part in parts if part.ref]
         records = [
-            self._marked(_attributes(reader, tenant, execution_id, part.ref, part.digest, part.status))
-            for part in parts
-            if part.ref
+            self._marked(_attributes(reader, tenant, execution_id, part.ref, part.digest, part.status)) for part in read
         ]
-        journal.append_all(attr.RECORD_READ, records)  # a page's records in one turn of the journal
-        return len(records)
+        entries = journal.append_all(attr.RECORD_READ, records)  # a page's records in one turn of the journal
+        if not entries:
+            return None
+        return Recorded(entries[0].origin, reader, tuple((e.seq, p.ref) for e, p in zip(entries, read, strict=True)))
 
     def refused(self, reader: str, tenant: str | None, execution_id: str) -> None:
         values = _attributes(reader, tenant, execution_id, "", "", NOT_FOUND)
@@ -84,6 +88,15 @@ class ReadLog:
             self._journal.flush()
         if self._chain is not None:
             self._chain.shutdown()
+
+
+class Recorded(NamedTuple):
+    """The read records one read appended (``ReadLog.parts``): its origin, its reader, and per record its
+    ``seq`` and the ref it names."""
+
+    origin: str
+    reader: str
+    reads: tuple[tuple[int, str], ...]
 
 
 def _attributes(  # noqa: PLR0917 - the fields of one record, in DESIGN's order

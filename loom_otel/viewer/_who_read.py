@@ -17,7 +17,7 @@ from loom_otel.audit._captures import CaptureRecord
 from loom_otel.audit._index import CaptureIndex, StaleIndexError
 from loom_otel.core.policy import Audience, ReadingPolicy, may_read
 from loom_otel.viewer._reading import Evidence
-from loom_otel.viewer._reads import ReadRecord
+from loom_otel.viewer._reads import ReadRecord, Recorded
 
 __all__ = ["ListedRead", "PartPlace", "PartReads", "ReadsFilter", "ReadsJournal", "part_reads", "reads_page"]
 
@@ -180,16 +180,28 @@ class ReadsJournal:
             if index is not None:
                 yield from index.reads(equal, newest_first=newest_first)
 
-    def tallies_of(self, execution_id: str, tenant: str | None) -> dict[str, PartReads]:
+    def tallies_of(
+        self, execution_id: str, tenant: str | None, *, including: Recorded | None = None
+    ) -> dict[str, PartReads]:
         """How many times each part of one execution of ``tenant`` was read and by whom (readers in order
-        of first read): what ``records`` with that execution, tenant and a ref add up to."""
-        with self._index() as index:
-            rows = [] if index is None else index.read_tallies(execution_id, tenant)
+        of first read): what ``records`` with that execution, tenant and a ref add up to; ``including``:
+        the asking read's own records (``ReadLog.parts``), counted whether or not they are indexed yet.
+        With them, a worker finding another indexing does not queue for it: what that one has not indexed
+        yet (other reads of the last moments) is counted at the next read, and its own are added here."""
+        if not self.directory.is_dir():
+            return {}
+        with self._evidence.open(wait=including is None) as index:
+            rows, last = index.read_tallies(execution_id, tenant, including.origin if including else "")
         counts: dict[str, int] = {}
-        readers: dict[str, list[str]] = {}
+        readers: dict[str, dict[str, None]] = {}
         for ref, reader, count in rows:
             counts[ref] = counts.get(ref, 0) + count
-            readers.setdefault(ref, []).append(reader)
+            readers.setdefault(ref, {})[reader] = None
+        if including is not None:
+            for seq, ref in including.reads:
+                if seq > last:  # not indexed as the tallies were read: added here
+                    counts[ref] = counts.get(ref, 0) + 1
+                    readers.setdefault(ref, {})[including.reader] = None
         return {ref: PartReads(n, tuple(readers[ref])) for ref, n in counts.items()}
 
 

@@ -313,3 +313,38 @@ def test_a_worker_started_again_reads_no_read_record_twice(tmp_path: Path, monke
     thread.join()
     assert answers == [{"r1": PartReads(3, ("ann", "bob"))}, {"r1": PartReads(4, ("ann", "bob", "cal"))}]
     assert len(parsed) == 1 and b'"cal"' in parsed[0]  # the one line appended since
+
+
+def test_who_read_never_waits_for_another_writer_and_counts_the_asking_read(tmp_path: Path) -> None:
+    """``tallies_of(including=...)``: while another writer holds the reads index, a read answers at once,
+    with its own records counted though they are not indexed yet (and never twice once they are)."""
+    import fcntl
+    import os
+
+    from loom_otel.audit._index import index_path_for
+
+    directory = tmp_path / "reads"
+    journal, log = ReadsJournal(directory), ReadLog(directory)
+    part = PartReading("s1", 1, True, 0, "text", "ok", 4, "sha256:" + "0" * 64, "r1")
+    other = PartReading("s2", 1, True, 0, "text", "ok", 4, "sha256:" + "1" * 64, "r2")
+    first = log.parts("ann", "acme", "run-x", [part])
+    log.flush()
+    assert journal.tallies_of("run-x", "acme", including=first) == {"r1": PartReads(1, ("ann",))}
+    index = index_path_for(directory.absolute())
+    holder = os.open(index.with_name(f".{index.name}.write"), os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another writer, indexing
+    try:
+        log.parts("cal", "acme", "run-x", [part])  # another read meanwhile: counted once indexed
+        second = log.parts("bob", "acme", "run-x", [part, other])
+        log.flush()
+        started = time.monotonic()
+        assert journal.tallies_of("run-x", "acme", including=second) == {
+            "r1": PartReads(2, ("ann", "bob")),
+            "r2": PartReads(1, ("bob",)),
+        }
+        assert time.monotonic() - started < 1  # no wait for the writer
+    finally:
+        os.close(holder)
+    expected = {"r1": PartReads(3, ("ann", "cal", "bob")), "r2": PartReads(1, ("bob",))}
+    assert journal.tallies_of("run-x", "acme", including=second) == expected  # indexed now: not twice
+    assert journal.tallies_of("run-x", "acme") == expected
