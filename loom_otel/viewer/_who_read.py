@@ -74,20 +74,11 @@ class PartPlace:
 
 
 @dataclass(frozen=True, slots=True)
-class ListedRead:
+class ListedRead(ReadRecord):
     """One read as the reads page shows it; ``parts``: where the blob it read is in the execution's
     captures (empty: a refused read, or a ref no capture names any more)."""
 
-    time: int
-    reader: str
-    tenant: str | None
-    execution_id: str
-    ref: str
-    digest: str
-    outcome: str
-    parts: tuple[PartPlace, ...]
-    origin: str
-    seq: int
+    parts: tuple[PartPlace, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,17 +228,9 @@ def reads_page(
 
 def _listed(read: ReadRecord, held: list[PartPlace]) -> ListedRead:
     return ListedRead(
-        read.time,
-        read.reader,
-        read.tenant,
-        read.execution_id,
-        read.ref,
-        read.digest,
-        read.outcome,
-        tuple(held),
-        read.origin,
-        read.seq,
-    )
+        read.time, read.reader, read.tenant, read.execution_id, read.ref, read.digest, read.outcome, read.origin,
+        read.seq, read.record_hash, tuple(held),
+    )  # fmt: skip
 
 
 def part_reads(
