@@ -282,7 +282,7 @@ class _Viewer:
         keep, offset, limit = _reads_query(request.query_params)
         rows, total = await asyncio.to_thread(
             lambda: reads_page(
-                self.evidence, self.journal.newest(keep.equal()), reader, self.policy, keep, offset=offset, limit=limit
+                self.evidence, self.journal.reads(keep.equal()), reader, self.policy, keep, offset=offset, limit=limit
             )
         )
         return rows, total, offset, limit

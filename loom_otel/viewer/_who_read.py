@@ -40,7 +40,7 @@ class ReadsFilter:
 
     def equal(self) -> dict[str, str | None]:
         """What ``keeps`` asks of a read's reader, execution, tenant and outcome, as values to equal (the
-        reads index selects by them: ``ReadsJournal.newest``)."""
+        reads index selects by them: ``ReadsJournal.reads``)."""
         equal: dict[str, str | None] = {"reader": self.reader, "execution_id": self.execution_id}
         equal = {column: value for column, value in equal.items() if value}
         if not self.any_tenant:
@@ -155,16 +155,16 @@ class ReadsJournal:
         self.directory = Path(directory).absolute()
         self._evidence = Evidence(self.directory)
 
-    def _index(self) -> contextlib.AbstractContextManager[CaptureIndex | None]:
+    def _index(self, *, wait: bool = True) -> contextlib.AbstractContextManager[CaptureIndex | None]:
         if not self.directory.is_dir():
             return contextlib.nullcontext()  # no read recorded yet
-        return self._evidence.open()
+        return self._evidence.open(wait=wait)
 
     def records(self) -> list[ReadRecord]:
         """Every read record, in chain order per origin."""
-        return list(self.newest({}, newest_first=False))
+        return list(self.reads({}, newest_first=False))
 
-    def newest(self, equal: Mapping[str, str | None], *, newest_first: bool = True) -> Iterator[ReadRecord]:
+    def reads(self, equal: Mapping[str, str | None], *, newest_first: bool = True) -> Iterator[ReadRecord]:
         """The read records whose ``reader``, ``execution_id``, ``tenant`` or ``outcome`` are those ``equal``
         names, newest first (else in chain order per origin), streamed."""
         with self._index() as index:
@@ -179,10 +179,9 @@ class ReadsJournal:
         the asking read's own records (``ReadLog.parts``), counted whether or not they are indexed yet.
         With them, a worker finding another indexing does not queue for it: what that one has not indexed
         yet (other reads of the last moments) is counted at the next read, and its own are added here."""
-        if not self.directory.is_dir():
-            return {}
-        with self._evidence.open(wait=including is None) as index:
-            rows, last = index.read_tallies(execution_id, tenant, including.origin if including else "")
+        with self._index(wait=including is None) as index:
+            origin = including.origin if including is not None else ""
+            rows, last = index.read_tallies(execution_id, tenant, origin) if index is not None else ([], 0)
         counts: dict[str, int] = {}
         readers: dict[str, dict[str, None]] = {}
         for ref, reader, count in rows:
@@ -206,7 +205,7 @@ def reads_page(
     offset: int = 0,
     limit: int = 50,
 ) -> tuple[list[ListedRead], int]:
-    """A page of ``reads`` (newest first: ``ReadsJournal.newest``) that ``keep`` keeps and ``viewer`` may
+    """A page of ``reads`` (newest first: ``ReadsJournal.reads``) that ``keep`` keeps and ``viewer`` may
     see, and how many there are; only the page is held, however many reads there are."""
     first, end = max(0, offset), max(0, offset) + max(0, limit)
     with evidence.open() as index:
