@@ -87,6 +87,8 @@ _SUMMED: Final = (
 )
 """The summary rows of the captures a WHERE clause keeps (``audiences``), grouped by execution and audience."""
 _GROUPS: Final = " GROUP BY execution_id, tenant, principal, owner"
+_WAL_BYTES: Final = 32 << 20
+"""Write-ahead log bytes past which a writer checkpoints it and empties it (``_checkpointed``)."""
 _BUSY: Final = 300.0
 """Seconds a process waits for another one's indexing (a first build of a large journal) before failing."""
 _RESUM_ALL: Final = 2_000
@@ -428,7 +430,18 @@ class CaptureIndex:
             with contextlib.suppress(sqlite3.Error):  # a damaged file may refuse that too
                 self._db.execute("ROLLBACK")
             raise
+        self._checkpointed()
         return added
+
+    def _checkpointed(self) -> None:
+        """The write-ahead log moved into the file and emptied once it holds ``_WAL_BYTES`` (the writer's lock
+        held). SQLite's own checkpoints copy it but cannot start it again from its beginning while readers
+        come and go, so with workers reading all the time it would only grow."""
+        with contextlib.suppress(OSError):
+            if os.stat(f"{self.path}-wal").st_size < _WAL_BYTES:
+                return
+        with contextlib.suppress(sqlite3.OperationalError):  # busy past the timeout: the next writer tries
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @staticmethod
     def _todo(

@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from loom_otel.audit._index import CaptureIndex, ExecutionFilter, ListedExecution, index_path_for
 from tests.support.evidence import Recorder, summary, text
@@ -147,3 +150,26 @@ def test_a_new_mtime_alone_is_no_rewrite_but_new_bytes_of_the_same_size_are(reco
         assert index.refresh() == 14  # the last line no longer a capture; the others indexed again
         assert index_path_for(recorder.journal_dir).stat().st_ino == inode
         assert other.refresh() == 0 and len(other.rows("run-1", None, None)) == len(index.rows("run-1", None, None))
+
+
+def test_the_write_ahead_log_is_emptied_once_it_grows_past_its_bound(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers read the index all the time, so SQLite's own checkpoints never start its log again: a
+    writer empties it past ``_WAL_BYTES`` (here: any size), and what it held is in the file."""
+    from loom_otel.audit import _index
+
+    _capture_many(recorder)
+    with CaptureIndex(recorder.journal_dir) as reader:  # a reader holding the file open, as a worker does
+        assert reader.refresh() == 15
+        wal = Path(f"{index_path_for(recorder.journal_dir)}-wal")
+        _capture_many(recorder)
+        monkeypatch.setattr(_index, "_WAL_BYTES", 1 << 40)
+        with CaptureIndex(recorder.journal_dir) as writer:
+            assert writer.refresh() == 15 and wal.stat().st_size > 0  # kept in the log below the bound
+        _capture_many(recorder)
+        monkeypatch.setattr(_index, "_WAL_BYTES", 1)
+        with CaptureIndex(recorder.journal_dir) as writer:
+            assert writer.refresh() == 15
+        assert wal.stat().st_size == 0
+        assert len(reader.rows("run-1", None, None)) == 39  # 13 captures three times, read from the file
