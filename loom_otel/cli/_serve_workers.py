@@ -39,9 +39,15 @@ def _listening(host: str, port: int) -> socket.socket:
 
 
 def bound_port(host: str, port: int) -> tuple[socket.socket, int]:
-    """The supervisor's hold on ``host:port`` (``port`` 0: a free one), and the port it holds."""
-    sock = _listening(host, port)
-    return sock, int(sock.getsockname()[1])
+    """The supervisor's hold on ``host:port`` (``port`` 0: a free one), and the port it holds; ``OSError``
+    when another socket holds the port, even one that would share it (``SO_REUSEPORT``: another
+    ``serve`` on the same port would otherwise split its connections with this one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as alone:  # without SO_REUSEPORT: no sharer is let in
+        alone.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        alone.bind(address)
+        port = int(alone.getsockname()[1])
+    return _listening(host, port), port
 
 
 def _answering(host: str, port: int) -> bool:

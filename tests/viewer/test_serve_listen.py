@@ -25,9 +25,13 @@ def _common(tmp_path: Path) -> list[str]:
     return [*SERVE, "--journal", str(tmp_path / "journal"), "--store", store, "--tokens", str(tmp_path / "tokens.toml")]
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_port_in_use_is_an_error_and_never_announced(tmp_path: Path, workers: int) -> None:
+@pytest.mark.parametrize(("workers", "shared"), [(1, False), (2, False), (2, True)])
+def test_a_port_in_use_is_an_error_and_never_announced(tmp_path: Path, workers: int, shared: bool) -> None:
+    """``shared``: the port is held by a socket that would share it (``SO_REUSEPORT``, as another
+    ``serve`` holds it): still in use."""
     with socket.socket() as held:
+        if shared:
+            held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
