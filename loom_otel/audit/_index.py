@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import BinaryIO, Final, TypeVar
 
 from loom_otel.audit._captures import CaptureRecord, parse_collector_line, parse_journal_line
 from loom_otel.audit._read_records import ReadRecord, parse_read_line
@@ -119,13 +119,8 @@ def _tenant_key(tenant: str | None) -> str:
     return "" if tenant is None else f"={tenant}"
 
 
-def _tally_row(time: object, reader: object, tenant: object, execution_id: object, ref: object) -> tuple[object, ...]:
-    """A ``_TALLY`` row from a ``reads`` row's time, reader, tenant, execution and ref."""
-    return (execution_id, _tenant_key(tenant if isinstance(tenant, str) else None), ref, reader, time)
-
-
 def _read_columns(read: ReadRecord) -> tuple[object, ...]:
-    """A read record's row in ``reads``, before where its line is (``_READ_COLUMNS``' order is the query's)."""
+    """A read record's row in ``reads``, before where its line is (file, offset, length)."""
     return (read.origin, read.seq, read.time, read.reader, read.tenant, read.execution_id, read.ref, read.digest,
             read.outcome)  # fmt: skip
 
@@ -269,10 +264,15 @@ def _tail(path: Path, end: int) -> str:
     """A digest of the last ``_TAIL`` bytes before ``end`` (``""``: unreadable)."""
     try:
         with path.open("rb") as fh:
-            fh.seek(max(0, end - _TAIL))
-            return hashlib.sha256(fh.read(min(end, _TAIL))).hexdigest()
+            return _tail_of(fh, end)
     except OSError:
         return ""
+
+
+def _tail_of(fh: BinaryIO, end: int) -> str:
+    """``_tail`` of a file already open."""
+    fh.seek(max(0, end - _TAIL))
+    return hashlib.sha256(fh.read(min(end, _TAIL))).hexdigest()
 
 
 class CaptureIndex:
@@ -522,7 +522,7 @@ class CaptureIndex:
         added = 0
         offset = start
         rows: list[tuple[object, ...]] = []
-        reads: list[tuple[object, ...]] = []
+        reads: list[tuple[ReadRecord, tuple[int, int, int]]] = []
         insert = "INSERT OR IGNORE INTO records VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         with path.open("rb") as fh:
             fh.seek(start)
@@ -538,21 +538,27 @@ class CaptureIndex:
                     rows.append((origin, r.seq, r.execution_id, r.tenant, r.step_id, r.time, *place, *_audience(r)))
                 read = None if parsed or not self.is_journal else parse_read_line(line)
                 if read is not None:
-                    reads.append((*_read_columns(read), *place))
+                    reads.append((read, place))
                 offset += length
                 if len(rows) + len(reads) >= _BATCH:
                     added += self._inserted(insert, rows, reads)
+            tail = _tail_of(fh, offset)
         added += self._inserted(insert, rows, reads)
         update = "UPDATE files SET size=?, mtime_ns=?, indexed=?, tail=? WHERE id=?"
-        self._db.execute(update, (stat.st_size, stat.st_mtime_ns, offset, _tail(path, offset), file_id))
+        self._db.execute(update, (stat.st_size, stat.st_mtime_ns, offset, tail, file_id))
         return added
 
-    def _inserted(self, insert: str, rows: list[tuple[object, ...]], reads: list[tuple[object, ...]]) -> int:
-        """Insert the capture ``rows`` and the ``reads`` (both cleared); return how many captures were new."""
+    def _inserted(
+        self, insert: str, rows: list[tuple[object, ...]], reads: list[tuple[ReadRecord, tuple[int, int, int]]]
+    ) -> int:
+        """Insert the capture ``rows`` and the ``reads`` with where their lines are (both cleared), and tally
+        the reads that name a part; return how many captures were new."""
         added = self._db.executemany(insert, rows).rowcount if rows else 0
         if reads:
-            self._db.executemany(f"INSERT OR IGNORE INTO reads VALUES({', '.join('?' * 12)})", reads)
-            self._db.executemany(_TALLY, [_tally_row(*read[2:7]) for read in reads if read[6]])
+            placed = [(*_read_columns(read), *place) for read, place in reads]
+            self._db.executemany(f"INSERT OR IGNORE INTO reads VALUES({', '.join('?' * 12)})", placed)
+            tallied = [(r.execution_id, _tenant_key(r.tenant), r.ref, r.reader, r.time) for r, _ in reads if r.ref]
+            self._db.executemany(_TALLY, tallied)
         rows.clear()
         reads.clear()
         return added

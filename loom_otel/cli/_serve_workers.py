@@ -28,13 +28,19 @@ _STOPPING: Final = 15.0
 """Seconds the workers have to finish their requests once asked to stop, before they are killed."""
 
 
-def _listening(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` that shares the port with the other workers' (``SO_REUSEPORT``)."""
+def _bound(host: str, port: int, *, shared: bool) -> socket.socket:
+    """A socket bound to ``host:port``; ``shared``: sharing the port with the other workers'
+    (``SO_REUSEPORT``), else alone on it (no socket that would share it is let in)."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(address)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
@@ -42,12 +48,9 @@ def bound_port(host: str, port: int) -> tuple[socket.socket, int]:
     """The supervisor's hold on ``host:port`` (``port`` 0: a free one), and the port it holds; ``OSError``
     when another socket holds the port, even one that would share it (``SO_REUSEPORT``: another
     ``serve`` on the same port would otherwise split its connections with this one)."""
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    with socket.socket(family, kind, proto) as alone:  # without SO_REUSEPORT: no sharer is let in
-        alone.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        alone.bind(address)
+    with _bound(host, port, shared=False) as alone:
         port = int(alone.getsockname()[1])
-    return _listening(host, port), port
+    return _bound(host, port, shared=True), port
 
 
 def _answering(host: str, port: int) -> bool:
@@ -64,7 +67,7 @@ def _worker(settings: Mapping[str, Any], host: str, port: int) -> None:
     """One worker (a spawned process): uvicorn on a listening socket of its own."""
     import uvicorn
 
-    sock = _listening(host, port)
+    sock = _bound(host, port, shared=True)
     uvicorn.Server(uvicorn.Config(**settings)).run(sockets=[sock])
 
 
