@@ -160,10 +160,6 @@ class ReadsJournal:
             return contextlib.nullcontext()  # no read recorded yet
         return self._evidence.open(wait=wait)
 
-    def records(self) -> list[ReadRecord]:
-        """Every read record, in chain order per origin."""
-        return list(self.reads({}, newest_first=False))
-
     def reads(self, equal: Mapping[str, str | None], *, newest_first: bool = True) -> Iterator[ReadRecord]:
         """The read records whose ``reader``, ``execution_id``, ``tenant`` or ``outcome`` are those ``equal``
         names, newest first (else in chain order per origin), streamed."""
@@ -175,7 +171,7 @@ class ReadsJournal:
         self, execution_id: str, tenant: str | None, *, including: Recorded | None = None
     ) -> dict[str, PartReads]:
         """How many times each part of one execution of ``tenant`` was read and by whom (readers in order
-        of first read): what ``records`` with that execution, tenant and a ref add up to; ``including``:
+        of first read): what the read records with that execution, tenant and a ref add up to; ``including``:
         the asking read's own records (``ReadLog.parts``), counted whether or not they are indexed yet.
         With them, a worker finding another indexing does not queue for it: what that one has not indexed
         yet (other reads of the last moments) is counted at the next read, and its own are added here."""
