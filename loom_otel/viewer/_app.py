@@ -59,6 +59,7 @@ from loom_otel.viewer._html import (
 from loom_otel.viewer._reading import PAGE_EXECUTIONS, PAGE_PARTS, Evidence, ExecutionPage, list_page, read_page
 from loom_otel.viewer._reads import ReadLog
 from loom_otel.viewer._sessions import SESSION_COOKIE, SESSION_SECONDS, Sessions
+from loom_otel.viewer._threads import QUICK, SLOW, PriorityThreads
 from loom_otel.viewer._who_read import ListedRead, PartReads, ReadsFilter, ReadsJournal, part_reads, reads_page
 
 __all__ = ["create_app"]
@@ -196,6 +197,7 @@ class _Viewer:
         self.live = live
         self.secure_cookie = secure_cookie
         self.sessions = sessions
+        self.threads = PriorityThreads()
 
     async def identify(self, connection: HTTPConnection) -> Viewer | None:
         """The reader a request proves: by the authenticator (a bearer token), else by a session cookie
@@ -311,18 +313,16 @@ class _Viewer:
         headers = {**_SECURITY_HEADERS, "X-Total-Count": str(total), "X-Offset": str(offset), "X-Limit": str(limit)}
         return JSONResponse([_read_document(r) for r in rows], headers=headers)
 
-    async def _part_reads(self, reader: str, page: ExecutionPage) -> Mapping[str, PartReads]:
+    def _part_reads(self, reader: str, page: ExecutionPage) -> Mapping[str, PartReads]:
         """Who read each part of the page (this read included: it was recorded before)."""
         execution_id, tenant = page.reading.execution_id, page.reading.tenant
-        return await asyncio.to_thread(
-            lambda: part_reads(
-                self.evidence,
-                self.journal.tallies_of(execution_id, tenant, including=page.recorded),
-                reader,
-                self.policy,
-                execution_id=execution_id,
-                tenant=tenant,
-            )
+        return part_reads(
+            self.evidence,
+            self.journal.tallies_of(execution_id, tenant, including=page.recorded),
+            reader,
+            self.policy,
+            execution_id=execution_id,
+            tenant=tenant,
         )
 
     # -- one execution -----------------------------------------------------------------------------
@@ -336,16 +336,13 @@ class _Viewer:
         rows, _ = await asyncio.to_thread(list_page, self.evidence, reader, self.policy, keep, limit=_ALL_TENANTS)
         return rows
 
-    async def _page(
-        self, request: Request, reader: str | None, choices: list[ListedExecution] | None = None
-    ) -> ExecutionPage | None:
-        if reader is None:
-            return None
+    def _page(self, request: Request, reader: str, choices: list[ListedExecution]) -> ExecutionPage | None:
+        """The page the request asks for, its reads recorded (evidence before the answer leaves: a
+        journal that cannot be written fails the read); ``None``: nothing the reader may read."""
         execution_id = request.path_params["execution_id"]
         query = request.query_params
         tenant = query.get("tenant") or (choices[0].tenant if choices else None)
-        page = await asyncio.to_thread(
-            read_page,
+        page = read_page(
             self.evidence,
             self.store,
             reader,
@@ -356,21 +353,16 @@ class _Viewer:
             offset=_int(query.get("offset"), 0),
             limit=_int(query.get("limit"), PAGE_PARTS),
         )
-        # evidence before the answer leaves: a journal that cannot be written fails the read
         if page is None:
-            await asyncio.to_thread(self.reads.refused, reader, tenant, execution_id)
-        else:
-            recorded = await asyncio.to_thread(self.reads.parts, reader, tenant, execution_id, page.reading.parts)
-            page = dataclasses.replace(page, recorded=recorded)
-        return page
+            self.reads.refused(reader, tenant, execution_id)
+            return None
+        recorded = self.reads.parts(reader, tenant, execution_id, page.reading.parts)
+        return dataclasses.replace(page, recorded=recorded)
 
-    async def execution(self, request: Request) -> Response:
-        reader = await self.reader(request)
-        choices = await self._choices(request, reader)
-        if reader is not None and len(choices) > 1:
-            return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
-        page = await self._page(request, reader, choices)
-        if page is None or reader is None:
+    def _execution_html(self, request: Request, reader: str, choices: list[ListedExecution]) -> Response:
+        """``/executions/{id}``, read, recorded and rendered on one worker thread (not the event loop's)."""
+        page = self._page(request, reader, choices)
+        if page is None:
             return self._not_found(request, reader, html=True)
         body = execution_html(
             page,
@@ -378,23 +370,18 @@ class _Viewer:
             trace_url=self.trace_url,
             step=request.query_params.get("step") or None,
             live=self.live,
-            reads=await self._part_reads(reader, page),
+            reads=self._part_reads(reader, page),
             trusted=bool(self.evidence.trust),
         )
         return HTMLResponse(body, headers=_SECURITY_HEADERS)
 
-    async def api_execution(self, request: Request) -> Response:
-        reader = await self.reader(request)
-        choices = await self._choices(request, reader)
-        if len(choices) > 1:
-            listed = [{"execution_id": r.execution_id, "tenant": r.tenant} for r in choices]
-            body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
-            return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
-        page = await self._page(request, reader, choices)
-        if page is None or reader is None:
+    def _execution_json(self, request: Request, reader: str, choices: list[ListedExecution]) -> Response:
+        """``/api/executions/{id}``, as ``_execution_html``."""
+        page = self._page(request, reader, choices)
+        if page is None:
             return self._not_found(request, reader, html=False)
         document = reading_document(page.reading, text=True)
-        _add_reads(document, await self._part_reads(reader, page))
+        _add_reads(document, self._part_reads(reader, page))
         document["page"] = {
             "offset": page.offset,
             "limit": page.limit,
@@ -403,6 +390,26 @@ class _Viewer:
             "truncated": page.truncated,
         }
         return JSONResponse(document, headers=_SECURITY_HEADERS)
+
+    async def execution(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, reader, html=True)
+        choices = await self._choices(request, reader)
+        if len(choices) > 1:
+            return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
+        return await self.threads.run(_kind(request), self._execution_html, request, reader, choices)
+
+    async def api_execution(self, request: Request) -> Response:
+        reader = await self.reader(request)
+        if reader is None:
+            return self._not_found(request, reader, html=False)
+        choices = await self._choices(request, reader)
+        if len(choices) > 1:
+            listed = [{"execution_id": r.execution_id, "tenant": r.tenant} for r in choices]
+            body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
+            return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
+        return await self.threads.run(_kind(request), self._execution_json, request, reader, choices)
 
     async def evidence_download(self, request: Request) -> Response:
         """``/executions/{id}/evidence``: the bundle of what the reader may read (``_evidence``)."""
@@ -531,6 +538,11 @@ class _TokenProbe(HTTPConnection):
         super().__init__(scope)
 
 
+def _kind(request: Request) -> int:
+    """A read of one step is due sooner than a page (``_threads``)."""
+    return QUICK if request.query_params.get("step") else SLOW
+
+
 def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
     """The live view's viewer: the authenticated principal, in the tenant the request asks for."""
 
@@ -637,6 +649,7 @@ def create_app(
         try:
             yield
         finally:
+            view.threads.close()
             reads.close()
 
     app = Starlette(routes=routes, lifespan=lifespan)
