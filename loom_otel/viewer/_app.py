@@ -391,25 +391,27 @@ class _Viewer:
         }
         return JSONResponse(document, headers=_SECURITY_HEADERS)
 
-    async def execution(self, request: Request) -> Response:
+    async def _one_execution(self, request: Request, *, html: bool) -> Response:
+        """``/executions/{id}`` (``html``) or ``/api/executions/{id}``: the tenants to choose from when
+        several hold the id, else the page, read and rendered on one of the viewer's threads."""
         reader = await self.reader(request)
         if reader is None:
-            return self._not_found(request, reader, html=True)
+            return self._not_found(request, reader, html=html)
         choices = await self._choices(request, reader)
-        if len(choices) > 1:
+        if len(choices) > 1 and html:
             return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
-        return await self.threads.run(_kind(request), self._execution_html, request, reader, choices)
-
-    async def api_execution(self, request: Request) -> Response:
-        reader = await self.reader(request)
-        if reader is None:
-            return self._not_found(request, reader, html=False)
-        choices = await self._choices(request, reader)
         if len(choices) > 1:
             listed = [{"execution_id": r.execution_id, "tenant": r.tenant} for r in choices]
             body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
             return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
-        return await self.threads.run(_kind(request), self._execution_json, request, reader, choices)
+        render = self._execution_html if html else self._execution_json
+        return await self.threads.run(_kind(request), render, request, reader, choices)
+
+    async def execution(self, request: Request) -> Response:
+        return await self._one_execution(request, html=True)
+
+    async def api_execution(self, request: Request) -> Response:
+        return await self._one_execution(request, html=False)
 
     async def evidence_download(self, request: Request) -> Response:
         """``/executions/{id}/evidence``: the bundle of what the reader may read (``_evidence``)."""
