@@ -198,3 +198,23 @@ def test_concurrent_requests_over_http(server: Any) -> None:
         thread.join()
     assert statuses == [200] * 20
     assert len(server.simulator.requests) == 20
+
+
+def test_a_client_gone_mid_answer_prints_nothing_but_other_errors_are_reported(
+    server: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    for gone in (BrokenPipeError(), ConnectionResetError(), ConnectionAbortedError()):
+        try:
+            raise gone
+        except ConnectionError:
+            server._httpd.handle_error(None, ("127.0.0.1", 1))
+    assert capfd.readouterr().err == ""
+    try:
+        raise RuntimeError("a fault of the simulator's")
+    except RuntimeError:
+        server._httpd.handle_error(None, ("127.0.0.1", 1))
+    err = capfd.readouterr().err
+    assert "Exception occurred during processing of request" in err
+    assert "a fault of the simulator's" in err
+    with httpx2.Client(base_url=server.url) as client:  # still serving
+        assert client.get("/healthz").json() == {"status": "ok"}

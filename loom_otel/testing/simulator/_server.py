@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qsl, urlsplit
 
 if TYPE_CHECKING:
@@ -70,6 +71,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any) -> None:
+        """A client that went away mid-answer (a stream closed early) is no error of the simulator's:
+        nothing is printed for it; anything else is reported as the standard library does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 class SimulatorServer:
     """A running simulator server: ``url``, ``port``, ``close()``; a context manager."""
 
@@ -77,8 +89,7 @@ class SimulatorServer:
         if host not in ("127.0.0.1", "localhost"):
             raise ValueError("the simulator binds only to 127.0.0.1")
         handler = type("SimulatorHandler", (_Handler,), {"simulator": simulator})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", port), handler)
         self.simulator = simulator
         self.host = "127.0.0.1"
         self.port: int = self._httpd.server_address[1]
