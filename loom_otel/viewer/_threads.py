@@ -24,7 +24,7 @@ from collections.abc import Callable
 from time import monotonic
 from typing import Any, Final, TypeVar
 
-__all__ = ["QUICK", "SLOW", "PriorityThreads"]
+__all__ = ["PriorityThreads", "QUICK", "SLOW", "WAIT"]
 
 QUICK: Final = 0
 """One step's read (a part, its record, its who-read)."""
