@@ -1,12 +1,13 @@
 """``loom-otel serve`` under load: concurrent readers of ``--workers`` workers over a large journal.
 
     python benchmarks/bench_serve.py [--captures 100000] [--readers 50] [--seconds 60] [--workers 2]
-                                     [--dir DIR]
+                                     [--threads N] [--dir DIR]
 
 A journal of ``--captures`` capture records (real chained records written directly as lines: no model
 calls), 100 per execution (tenant ``acme``, principal ``alice``), one text part each whose blob is in a
 file store. ``loom-otel serve`` runs as a user starts it (a uvicorn subprocess, ``--workers`` workers, a
-tokens file, its capture index in a cache directory of the run's own); ``--readers`` concurrent clients
+tokens file, its capture index in a cache directory of the run's own; ``--threads``: its reading
+threads per worker, default serve's); ``--readers`` concurrent clients
 read, for ``--seconds``, alternately a part (``/api/executions/{id}?step=..``: one step's one part) and an
 execution page (``/executions/{id}``: the HTML page of its first 100 parts). Every read is recorded (a
 ``read`` record per part), as in production.
@@ -138,13 +139,14 @@ async def read_for(base: str, executions: int, readers: int, seconds: float) -> 
 class Serving:
     """``loom-otel serve`` over the run's journal and store, as a user starts it, until ``stop``."""
 
-    def __init__(self, root: Path, journal: Path, store_dir: Path, workers: int) -> None:
+    def __init__(self, root: Path, journal: Path, store_dir: Path, workers: int, threads: int | None) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         command = [
             sys.executable, "-m", "loom_otel.cli", "serve", "--journal", str(journal), "--store",
             f"file://{store_dir}", "--tokens", str(root / "tokens.toml"), "--port", str(self.port),
             "--workers", str(workers), "--reads-journal", str(root / "reads"),
+            *(["--threads", str(threads)] if threads else []),
         ]  # fmt: skip
         environment = {**os.environ, "XDG_CACHE_HOME": str(root / "cache")}  # the index: the run's own
         self.started = time.perf_counter()
@@ -180,6 +182,7 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None, help="reading threads per worker (default: serve's)")
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: a temporary one, removed)")
     args = parser.parse_args()
     root = args.dir or Path(tempfile.mkdtemp(prefix="loom-bench-serve-"))
@@ -190,7 +193,7 @@ def main() -> None:
         print(f"journal: {args.captures:,} captures in {executions:,} executions, written in "
               f"{time.perf_counter() - started:.1f} s")  # fmt: skip
         (root / "tokens.toml").write_text(f'[tokens]\nalice = "{TOKEN}"\n')
-        server = Serving(root, journal, store_dir, args.workers)
+        server = Serving(root, journal, store_dir, args.workers, args.threads)
         try:
             listed, page = server.first_page()
             print(f"first start (the capture index built): list page in {listed:.1f} s, execution page {page:.1f} s")
@@ -210,7 +213,7 @@ def main() -> None:
             print(f"{label:38} {len(values):7,} reads  p50 {percentile(values, 0.5) * 1e3:8.1f} ms  "
                   f"p99 {percentile(values, 0.99) * 1e3:8.1f} ms")  # fmt: skip
         print(f"resident memory per worker: {', '.join(f'{kib / 1024:.0f} MiB' for kib in resident)}")
-        server = Serving(root, journal, store_dir, args.workers)
+        server = Serving(root, journal, store_dir, args.workers, args.threads)
         try:
             listed, page = server.first_page()
             print(f"restart over {args.captures:,} captures: list page in {listed:.1f} s, execution page {page:.1f} s")

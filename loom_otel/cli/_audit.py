@@ -25,7 +25,7 @@ from loom_otel.audit._executions import ANY_TENANT, STORED, ExecutionSummary, li
 from loom_otel.audit._locations import journal_of
 from loom_otel.audit._read import AttemptReading, PartStatus, ReasoningReading, read_reasoning
 from loom_otel.audit._standing import Standings, trusted_keys
-from loom_otel.cli._store_args import open_store, parse_since, store_url, with_tenant_stores
+from loom_otel.cli._store_args import at_least_one, open_store, parse_since, store_url, with_tenant_stores
 from loom_otel.cli._table import render_table
 from loom_otel.cli._terminal import clean
 from loom_otel.core import environment_variables as env
@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or a duration ago such as 90s, 15m, 1h, 2d, 1w",
     )
     listing.add_argument(
-        "--limit", type=_count, default=None, metavar="N", help="only the newest N executions (N >= 1)"
+        "--limit", type=at_least_one, default=None, metavar="N", help="only the newest N executions (N >= 1)"
     )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.add_argument("--journal", default=None, help=_JOURNAL_HELP)
@@ -128,17 +128,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _verify.register(commands)
     _erase.register(commands)
     _bundle.register(commands)
-
-
-def _count(value: str) -> int:
-    """``--limit``: a whole number of at least 1 (anything else is a usage error)."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
-    return number
 
 
 def _model(attempt: AttemptReading) -> str:

@@ -2,7 +2,8 @@
 
 Reads a journal directory or a collector ``file`` archive and the store, and serves the pages and the
 JSON API to readers proved by static tokens, JWTs, or a declared trusted proxy, each read recorded in
-the viewer's own journal origin. ``--workers N`` starts N uvicorn workers; all answer the same.
+the viewer's own journal origin. ``--workers N`` starts N uvicorn workers; all answer the same;
+``--threads N`` sets each one's reading threads (``viewer._threads``).
 With a retention (``--retention``, else ``LOOM_OTEL_RETENTION``; a tenant's ``retention`` in the policy
 file wins) and a journal directory, the command applies it as ``loom-otel retain`` does, at start and then
 every ``--retain-every`` seconds, in its own process (not in each worker). It says where it serves once
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
+from loom_otel.cli._store_args import at_least_one
 from loom_otel.core import environment_variables as env
 from loom_otel.core.exceptions import LoomOtelError, ReasoningConfigError
 from loom_otel.core.runtime import default_journal_dir, default_session_key
@@ -77,7 +79,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8377, help="port (default: 8377)")
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default: 1)")
+    parser.add_argument("--workers", type=at_least_one, default=1, help="uvicorn worker processes (default: 1)")
+    parser.add_argument(
+        "--threads",
+        type=at_least_one,
+        default=None,
+        metavar="N",
+        help="reading threads per worker (default: 1 when every blob is on this machine, a file or memory store: "
+        "reads then take the processor, and one thread serves the quick ones first; else CPUs + 4, to wait on "
+        "a remote store side by side)",
+    )
     parser.add_argument(
         "--forward",
         action="store_true",
@@ -151,6 +162,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         public_url=args.public_url or os.environ.get(env.LOOM_OTEL_VIEWER_URL) or None,
         bind=args.host,
         trust=tuple(str(Path(k).expanduser().absolute()) for k in args.trust),
+        threads=args.threads,
     )
     try:
         settings.check()

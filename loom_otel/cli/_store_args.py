@@ -1,5 +1,5 @@
-"""What several commands read from their arguments alike: the store (``--store`` or the environment) and
-a time (``--since``)."""
+"""What several commands read from their arguments alike: the store (``--store`` or the environment), a
+time (``--since``) and a count (``--limit``, ``--workers``)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,21 @@ from typing import Final
 from loom_otel.core import environment_variables as env
 from loom_otel.core.stores import ReasoningStore, store_from_uri
 
-__all__ = ["open_store", "parse_since", "store_url", "with_tenant_stores"]
+__all__ = ["at_least_one", "open_store", "parse_since", "store_url", "with_tenant_stores"]
 
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|h|d|w)")
 _SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def at_least_one(value: str) -> int:
+    """A count argument: a whole number of at least 1 (anything else is a usage error)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return number
 
 
 def parse_since(value: str, *, now: float | None = None) -> int:

@@ -40,7 +40,7 @@ from loom_otel.audit._index import ExecutionFilter, ListedExecution
 from loom_otel.audit._standing import trusted_keys
 from loom_otel.core.policy import ReadingPolicy
 from loom_otel.core.runtime import OPEN_PATH, opened_path
-from loom_otel.core.stores import ReasoningStore
+from loom_otel.core.stores import FileReasoningStore, MemoryReasoningStore, ReasoningStore, TenantStores
 from loom_otel.live._auth import TOKEN_COOKIE, Authenticator, authenticate
 from loom_otel.live._feed import Viewer
 from loom_otel.live._hub import LiveReasoningHub
@@ -186,6 +186,7 @@ class _Viewer:
         live: bool,
         secure_cookie: bool,
         sessions: Sessions,
+        threads: int | None,
     ) -> None:
         self.evidence = evidence
         self.store = store
@@ -197,7 +198,7 @@ class _Viewer:
         self.live = live
         self.secure_cookie = secure_cookie
         self.sessions = sessions
-        self.threads = PriorityThreads()
+        self.threads = PriorityThreads(threads or _reading_threads(store))
 
     async def identify(self, connection: HTTPConnection) -> Viewer | None:
         """The reader a request proves: by the authenticator (a bearer token), else by a session cookie
@@ -545,6 +546,16 @@ def _kind(request: Request) -> int:
     return QUICK if request.query_params.get("step") else SLOW
 
 
+def _reading_threads(store: ReasoningStore) -> int | None:
+    """The reading threads a worker keeps by default: one when every blob is on this machine (a file or
+    memory store: a read then takes the processor for all of its time, and threads would only share the
+    interpreter, so a step read running beside pages would take as long as they do, while one thread takes
+    the quick one first); ``None`` (``PriorityThreads``' default) for any other store (across the network,
+    say: waited on side by side)."""
+    stores = [store.default, *store.tenants.values()] if isinstance(store, TenantStores) else [store]
+    return 1 if all(isinstance(s, (FileReasoningStore, MemoryReasoningStore)) for s in stores) else None
+
+
 def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
     """The live view's viewer: the authenticated principal, in the tenant the request asks for."""
 
@@ -588,6 +599,7 @@ def create_app(
     session_key: str | Path | None = None,
     hosts: Collection[str] | None = None,
     trust: Iterable[str] | None = None,
+    threads: int | None = None,
 ) -> Starlette:
     """The viewer of the evidence in ``source`` (a journal directory or a collector ``file`` archive)
     and ``store``. ``authenticator`` proves the reader (``tokens_file_authenticator``,
@@ -601,7 +613,8 @@ def create_app(
     key file of browser sessions, shared by every worker (``None``: a key of this process alone);
     ``hosts``: the only ``Host`` names answered (``None``: any). ``trust``: the hex
     Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
-    ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing."""
+    ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing. ``threads``: the
+    reading threads (``None``: one for a file or memory store, else CPUs + 4: ``_reading_threads``)."""
     keys = trusted_keys() if trust is None else _hex_keys(trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))
@@ -624,6 +637,7 @@ def create_app(
         hub is not None,
         secure_cookie,
         Sessions(session_key),
+        threads,
     )
     routes: list[Route | Mount] = [
         Route("/", view.index, methods=["GET"]),
@@ -656,6 +670,7 @@ def create_app(
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.reads = reads
+    app.state.threads = view.threads
     if hosts is not None:
         app.add_middleware(_OnlyHosts, hosts=hosts)
     return app

@@ -51,6 +51,8 @@ class ServeSettings:
     """Where readers reach the viewer (``--public-url``, else ``LOOM_OTEL_VIEWER_URL``): its host is answered."""
     bind: str = "127.0.0.1"
     """The address the server listens on: loopback names are answered when it is a loopback address."""
+    threads: int | None = None
+    """Reading threads per worker (``--threads``; ``None``: ``create_app``'s rule)."""
 
     def hosts(self) -> frozenset[str] | None:
         """The ``Host`` names answered: the public URL's, and the loopback names when bound to loopback;
@@ -136,6 +138,7 @@ class ServeSettings:
             session_key=self.session_key,
             hosts=self.hosts(),
             trust=self.trusted(),
+            threads=self.threads,
         )
 
 

@@ -9,6 +9,10 @@ step read queued after (no page waits behind an endless run of them); jobs of on
 A job runs in a copy of its caller's context (as ``asyncio.to_thread``'s do), and its result or
 exception is handed back to the caller's event loop; a caller that went away (a cancelled request)
 still has its job run, so a read is recorded whole or not at all.
+
+Reads from a store on this machine take the processor for all of their time, and threads of one process
+share one interpreter: a step read running beside pages would last as long as they do. There the viewer
+keeps one thread (``_app._reading_threads``), so the order of the queue is the order of service.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ class PriorityThreads:
         self._threads: set[threading.Thread] = set()
         self._idle = 0
         self._closed = False
+
+    @property
+    def most(self) -> int:
+        """How many threads may run at once."""
+        return self._most
 
     async def run(self, kind: int, fn: Callable[..., _T], /, *args: Any) -> _T:
         """``fn(*args)`` on one of the threads, its kind (``QUICK`` or ``SLOW``) deciding when it is due."""
