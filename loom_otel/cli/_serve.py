@@ -85,9 +85,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=at_least_one,
         default=None,
         metavar="N",
-        help="reading threads per worker (default: 1 when every blob is on this machine, a file or memory store: "
-        "reads then take the processor, and one thread serves the quick ones first; else CPUs + 4, to wait on "
-        "a remote store side by side)",
+        help="reading threads per worker (default: 1 when every read stays on this machine, a file store and a "
+        "local journal or archive: reads then take the processor, and one thread serves the quick ones first; "
+        "else CPUs + 4, to wait on the network side by side)",
     )
     parser.add_argument(
         "--forward",

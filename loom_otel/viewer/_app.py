@@ -198,7 +198,7 @@ class _Viewer:
         self.live = live
         self.secure_cookie = secure_cookie
         self.sessions = sessions
-        self.threads = PriorityThreads(threads or _reading_threads(store))
+        self.threads = PriorityThreads(threads or _reading_threads(store, evidence))
 
     async def identify(self, connection: HTTPConnection) -> Viewer | None:
         """The reader a request proves: by the authenticator (a bearer token), else by a session cookie
@@ -546,14 +546,15 @@ def _kind(request: Request) -> int:
     return QUICK if request.query_params.get("step") else SLOW
 
 
-def _reading_threads(store: ReasoningStore) -> int | None:
-    """The reading threads a worker keeps by default: one when every blob is on this machine (a file or
-    memory store: a read then takes the processor for all of its time, and threads would only share the
-    interpreter, so a step read running beside pages would take as long as they do, while one thread takes
-    the quick one first); ``None`` (``PriorityThreads``' default) for any other store (across the network,
-    say: waited on side by side)."""
+def _reading_threads(store: ReasoningStore, evidence: Evidence) -> int | None:
+    """The reading threads a worker keeps by default: one when every read stays on this machine (blobs in a
+    file or memory store, evidence in a local journal or archive): a read then takes the processor for all
+    of its time, and threads would only share the interpreter, so a step read running beside pages would
+    take as long as they do, while one thread takes the quick one first. ``None`` (``PriorityThreads``'
+    default) when reads wait on the network (another store, an archive on S3): waited on side by side."""
     stores = [store.default, *store.tenants.values()] if isinstance(store, TenantStores) else [store]
-    return 1 if all(isinstance(s, (FileReasoningStore, MemoryReasoningStore)) for s in stores) else None
+    local = all(isinstance(s, (FileReasoningStore, MemoryReasoningStore)) for s in stores)
+    return 1 if local and evidence.remote is None else None
 
 
 def _tenant_from_query(authenticator: Authenticator) -> Authenticator:
@@ -614,7 +615,7 @@ def create_app(
     ``hosts``: the only ``Host`` names answered (``None``: any). ``trust``: the hex
     Ed25519 public keys whose signed checkpoints prove records (``None``: the public half of
     ``LOOM_OTEL_CHECKPOINT_KEY``, when set); each part shows its record's standing. ``threads``: the
-    reading threads (``None``: one for a file or memory store, else CPUs + 4: ``_reading_threads``)."""
+    reading threads (``None``: one when every read stays on this machine, else CPUs + 4: ``_reading_threads``)."""
     keys = trusted_keys() if trust is None else _hex_keys(trust)
     if isinstance(source, str) and is_remote(source):
         remote = RemoteArchive(source, **(archive_options or {}))

@@ -10,7 +10,7 @@ A job runs in a copy of its caller's context (as ``asyncio.to_thread``'s do), an
 exception is handed back to the caller's event loop; a caller that went away (a cancelled request)
 still has its job run, so a read is recorded whole or not at all.
 
-Reads from a store on this machine take the processor for all of their time, and threads of one process
+Reads that stay on this machine take the processor for all of their time, and threads of one process
 share one interpreter: a step read running beside pages would last as long as they do. There the viewer
 keeps one thread (``_app._reading_threads``), so the order of the queue is the order of service.
 """

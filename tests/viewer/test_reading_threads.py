@@ -1,7 +1,7 @@
-"""How many reading threads a viewer worker keeps: one when every blob is on this machine (a file or memory
-store: reads take the processor, so one thread serves them in the order of its queue, step reads first),
-CPUs + 4 for a store across the network (waited on side by side), and ``--threads N`` when given; a count
-below 1 is a usage error that names the argument."""
+"""How many reading threads a viewer worker keeps: one when every read stays on this machine (a file or
+memory store, a local journal: reads take the processor, so one thread serves them in the order of its
+queue, step reads first), CPUs + 4 when reads wait on the network (a store or an archive elsewhere: waited
+on side by side), and ``--threads N`` when given; a count below 1 is a usage error naming the argument."""
 
 from __future__ import annotations
 
@@ -58,6 +58,23 @@ def _app(root: Path, store: ReasoningStore, **options: Any) -> Any:
 def test_the_reading_threads_follow_where_the_blobs_are(tmp_path: Path, kind: str, expected: int) -> None:
     app = _app(tmp_path, STORES[kind](tmp_path))
     assert app.state.threads.most == expected
+
+
+def test_an_archive_elsewhere_is_waited_on_side_by_side(tmp_path: Path) -> None:
+    import fsspec
+
+    url = f"memory://loom-{uuid.uuid4().hex[:8]}/archive.jsonl"
+    with fsspec.open(url, "wb") as archive:
+        archive.write(b"")
+    (tmp_path / "tokens.toml").write_text('[tokens]\nalice = "alice-token-0123456789abcdef"\n')
+    app = create_app(
+        url,
+        FileReasoningStore(tmp_path / "store"),
+        authenticator=tokens_file_authenticator(tmp_path / "tokens.toml"),
+        reads_journal=tmp_path / "reads",
+        archive_options={"mirror_dir": tmp_path / "mirror"},  # not the shared temporary directory
+    )
+    assert app.state.threads.most == DEFAULT
 
 
 @pytest.mark.parametrize("kind", ["file", "fsspec"])
