@@ -6,11 +6,11 @@
 A journal of ``--captures`` capture records (real chained records written directly as lines: no model
 calls), 100 per execution (tenant ``acme``, principal ``alice``), one text part each whose blob is in a
 file store. ``loom-otel serve`` runs as a user starts it (a uvicorn subprocess, ``--workers`` workers, a
-tokens file, its capture index in a cache directory of the run's own; ``--threads``: its reading
-threads per worker, default serve's); ``--readers`` concurrent clients
-read, for ``--seconds``, alternately a part (``/api/executions/{id}?step=..``: one step's one part) and an
-execution page (``/executions/{id}``: the HTML page of its first 100 parts). Every read is recorded (a
-``read`` record per part), as in production.
+tokens file, its capture index in a cache directory of the run's own; ``--threads``: its reading threads
+per worker, default serve's own); ``--readers`` concurrent clients read, for ``--seconds``, alternately a
+part (``/api/executions/{id}?step=..``: one step's one part) and an execution page (``/executions/{id}``:
+the HTML page of its first 100 parts). Every read is recorded (a ``read`` record per part), as in
+production.
 
 Reported: generation time; the first start's time to its first page (the capture index built);
 reads per second and p50 / p99 latency of each kind; the resident memory of each worker after the

@@ -1,5 +1,5 @@
 """What several commands read from their arguments alike: the store (``--store`` or the environment), a
-time (``--since``) and a count (``--limit``, ``--workers``)."""
+time (``--since``) and a count (``--limit``, ``--workers``, ``--threads``)."""
 
 from __future__ import annotations
 
