@@ -10,18 +10,22 @@ writing ``--noise-mib`` MiB to a file on the same file system (1 MiB writes, the
 over, until the calls end), interleaved per round. Per variant: the calls' latency p50 and p99 (every
 call of every round), and per durability how far the writer moves the p99 (target: under 1 ms for
 ``batch``: no calling thread waits on a device flush, and loom-otel flushes only its own files;
-``always`` flushes before each call returns, so its cost is stated beside it).
+``always`` flushes before each call returns, so its cost is stated beside it). The control: the same
+program writing to a memory file system (``/dev/shm``: no disk, its ``fsync`` does nothing), so what it
+moves is its processor time alone (a 2-core machine runs it beside the calls).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Final
 
 import anthropic
 import bench_anthropic
@@ -47,7 +51,9 @@ while True:
 """The other program: writes ``mib`` MiB to ``path`` and syncs it, over and over, until it is stopped."""
 
 _DURABILITIES: tuple[Durability, ...] = ("batch", "always")
-_NOISES = ("quiet", "writer")
+_NOISES = ("quiet", "writer", "memory")
+_MEMORY: Final = Path("/dev/shm")
+"""A memory file system, where the control writes (``memory``); without one the control is not run."""
 
 
 def _latencies(client: anthropic.Anthropic, root: Path, durability: Durability, calls: int) -> list[float]:
@@ -77,10 +83,17 @@ def _latencies(client: anthropic.Anthropic, root: Path, durability: Durability, 
             config.store.close()
 
 
-def _with_writer(root: Path, mib: int) -> subprocess.Popen[str]:
-    writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(root / "other-program.bin"), str(mib)], stdout=subprocess.PIPE, text=True
-    )
+def _writes_to(root: Path, noise: str) -> Path | None:
+    """Where the other program writes for ``noise`` (``None``: nothing runs beside the calls)."""
+    if noise == "writer":
+        return root / "other-program.bin"
+    if noise == "memory":
+        return _MEMORY / f"loom-bench-other-program-{os.getpid()}.bin"
+    return None
+
+
+def _with_writer(path: Path, mib: int) -> subprocess.Popen[str]:
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(mib)], stdout=subprocess.PIPE, text=True)
     assert writer.stdout is not None
     writer.stdout.readline()  # it has started writing
     time.sleep(0.2)  # dirty pages are building up
@@ -106,9 +119,12 @@ def main() -> None:
     try:
         with replayed(args) as (url, transport):
             client = bench_anthropic.client_of(url, transport)
+            noises = [n for n in _NOISES if n != "memory" or (_MEMORY.is_dir() and os.access(_MEMORY, os.W_OK))]
             for round_ in range(args.rounds):
-                for noise in _NOISES[round_ % 2 :] + _NOISES[: round_ % 2]:
-                    writer = _with_writer(root, args.noise_mib) if noise == "writer" else None
+                turn = round_ % len(noises)
+                for noise in noises[turn:] + noises[:turn]:
+                    path = _writes_to(root, noise)
+                    writer = _with_writer(path, args.noise_mib) if path is not None else None
                     try:
                         for durability in _DURABILITIES:
                             found.setdefault((durability, noise), []).extend(
@@ -118,7 +134,8 @@ def main() -> None:
                         if writer is not None:
                             writer.terminate()
                             writer.wait()
-                    (root / "other-program.bin").unlink(missing_ok=True)
+                        if path is not None:
+                            path.unlink(missing_ok=True)
     finally:
         remove(root)
     _report(args, found)
@@ -128,17 +145,23 @@ def _report(args: argparse.Namespace, found: dict[tuple[str, str], list[float]])
     print(
         f"anthropic {anthropic.__version__}, create, 8 KiB new reasoning per call, memory transport, file store "
         f"with fsync; {args.calls} calls x {args.rounds} rounds; other program: {args.noise_mib} MiB written and "
-        "synced over and over on the same file system"
+        "synced over and over on the same file system (memory: the same program writing to a memory file system)"
     )
     print(f"{'durability':11} {'disk':7} {'p50 us':>8} {'p99 us':>8} {'mean us':>8}")
     for durability in _DURABILITIES:
-        for noise in _NOISES:
+        for noise in [n for n in _NOISES if (durability, n) in found]:
             values = found[(durability, noise)]
             p50, p99, mean = (_percentile(values, 0.5), _percentile(values, 0.99), statistics.fmean(values))
             print(f"{durability:11} {noise:7} {p50 * 1e6:8.0f} {p99 * 1e6:8.0f} {mean * 1e6:8.0f}")
     for durability in _DURABILITIES:
         moved = _percentile(found[(durability, "writer")], 0.99) - _percentile(found[(durability, "quiet")], 0.99)
         print(f"p99 moved by the other program, {durability}: {moved * 1e6:+.0f} us")
+    for durability in _DURABILITIES:
+        if (durability, "memory") not in found:
+            print(f"no memory file system at {_MEMORY}: the control (the writer's processor time alone) was not run")
+            break
+        moved = _percentile(found[(durability, "memory")], 0.99) - _percentile(found[(durability, "quiet")], 0.99)
+        print(f"p99 moved by the same program writing to memory (no disk), {durability}: {moved * 1e6:+.0f} us")
     quiet = {d: _percentile(found[(d, "quiet")], 0.5) for d in _DURABILITIES}
     print(f"always costs over batch (p50, quiet disk): {(quiet['always'] - quiet['batch']) * 1e6:+.0f} us a call")
 
