@@ -399,9 +399,9 @@ class _Viewer:
         if reader is None:
             return self._not_found(request, reader, html=html)
         choices = await self._choices(request, reader)
-        if len(choices) > 1 and html:
-            return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
         if len(choices) > 1:
+            if html:
+                return HTMLResponse(index_html(choices, reader=reader, total=len(choices)), headers=_SECURITY_HEADERS)
             listed = [{"execution_id": r.execution_id, "tenant": r.tenant} for r in choices]
             body = {"error": "several tenants hold this execution: pass ?tenant=", "executions": listed}
             return JSONResponse(body, status_code=300, headers=_SECURITY_HEADERS)
@@ -552,7 +552,7 @@ def _reading_threads(store: ReasoningStore, evidence: Evidence) -> int | None:
     of its time, and threads would only share the interpreter, so a step read running beside pages would
     take as long as they do, while one thread takes the quick one first. ``None`` (``PriorityThreads``'
     default) when reads wait on the network (another store, an archive on S3): waited on side by side."""
-    stores = [store.default, *store.tenants.values()] if isinstance(store, TenantStores) else [store]
+    stores = store.every() if isinstance(store, TenantStores) else [store]
     local = all(isinstance(s, (FileReasoningStore, MemoryReasoningStore)) for s in stores)
     return 1 if local and evidence.remote is None else None
 

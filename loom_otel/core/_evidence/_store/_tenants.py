@@ -42,7 +42,8 @@ class TenantStores:
         """The store a tenant's blobs are in."""
         return self.default if tenant is None else self.tenants.get(tenant, self.default)
 
-    def _all(self) -> list[ReasoningStore]:
+    def every(self) -> list[ReasoningStore]:
+        """Every store: the default, then the tenants' own."""
         return [self.default, *self.tenants.values()]
 
     def put(self, envelope: Envelope) -> str:
@@ -57,14 +58,14 @@ class TenantStores:
         return open_sealed(self.of(tenant), ref, tenant=tenant, execution_id=execution_id)
 
     def delete(self, ref: str) -> None:
-        for store in self._all():  # a ref alone names no tenant: it is removed wherever it is
+        for store in self.every():  # a ref alone names no tenant: it is removed wherever it is
             store.delete(ref)
 
     def erase_execution(self, tenant: str | None, execution_id: str) -> int:
         return self.of(tenant).erase_execution(tenant, execution_id)
 
     def exists(self, ref: str) -> bool:
-        return any(isinstance(s, DigestKeyStore) and s.exists(ref) for s in self._all())
+        return any(isinstance(s, DigestKeyStore) and s.exists(ref) for s in self.every())
 
     def digest_key(self, tenant: str | None, execution_id: str, *, create: bool = False) -> bytes | None:
         store = self.of(tenant)
