@@ -39,11 +39,14 @@ STORES: dict[str, Any] = {
 }
 
 
-def _app(root: Path, store: ReasoningStore, **options: Any) -> Any:
-    (root / "journal").mkdir(exist_ok=True)
+def _app(root: Path, store: ReasoningStore, source: str | Path | None = None, **options: Any) -> Any:
+    """The viewer over ``source`` (default: an empty journal directory under ``root``) and ``store``."""
+    if source is None:
+        source = root / "journal"
+        source.mkdir(exist_ok=True)
     (root / "tokens.toml").write_text('[tokens]\nalice = "alice-token-0123456789abcdef"\n')
     return create_app(
-        root / "journal",
+        source,
         store,
         authenticator=tokens_file_authenticator(root / "tokens.toml"),
         reads_journal=root / "reads",
@@ -66,14 +69,8 @@ def test_an_archive_elsewhere_is_waited_on_side_by_side(tmp_path: Path) -> None:
     url = f"memory://loom-{uuid.uuid4().hex[:8]}/archive.jsonl"
     with fsspec.open(url, "wb") as archive:
         archive.write(b"")
-    (tmp_path / "tokens.toml").write_text('[tokens]\nalice = "alice-token-0123456789abcdef"\n')
-    app = create_app(
-        url,
-        FileReasoningStore(tmp_path / "store"),
-        authenticator=tokens_file_authenticator(tmp_path / "tokens.toml"),
-        reads_journal=tmp_path / "reads",
-        archive_options={"mirror_dir": tmp_path / "mirror"},  # not the shared temporary directory
-    )
+    mirror = {"mirror_dir": tmp_path / "mirror"}  # not the shared temporary directory
+    app = _app(tmp_path, FileReasoningStore(tmp_path / "store"), url, archive_options=mirror)
     assert app.state.threads.most == DEFAULT
 
 
