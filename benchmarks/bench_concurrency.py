@@ -17,15 +17,19 @@ from ``--threads`` threads sharing one client. The transport defaults to ``socke
 in its own process, the SDKs' real HTTP transport), so the calls wait on real sockets as they would on a
 vendor.
 
+Variants: the official instrumentations with util-genai's upload hook (files, every upload waited for
+before the batch ends: the comparison issue 32 accepted for a single call, which also keeps the text),
+the official instrumentations (no content), loom-otel's default.
+
 Figures per workload and variant: calls per second (the median of the rounds), its ratio to ``bare``
 measured right before it in the same round; ``of official``: that ratio over the official
-instrumentation's in the same round; and, for loom-otel, how long a call waited on each of loom-otel's
-locks on the call path (the journal's, the store's, the binding records'), summed over the batch and
-divided by the calls (a lock that serializes the callers shows as wait), the longest single wait, how
-many waits took over 1 ms and how many times a lock was held over 1 ms (long waits beside short holds are
-the interpreter lock: the thread a lock was handed to waits for its turn to run; the locks are wrapped
-here, in the benchmark only, to time each acquisition); and the CPU time loom-otel's own background
-threads (group commit, checkpoints, ready packs) spent per call.
+instrumentation's in the same round (``of upload``: over the upload hook's); and, for loom-otel, how long
+a call waited on each of loom-otel's locks on the call path (the journal's, the store's, the binding
+records'), summed over the batch and divided by the calls (a lock that serializes the callers shows as
+wait), the longest single wait, how many waits took over 1 ms and how many times a lock was held over 1
+ms (long waits beside short holds are the interpreter lock: the thread a lock was handed to waits for its
+turn to run; the locks are wrapped here, in the benchmark only, to time each acquisition); and the CPU
+time loom-otel's own background threads (group commit, checkpoints, ready packs) spent per call.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ _slow_waits: dict[str, int] = {}
 _long_holds: dict[str, int] = {}
 """How many times each lock (by label) was held longer than ``_SLOW_WAIT`` since the last ``_clear_waits()``.
 A wait long beside holds short is the interpreter lock: a thread the lock was handed to waits to run."""
+OFFICIAL = "official OTel (no content)"
 _SLOW_WAIT = 0.001
 
 
@@ -247,10 +252,12 @@ def main() -> None:
     officials = [bench_anthropic.official(), bench_gemini.official()]
     loom = loom_variants(_Both, root)[0]
     variants: list[Variant] = [Variant("loom-otel default", loom.instrument)]
+    drops = None
     if all(officials):
-        from bench_peers import _both
+        from bench_peers import _both, _upload_variant
 
-        variants = [*_both("official OTel (no content)", officials), *variants]
+        upload, drops = _upload_variant(officials, root, args.calls * args.rounds)
+        variants = [*upload, *_both(OFFICIAL, officials), *variants]
     else:
         variants = [*official_variant(None, ""), *variants]
     providers = {v.name: provider() for v in variants}
@@ -267,15 +274,16 @@ def main() -> None:
                 order = variants[round_ % len(variants) :] + variants[: round_ % len(variants)]
                 for name, batch in found:
                     for variant in order:
-                        bare = _throughput(batch, args.calls)
+                        bare = _throughput(batch, args.calls, force_flush)
                         undo = variant.instrument(providers[variant.name])
+                        settle = variant.settle or force_flush
                         try:
                             batch(args.tasks)  # the variant's first calls open its journal and store
-                            force_flush()
+                            settle()
                             _watch_locks()
                             _clear_waits()
                             before = _thread_cpu()
-                            measured = _throughput(batch, args.calls)
+                            measured = _throughput(batch, args.calls, settle)
                             after = _thread_cpu()
                             waits = dict(_waits)
                             worst = (
@@ -293,12 +301,16 @@ def main() -> None:
             each.shutdown()
         remove(root)
     _report(args, [name for name, _ in found], variants, results, longest)
+    if drops is not None and drops.count:
+        print(f"the upload hook dropped {drops.count} uploads (its queue was full)")
 
 
-def _throughput(batch: Batch, calls: int) -> float:
+def _throughput(batch: Batch, calls: int, settle: Callable[[], object]) -> float:
+    """Calls per second of ``calls`` calls, until ``settle`` returns (what each variant waits for after a
+    batch: loom-otel's ``force_flush``, the upload hook's uploads)."""
     started = time.perf_counter()
     batch(calls)
-    force_flush()
+    settle()
     return calls / (time.perf_counter() - started)
 
 
@@ -310,24 +322,35 @@ def _report(
     longest: dict[tuple[str, str], list[tuple[float, int, int]]],
 ) -> None:
     med = statistics.median
-    official = next((v.name for v in variants if not v.loom), None)
+    names_of = {v.name for v in variants}
+    official = OFFICIAL if OFFICIAL in names_of else None
+    upload = next((v.name for v in variants if not v.loom and v.settle is not None), None)
+
+    def over(workload: str, variant: str, other: str | None) -> str:
+        """``variant``'s ratio to bare over ``other``'s on ``workload``, in the same rounds (median)."""
+        if other is None or variant == other:
+            return "-"
+        pairs = zip(results[(workload, variant)], results[(workload, other)], strict=True)
+        return f"{med((m / b) / (om / ob) for (b, m, _, _), (ob, om, _, _) in pairs):.2f}"
+
     print(
         f"anthropic {anthropic.__version__}, google-genai {genai.__version__}, 8 KiB new reasoning per call, "
         f"{args.transport} transport, {args.calls} calls x {args.rounds} rounds, interleaved"
     )
     print(
         "calls/s = median of the rounds; ratio = to bare in the same round; of official = that ratio over the "
-        "official instrumentation's in the same round; lock wait and background CPU per call; longest single "
+        "official instrumentation's in the same round (of upload: over the official upload hook's, which also "
+        "keeps the text before the batch ends); lock wait and background CPU per call; longest single "
         "lock wait (worst round), waits and holds over 1 ms (all rounds): a wait long beside holds short is the "
         "interpreter lock (the thread handed the lock waits to run), not the lock"
     )
     print(
-        f"{'workload':26} {'variant':28} {'calls/s':>8} {'ratio':>6} {'of official':>11} {'lock wait us':>13} "
-        f"{'bg cpu us':>10} {'longest wait ms':>15} {'waits > 1 ms':>12} {'holds > 1 ms':>12}"
+        f"{'workload':26} {'variant':40} {'calls/s':>8} {'ratio':>6} {'of official':>11} {'of upload':>9} "
+        f"{'lock wait us':>13} {'bg cpu us':>10} {'longest wait ms':>15} {'waits > 1 ms':>12} {'holds > 1 ms':>12}"
     )
     for name in names:
         bare = med(b for v in variants for b, _, _, _ in results[(name, v.name)])
-        print(f"{name:26} {'bare':28} {bare:8.0f} {1.0:6.2f}")
+        print(f"{name:26} {'bare':40} {bare:8.0f} {1.0:6.2f}")
         for variant in variants:
             rounds = results[(name, variant.name)]
             rate = med(m for _, m, _, _ in rounds)
@@ -338,15 +361,13 @@ def _report(
                 f"{label} {med(w.get(label, 0.0) for _, _, w, _ in rounds) / args.calls * 1e6:.1f}"
                 for label in sorted({k for _, _, w, _ in rounds for k in w})
             )
-            of_official = "-"
-            if official is not None and variant.name != official:
-                pairs = zip(rounds, results[(name, official)], strict=True)  # the same rounds
-                of_official = f"{med((m / b) / (om / ob) for (b, m, _, _), (ob, om, _, _) in pairs):.2f}"
+            of_official = over(name, variant.name, official) if variant.loom else "-"
+            of_upload = over(name, variant.name, upload) if variant.loom else "-"
             worst = max(w for w, _, _ in longest[(name, variant.name)]) * 1e3
             slow = sum(n for _, n, _ in longest[(name, variant.name)])
             held = sum(h for _, _, h in longest[(name, variant.name)])
             print(
-                f"{name:26} {variant.name:28} {rate:8.0f} {ratio:6.2f} {of_official:>11} {waited:13.1f} "
+                f"{name:26} {variant.name:40} {rate:8.0f} {ratio:6.2f} {of_official:>11} {of_upload:>9} {waited:13.1f} "
                 f"{background:10.1f} {worst:15.2f} {slow:12d} {held:12d}  {detail}"
             )
 

@@ -104,17 +104,23 @@ def test_the_concurrency_benchmark_measures_async_calls_and_threads(tmp_path: Pa
 def test_the_concurrency_benchmark_compares_with_the_official_instrumentation_and_times_each_lock_wait(
     tmp_path: Path,
 ) -> None:
-    """Issue 49: the ratio to the official instrumentation's, and the longest single wait on a lock."""
+    """Issue 49: the ratio to the official instrumentation's and to its upload hook's (which also keeps the
+    text), and the longest single wait on a lock."""
     args = ["--rounds", "1", "--calls", "4", "--tasks", "2", "--threads", "2", "--root", str(tmp_path)]
     out = _run(tmp_path, "bench_concurrency.py", *args)
     header = next(line for line in out.splitlines() if line.startswith("workload "))
-    assert "of official" in header and "longest wait ms" in header and "waits > 1 ms" in header
-    assert "holds > 1 ms" in header
-    rows = [line for line in out.splitlines() if line.startswith("async stream x2") and " loom-otel default " in line]
-    assert len(rows) == 1, out
-    assert rows[0].split("loom-otel default")[1].split()[7].isdigit(), rows[0]  # the holds over 1 ms, counted
-    if any(" official OTel (no content) " in line for line in out.splitlines()):
-        assert rows[0].split("loom-otel default")[1].split()[1] != "-", rows[0]  # a ratio to the official's
+    assert "of official" in header and "of upload" in header and "longest wait ms" in header
+    assert "waits > 1 ms" in header and "holds > 1 ms" in header
+    for workload in ("async stream x2", "threads create x2", "threads generate x2"):
+        rows = [line for line in out.splitlines() if line.startswith(workload) and " loom-otel default " in line]
+        assert len(rows) == 1, out
+        figures = rows[0].split("loom-otel default")[1].split()
+        assert figures[8].isdigit(), rows[0]  # the holds over 1 ms, counted
+        if any(" official OTel (no content) " in line for line in out.splitlines()):
+            assert figures[2] != "-" and figures[3] != "-", rows[0]  # ratios to the official's and the hook's
+            upload = [line for line in out.splitlines() if line.startswith(workload) and " upload hook " in line]
+            assert len(upload) == 1, out
+    assert "the upload hook dropped" not in out
 
 
 def test_the_disk_benchmark_measures_latency_beside_another_writer(tmp_path: Path) -> None:
