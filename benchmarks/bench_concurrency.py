@@ -256,7 +256,7 @@ def main() -> None:
     if all(officials):
         from bench_peers import _both, _upload_variant
 
-        upload, drops = _upload_variant(officials, root, args.calls * args.rounds)
+        upload, drops = _upload_variant(officials, root, args.calls)  # each batch waits for its uploads
         variants = [*upload, *_both(OFFICIAL, officials), *variants]
     else:
         variants = [*official_variant(None, ""), *variants]
@@ -322,8 +322,7 @@ def _report(
     longest: dict[tuple[str, str], list[tuple[float, int, int]]],
 ) -> None:
     med = statistics.median
-    names_of = {v.name for v in variants}
-    official = OFFICIAL if OFFICIAL in names_of else None
+    official = OFFICIAL if any(v.name == OFFICIAL for v in variants) else None
     upload = next((v.name for v in variants if not v.loom and v.settle is not None), None)
 
     def over(workload: str, variant: str, other: str | None) -> str:
