@@ -15,6 +15,9 @@ from loom_otel.core._scrub import forget_all
 from loom_otel.testing import Telemetry
 from tests.support.phoenix import phoenix  # noqa: F401 - the session's one Phoenix server
 from tests.support.stores import FlakyStore
+from tests.support.trust_store import use_the_anchor
+
+use_the_anchor()  # before any SDK client is built (tests/support/trust_store.py)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -25,6 +28,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from tests.support.xdist_groups import GroupScheduling
 
     return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.support.xdist_groups import misplaced
+
+    if found := misplaced(items):
+        raise pytest.UsageError("a test uses a shared server outside its xdist group: " + "; ".join(found))
 
 
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"

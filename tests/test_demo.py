@@ -15,6 +15,7 @@ import pytest
 
 from loom_otel.core import FileReasoningStore
 from loom_otel.core._evidence._journal._reader import iter_records
+from tests.support.trust_store import machine_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -168,7 +169,7 @@ def _venv_as_the_readme_makes_it(where: Path) -> Path:
         if uv.exists()
         else [[sys.executable, "-m", "venv", str(where)], [str(python), "-m", "pip", "install", "-q"]]
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "VIRTUAL_ENV"))}
+    env = machine_environment({k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "VIRTUAL_ENV"))})
     subprocess.run(steps[0], check=True, timeout=300, env=env, cwd=ROOT)
     extra = ["--python", str(python)] if uv.exists() else []
     done = subprocess.run(

@@ -12,6 +12,7 @@ import pytest
 
 from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
+from tests.support.instrumentors import only_loom_instrumentations
 
 APP = textwrap.dedent(
     """
@@ -25,17 +26,17 @@ APP = textwrap.dedent(
 )
 
 
-def _run(tmp_path: Path, url: str, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, url: str, *disabled: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "app.py").write_text(APP)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_OTEL_", "OTEL_"))}
     env.update(
+        only_loom_instrumentations(*disabled),
         ANTHROPIC_API_KEY="sim",
         ANTHROPIC_BASE_URL=url,
         OTEL_TRACES_EXPORTER="console",
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
         LOOM_OTEL_REASONING_STORE=f"file://{tmp_path}/store",
-        **extra,
     )
     instrument = Path(sys.executable).with_name("opentelemetry-instrument")
     return subprocess.run(
@@ -64,7 +65,7 @@ def test_opentelemetry_instrument_captures_without_code_change(tmp_path):
 @pytest.mark.slow
 def test_disabled_instrumentations_turns_it_off(tmp_path):
     with serve(Simulator()) as server:
-        done = _run(tmp_path, server.url, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="loom_anthropic")
+        done = _run(tmp_path, server.url, "loom_anthropic")
     assert done.returncode == 0, done.stderr
     assert "loom.reasoning.captured" not in done.stdout
     assert [r for r in iter_records(tmp_path / "store" / "journal") if r["type"] == "capture"] == []

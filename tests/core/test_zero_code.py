@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import warnings
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from loom_otel.core._runtime._config import reset_runtime
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
 from loom_otel.testing import instrumented
 from loom_otel.testing.simulator import Simulator
-from tests.support.instrumentors import uninstrument_every_loom_instrumentor
+from tests.support.instrumentors import only_loom_instrumentations, uninstrument_every_loom_instrumentor
 
 from .zero_code_app import CLAUDE
 
@@ -34,10 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_app(tmp_path: Path, mode: str, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``opentelemetry-instrument python zero_code_app.py MODE`` with only loom-otel's instrumentors
     (the test venv also holds other GenAI instrumentations, which import the SDKs at start-up)."""
-    others = sorted({e.name for e in entry_points(group="opentelemetry_instrumentor")})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOM_OTEL_", "OTEL_"))}
     env.update(
-        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=",".join(o for o in others if not o.startswith("loom_")),
+        only_loom_instrumentations(),
         OTEL_TRACES_EXPORTER="none",
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",

@@ -19,6 +19,7 @@ import pytest
 from loom_otel.audit import verify
 from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
+from tests.support.instrumentors import only_loom_instrumentations
 
 from .receiver import Receiver
 
@@ -60,7 +61,7 @@ def run_app(tmp_path: Path, endpoint: str, *, ending: str, setup: str) -> tuple[
     if setup != "opentelemetry-instrument":
         args.append(setup)
     else:
-        env["OTEL_TRACES_EXPORTER"] = "loom_chain"
+        env.update(only_loom_instrumentations(), OTEL_TRACES_EXPORTER="loom_chain")
         args[:0] = [str(Path(sys.executable).with_name("opentelemetry-instrument"))]
     with serve(Simulator(reasoning_text=CANARY)) as server:
         env["ANTHROPIC_BASE_URL"] = server.url

@@ -20,6 +20,7 @@ from loom_otel.audit import verify
 from loom_otel.core._evidence._journal._checkpoint import generate_key
 from loom_otel.core._evidence._journal._reader import iter_records
 from loom_otel.testing.simulator import Simulator, serve
+from tests.support.instrumentors import only_loom_instrumentations
 
 from .receiver import Receiver, free_port
 
@@ -36,6 +37,7 @@ def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     if not key.exists():
         generate_key(key)  # signed checkpoints: no "unsigned" warning on stderr
     env.update(
+        only_loom_instrumentations(),
         PYTHONPATH=os.pathsep.join([str(Path.cwd()), *sys.path]),
         ANTHROPIC_API_KEY="sim",
         OTEL_TRACES_EXPORTER="loom_chain",
