@@ -39,6 +39,32 @@ def test_records_chain_and_close_checkpoints(journal_dir: Path) -> None:
     assert report.ok, report.problems
 
 
+@pytest.mark.parametrize("policy", ["always", "batch", "os"])
+def test_closing_a_closed_journal_does_nothing_until_it_is_written_again(
+    journal_dir: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """``reset_runtime`` closes every journal of the process, and a suite opens one a test: each close of
+    an idle one must cost nothing (it synced every store's pending writes, and woke threads, each time)."""
+    syncs: list[str] = []
+    monkeypatch.setattr(_journal._durability, "sync_dependents", lambda: syncs.append("stores"))
+    j = Journal(journal_dir, durability=policy, checkpoint_key=None, checkpoint_interval=0)
+    j.close()  # never written
+    assert syncs == [] and list(iter_records(journal_dir)) == []
+    j.append("capture", {"i": 1})
+    j.close()
+    closed = len(syncs)
+    assert closed >= 1 and not j.live
+    j.close()
+    j.close()
+    assert len(syncs) == closed
+    assert [r["type"] for r in iter_records(journal_dir)] == ["capture", "checkpoint"]
+    j.append("capture", {"i": 2})  # reopened: the next close does its work again
+    j.close()
+    assert len(syncs) > closed and not j.live
+    assert [r["type"] for r in iter_records(journal_dir)] == ["capture", "checkpoint", "capture", "checkpoint"]
+    assert verify(journal_dir).ok
+
+
 def test_segments_rotate(journal_dir: Path) -> None:
     j = Journal(journal_dir, durability="os", checkpoint_key=None, segment_records=10, checkpoint_interval=0)
     for i in range(35):

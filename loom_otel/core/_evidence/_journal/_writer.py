@@ -639,9 +639,13 @@ class Journal:
         return self._dir_fd >= 0
 
     def close(self) -> None:
-        """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens)."""
+        """Checkpoint what is not covered yet, sync, and release the segment (a later append reopens).
+        Closed already, with nothing written since: returns at once (``reset_runtime`` closes every
+        journal of the process, and a test suite opens one a test)."""
         pending: _Pending | None = None
         with self._lock:
+            if self._idle_locked():
+                return
             self._timer_stop.set()
             self._timer = None
             self._flusher_stop.set()
@@ -669,6 +673,17 @@ class Journal:
                 if self._dir_fd >= 0:
                     os.close(self._dir_fd)
                     self._dir_fd = -1
+
+    def _idle_locked(self) -> bool:
+        """Nothing open, owed or running: never written, or closed with nothing written since."""
+        return (
+            self._fd < 0
+            and self._dir_fd < 0
+            and not (self._retired or self._writing or self._queue or self._entry_unsynced)
+            and self._seq == self._checkpoint_seq
+            and self._timer is None
+            and self._flusher is None
+        )
 
     def _after_fork_in_child(self) -> None:
         for fd in (self._fd, self._dir_fd, *self._retired):
