@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,10 +13,12 @@ PARALLEL = 3
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The instrumented runs are cached per session; their files live in one session directory."""
-    harness.WORKDIR[0] = tmp_path_factory.mktemp("frameworks")
-    return harness.WORKDIR[0]
+def _workdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The runs are cached per session; their files live in one session directory, and the bare runs'
+    fork servers live as long as the session."""
+    harness.WORKDIR[0] = workdir = tmp_path_factory.mktemp("frameworks")
+    yield workdir
+    harness.close_fork_servers()
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from loom_otel.audit._captures import CaptureRecord, iter_captures
 from loom_otel.testing.simulator import Reply, Simulator, serve
 from tests.e2e_trail.receiver import Receiver
 
+from .forkserver import ForkServer
+
 ROOT = Path(__file__).resolve().parents[2]
 APPS = Path(__file__).resolve().parent / "apps"
 CACHE = ROOT / ".ci" / ".cache"
@@ -273,14 +275,23 @@ def _calls(sim: RecordingSimulator) -> list[Call]:
 
 
 def _environment(case: Case, base_url: str) -> dict[str, str]:
-    prefixes = ("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "OPENAI_", "AWS_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    env.update(
+    return _common_environment() | dict(
         FW_VENDOR=case.vendor,
         FW_VARIANT=case.variant,
         FW_DROP="1" if case.drop else "0",
         FW_BASE_URL=base_url,
         ANTHROPIC_BASE_URL=base_url,  # where an app builds its client from the environment (google-adk)
+        # boto3 as an app that builds its client from the environment finds it (Strands' default Bedrock
+        # model): the simulator's Converse side
+        AWS_ENDPOINT_URL_BEDROCK_RUNTIME=base_url,
+    )
+
+
+def _common_environment() -> dict[str, str]:
+    """What every run of every app has in its environment (the fork servers' own as well)."""
+    prefixes = ("OTEL_", "LOOM_OTEL_", "ANTHROPIC_", "GOOGLE_", "OPENAI_", "AWS_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(
         ANTHROPIC_API_KEY="sim",
         GOOGLE_API_KEY="sim",
         OPENAI_API_KEY="sim",
@@ -288,9 +299,7 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
         # warning at instrument() names it): turned off where it is deployed, as a user keeping traces in
         # their own backend does, never in the script
         OPENAI_AGENTS_DISABLE_TRACING="true",
-        # boto3 as an app that builds its client from the environment finds it (Strands' default Bedrock
-        # model): the simulator's Converse side, dummy credentials (botocore signs with any), no metadata
-        AWS_ENDPOINT_URL_BEDROCK_RUNTIME=base_url,
+        # boto3's dummy credentials (botocore signs with any), no metadata
         AWS_ACCESS_KEY_ID="sim",
         AWS_SECRET_ACCESS_KEY="sim",
         AWS_REGION="us-east-1",
@@ -309,8 +318,31 @@ def _environment(case: Case, base_url: str) -> dict[str, str]:
     return env
 
 
-def _script(case: Case) -> Path:
-    return APPS / f"{case.framework.replace('-', '_')}_agent.py"
+def _script(framework: str) -> Path:
+    return APPS / f"{framework.replace('-', '_')}_agent.py"
+
+
+_FORK_SERVERS: dict[str, ForkServer] = {}
+_FORK_SERVERS_LOCK = threading.Lock()
+
+
+def _fork_server(framework: str) -> ForkServer:
+    with _FORK_SERVERS_LOCK:
+        if framework not in _FORK_SERVERS:
+            assert WORKDIR[0] is not None
+            _FORK_SERVERS[framework] = ForkServer(
+                venv(framework) / "bin" / "python",
+                _script(framework),
+                _common_environment(),
+                WORKDIR[0] / "forkservers" / framework,
+            )
+        return _FORK_SERVERS[framework]
+
+
+def close_fork_servers() -> None:
+    with _FORK_SERVERS_LOCK:
+        while _FORK_SERVERS:
+            _FORK_SERVERS.popitem()[1].close()
 
 
 def _outcome(completed: subprocess.CompletedProcess[str]) -> tuple[bool, list[str], str | None, str | None]:
@@ -324,16 +356,13 @@ def _outcome(completed: subprocess.CompletedProcess[str]) -> tuple[bool, list[st
 
 @cache
 def bare(case: Case) -> Run:
-    """The app alone: no loom-otel, no OpenTelemetry (the same venv, plain ``python``)."""
+    """The app alone: no loom-otel, no OpenTelemetry (the same venv, ``python app.py``, forked from a
+    process that imported the app's libraries once: tests/frameworks/forkserver.py)."""
     sim = RecordingSimulator()
     with serve(sim) as server:
-        completed = subprocess.run(
-            [str(venv(case.framework) / "bin" / "python"), str(_script(case))],
-            env=_environment(case, server.url),
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            check=False,
+        python = venv(case.framework) / "bin" / "python"
+        completed = _fork_server(case.framework).run(
+            [str(python), str(_script(case.framework))], _environment(case, server.url), TIMEOUT
         )
     ok, answers, error, held = _outcome(completed)
     return Run(ok, answers, error, completed.stderr, calls=_calls(sim), held=held)
@@ -365,7 +394,7 @@ def instrumented(case: Case, mode: str) -> Run:
             )
             bin_dir = venv(case.framework) / "bin"
             completed = subprocess.run(
-                [str(bin_dir / "opentelemetry-instrument"), str(bin_dir / "python"), str(_script(case))],
+                [str(bin_dir / "opentelemetry-instrument"), str(bin_dir / "python"), str(_script(case.framework))],
                 env=env,
                 capture_output=True,
                 text=True,
