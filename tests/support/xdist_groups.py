@@ -8,11 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-
-try:
-    from xdist.scheduler import LoadScopeScheduling
-except ImportError:  # a venv without pytest-xdist (the botocore floor) runs no groups, but checks them
-    LoadScopeScheduling = object  # type: ignore[misc,assignment]
+from xdist.scheduler import LoadScopeScheduling
 
 GROUPS = {
     # the matrix prefetches every run the session selected, once per worker that runs one of its tests
