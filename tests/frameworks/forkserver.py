@@ -59,8 +59,7 @@ def _app(script: str, request: dict[str, Any]) -> NoReturn:
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin until it exits
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.argv = [script]
-    sys.path[0] = os.path.dirname(script)
+    sys.argv = [script]  # sys.path[0] is the app's directory already (main)
     runpy.run_path(script, run_name="__main__")
     sys.exit(0)
 
@@ -100,6 +99,8 @@ class ForkServer:
         workdir.mkdir(parents=True, exist_ok=True)
         self._workdir = workdir
         self._log = workdir / "server.stderr"
+        self._args = [str(python), str(script)]
+        """What a run stands for: ``python app.py`` in the app's venv."""
         with self._log.open("wb") as log:
             self._process = subprocess.Popen(
                 [str(python), __file__, str(script)],
@@ -113,8 +114,8 @@ class ForkServer:
         self._running: dict[int, Future[int]] | None = {}
         threading.Thread(target=self._read, name=f"forkserver {script.name}", daemon=True).start()
 
-    def run(self, args: list[str], env: Mapping[str, str], timeout: int) -> subprocess.CompletedProcess[str]:
-        """One run of the app, as ``subprocess.run(args, env=env, capture_output=True, text=True)``."""
+    def run(self, env: Mapping[str, str], timeout: int) -> subprocess.CompletedProcess[str]:
+        """One run of the app, as ``subprocess.run([python, app], env=env, capture_output=True, text=True)``."""
         number = next(self._numbers)
         stdout, stderr = self._workdir / f"{number}.stdout", self._workdir / f"{number}.stderr"
         request = {"id": number, "env": dict(env), "stdout": str(stdout), "stderr": str(stderr), "timeout": timeout}
@@ -129,7 +130,7 @@ class ForkServer:
             except BrokenPipeError:
                 raise RuntimeError(self._gone()) from None
         code = ended.result(timeout=timeout + 60)
-        return subprocess.CompletedProcess(args, code, stdout.read_text(), stderr.read_text())
+        return subprocess.CompletedProcess(self._args, code, stdout.read_text(), stderr.read_text())
 
     def close(self) -> None:
         if self._process.stdin is not None:

@@ -360,10 +360,7 @@ def bare(case: Case) -> Run:
     process that imported the app's libraries once: tests/frameworks/forkserver.py)."""
     sim = RecordingSimulator()
     with serve(sim) as server:
-        python = venv(case.framework) / "bin" / "python"
-        completed = _fork_server(case.framework).run(
-            [str(python), str(_script(case.framework))], _environment(case, server.url), TIMEOUT
-        )
+        completed = _fork_server(case.framework).run(_environment(case, server.url), TIMEOUT)
     ok, answers, error, held = _outcome(completed)
     return Run(ok, answers, error, completed.stderr, calls=_calls(sim), held=held)
 

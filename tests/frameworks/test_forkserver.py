@@ -49,7 +49,7 @@ def server(tmp_path: Path) -> Iterator[ForkServer]:
 
 
 def _run(server: ForkServer, name: str, timeout: int = 60) -> tuple[int, str, str]:
-    completed = server.run(["python", "app.py"], {**os.environ, "RUN": name}, timeout)
+    completed = server.run({**os.environ, "RUN": name}, timeout)
     return completed.returncode, completed.stdout, completed.stderr
 
 
