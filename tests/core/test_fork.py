@@ -195,3 +195,23 @@ def test_chained_exporter_resend_in_a_child(tmp_path: Path) -> None:
     with held(spans._lock), held(spans._collector._lock), held(exporter._lock):
         fork_runs(child)
     exporter.shutdown()
+
+
+@pytest.mark.parametrize("lock", ["_entering", "_lock", "windows"])
+def test_scrubber_registry_in_a_child(lock: str) -> None:
+    """A parent thread enters a capture (or indexes its windows) at the fork: the child enters its own
+    capture and finds it."""
+    from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
+    from loom_otel.core._scrub import remember, scrub_value
+    from loom_otel.core._scrub._registry import registry
+
+    secret = "CANARY-fork-registry: a thought of the child's own, long enough to be found in a value."
+
+    def child() -> None:
+        reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=secret)
+        part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, "mem://fork", "d" * 64, len(secret))
+        remember([reasoning], [part], 0xF0)
+        assert "CANARY" not in scrub_value("said: " + secret, 0xF0)
+
+    with held(registry.windows._lock if lock == "windows" else getattr(registry, lock)):
+        fork_runs(child)

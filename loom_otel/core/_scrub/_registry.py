@@ -20,7 +20,8 @@ when a record first holds a run of it (``resolve``: the text is then indexed as 
 searched again), for the newest ``_MAX_UNREAD`` texts; a short text's is read as it is entered.
 
 ``remember`` (on the model call's path) only queues a capture; the first question asked of the registry
-enters what is queued.
+enters what is queued. A question asked while another thread enters captures waits for it
+(``_entering``): a capture taken off the queue is not in the index until it is entered.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from itertools import count
 from typing import Any, Final
 
 from loom_otel.core._evidence._model import Reasoning, ReasoningPart
+from loom_otel.core._runtime._fork import renew_after_fork
 from loom_otel.core._scrub._visible import shown, visible_skeleton
 from loom_otel.core._scrub._windows import (
     MIN_RUN,
@@ -180,6 +182,8 @@ def _base64_head(data: bytes) -> bytes:
 class _Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._entering = threading.Lock()
+        """Held while captures are taken off the queue and entered."""
         self._exact: OrderedDict[str, tuple[str, str | None, str | None, int]] = OrderedDict()
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
@@ -194,6 +198,7 @@ class _Registry:
         self.alarm = NEVER
         """When ``queued`` reaches it, ``on_alarm`` is called (``_deferred``: spans wait to be scrubbed)."""
         self.on_alarm: Callable[[], None] | None = None
+        renew_after_fork(self)
 
     def captured(self, capture: list[object], shown: object) -> None:
         """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
@@ -214,23 +219,28 @@ class _Registry:
         return self._shown.pop(number, None)
 
     def enter_captured(self) -> None:
-        captured = self._captured
-        while captured:
-            try:
-                capture = captured.popleft()
-            except IndexError:  # another thread entered the last one
-                return
-            trace_id: int = capture[0]
-            shown: object = _UNREAD
-            for i in range(_FIRST, len(capture), _PIECE):
-                text, signature, ref, digest, size = capture[i : i + _PIECE]
-                if text:
-                    if shown is _UNREAD:
-                        shown = self._shown_by(capture[1])
-                    kept = (ref, digest, size)
-                    self.add_text(text, marker(ref, digest, size, "text"), kept, trace_id, shown=shown)
-                if signature:
-                    self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
+        with self._entering:
+            captured = self._captured
+            while captured:
+                self._enter(captured.popleft())
+
+    def _entered(self) -> None:
+        """Every capture queued so far entered: by this thread, or by the one entering them now."""
+        if self._captured or self._entering.locked():
+            self.enter_captured()
+
+    def _enter(self, capture: _Capture) -> None:
+        trace_id: int = capture[0]
+        shown: object = _UNREAD
+        for i in range(_FIRST, len(capture), _PIECE):
+            text, signature, ref, digest, size = capture[i : i + _PIECE]
+            if text:
+                if shown is _UNREAD:
+                    shown = self._shown_by(capture[1])
+                kept = (ref, digest, size)
+                self.add_text(text, marker(ref, digest, size, "text"), kept, trace_id, shown=shown)
+            if signature:
+                self.add_signature(signature, marker(ref, digest, size, "signature"), (ref, digest, size), trace_id)
 
     def add_text(
         self, text: str, replacement: str, kept: Kept, trace_id: int, seen: bytes = b"", *, shown: object = None
@@ -313,14 +323,12 @@ class _Registry:
             return old is None or old[0] != replacement
 
     def get(self, value: str) -> str | None:
-        if self._captured:
-            self.enter_captured()
+        self._entered()
         found = self._exact.get(value)
         return found[0] if found is not None else None
 
     def reference(self, value: str) -> tuple[str, str | None, str | None, int] | None:
-        if self._captured:
-            self.enter_captured()
+        self._entered()
         return self._exact.get(value)
 
     def needles(self, trace_id: int | None, length: int) -> Sequence[tuple[str, str]]:
@@ -336,8 +344,7 @@ class _Registry:
         return [pair for needles in reversed(recent) for pair in needles.fitting(length)]
 
     def has_windows(self) -> bool:
-        if self._captured:
-            self.enter_captured()
+        self._entered()
         return bool(self.windows)
 
     def clear(self) -> None:

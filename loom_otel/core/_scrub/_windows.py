@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 from itertools import chain, count
 from typing import Final
 
+from loom_otel.core._runtime._fork import renew_after_fork
+
 __all__ = ["MIN_RUN", "STEP", "WINDOW", "SkeletonMap", "WindowIndex", "sample", "shared_stretches", "skeleton"]
 
 WINDOW: Final = 12
@@ -128,6 +130,7 @@ class WindowIndex:
     def __init__(self, budget: int) -> None:
         self._half = budget // 2
         self._lock = threading.Lock()
+        renew_after_fork(self)
         self._young = _Generation()
         self._old = _Generation()
         self._both: dict[bytes, int] = {}
