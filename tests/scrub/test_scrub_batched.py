@@ -325,3 +325,41 @@ def test_a_burst_of_captures_while_spans_wait_keeps_what_each_call_showed():
     assert later.attributes["gen_ai.input.messages"] == prompts[0]
     assert "CANARY-burst" not in str(later.attributes["gen_ai.output.messages"])
     provider.shutdown()
+
+
+def test_a_span_a_rescue_takes_between_its_end_and_its_on_end_is_exported_scrubbed(monkeypatch):
+    """Another thread's rescue takes a marked span after its readable copy is made and before the
+    pipeline's ``on_end``: it scrubs the ending span, whose name and status the copy does not share, so
+    the copy is scrubbed as it ends."""
+    from opentelemetry.sdk.trace import Span
+    from opentelemetry.trace import Status, StatusCode
+
+    from loom_otel.core._scrub._install import _scrub_exported
+
+    provider, exporter = _batched()
+    owner = _Owner()
+    install_scrubber(owner, provider)
+    readable = Span._readable_span
+    rescued: list[int] = []
+
+    def copy_then_rescue(self: Any) -> Any:
+        copy = readable(self)
+        rescued.append(marked())
+        _deferred._rescue(_scrub_exported)  # as the helper thread's, at this moment
+        return copy
+
+    monkeypatch.setattr(Span, "_readable_span", copy_then_rescue)
+    try:
+        _remember(THOUGHT, 0xB8)
+        with provider.get_tracer("peer").start_as_current_span("chat: " + THOUGHT) as span:
+            span.set_attribute("gen_ai.completion.0.content", THOUGHT)
+            span.set_status(Status(StatusCode.ERROR, "gave up: " + THOUGHT))
+        _flush_elsewhere(provider)
+    finally:
+        uninstall_scrubber(owner)
+    assert rescued == [1]  # the span was marked, then taken before its on_end
+    (exported,) = exporter.get_finished_spans()
+    assert find_leaks(_pieces(THOUGHT), spans=[exported]) == []
+    assert "[loom-otel reasoning text ref=mem://r1" in exported.name
+    assert marked() == 0 and not _deferred._taken_ending
+    provider.shutdown()

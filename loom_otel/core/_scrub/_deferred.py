@@ -18,7 +18,10 @@ scrubber's scrubs the marked spans then, before their export (woken by the captu
 capture or span ending does it (and scrubs that span too). What a generation of windows holds is twice
 ``SAFE_LAG``: an export that begins just under it still finds every capture its spans could hold. An
 exporter handed a batch while a span of it is being scrubbed waits for that scrub (``_rescuing``). At
-most ``_MAX_MARKED`` spans wait (the batch processor drops spans when its queue is full).
+most ``_MAX_MARKED`` spans wait (the batch processor drops spans when its queue is full). A rescue that
+takes a span between its ``_on_ending`` and its ``on_end`` scrubs the ending span, whose readable copy
+may already be made (its attributes and events are shared, its name and status are not): the copy is
+scrubbed too, on the ending thread (``ended``).
 """
 
 from __future__ import annotations
@@ -46,7 +49,9 @@ exported and keeps its mark until a rescue; past this, the ending span's thread 
 _Scrub = Callable[[Any], None]
 _marks: dict[tuple[int, int], list[Any]] = {}
 """Marked spans by (trace id, span id): [``registry.queued`` at the span's end, the span: the ending
-one, then (``ended``) its readable copy, what the batch holds]."""
+one, then (``ended``) its readable copy, what the batch holds; whether it ended]."""
+_taken_ending: dict[tuple[int, int], None] = {}
+"""Spans a rescue took before their ``on_end``: their readable copies are scrubbed in ``ended``."""
 _order: deque[tuple[tuple[int, int], int]] = deque()
 """The marks' keys and positions in the order made (a key no longer marked is skipped: ``_oldest``)."""
 _lock = threading.Lock()
@@ -117,7 +122,7 @@ def deferred(pipeline: Any, span: Any, scrub: _Scrub) -> bool:
             registry.alarm = now + SAFE_LAG // 2
         crowded = len(_marks) >= _MAX_MARKED
         if now - oldest < SAFE_LAG and not crowded:
-            _marks[context.trace_id, context.span_id] = [now, span]
+            _marks[context.trace_id, context.span_id] = [now, span, False]
             _order.append(((context.trace_id, context.span_id), now))
             if len(_order) > 2 * _MAX_MARKED:  # taken marks behind one that stays: made again from the marks
                 kept = [(key, mark[0]) for key, mark in _marks.items()]
@@ -146,14 +151,24 @@ def _alarm(scrub: _Scrub) -> None:
         _rescue(scrub)
 
 
-def ended(span: Any) -> None:
+def ended(span: Any, scrub: _Scrub) -> None:
     """The pipeline's ``on_end``: a marked span's readable copy (what the batch exports: its name and
-    status are copies) replaces the ending span in its mark, for ``_rescue``."""
+    status are copies) replaces the ending span in its mark, for ``_rescue``; a copy whose ending span a
+    rescue took already is scrubbed now."""
     context = span.context
-    if context is not None:
-        mark = _marks.get((context.trace_id, context.span_id))
+    if context is None or not (_marks or _taken_ending):
+        return
+    key = (context.trace_id, context.span_id)
+    with _lock:
+        mark = _marks.get(key)
         if mark is not None:
-            mark[1] = span
+            mark[1], mark[2] = span, True
+            return
+        taken = key in _taken_ending
+        if taken:
+            del _taken_ending[key]
+    if taken:
+        scrub(span)
 
 
 class _Helper:
@@ -200,7 +215,13 @@ def _rescue(scrub: _Scrub) -> None:
             keys = list(_marks)
         for key in keys:
             with _lock:
-                mark = _marks.pop(key, None)
+                mark = _marks.get(key)
+                if mark is not None:
+                    if not mark[2]:  # before its ``on_end``: noted first, as ``ended`` may not lock
+                        _taken_ending[key] = None
+                        while len(_taken_ending) > _MAX_MARKED:
+                            del _taken_ending[next(iter(_taken_ending))]
+                    del _marks[key]
             if mark is not None:
                 scrub(mark[1])
         with _lock:
@@ -232,6 +253,7 @@ def forget() -> None:
     """Forget the marked spans (tests: with what the registry remembered, ``forget_all``)."""
     with _lock:
         _marks.clear()
+        _taken_ending.clear()
         _order.clear()
         registry.alarm = NEVER
         registry.on_alarm = None

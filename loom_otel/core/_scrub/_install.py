@@ -76,7 +76,7 @@ def _scrub_ending(pipeline: Any, span: Any) -> None:
 def _span_ended(pipeline: Any, span: Any) -> None:
     """The SDK's pipelines' ``on_end``: what ``_deferred`` keeps of a span it marked."""
     try:
-        ended(span)
+        ended(span, _scrub_exported)
     except Exception:
         _report()
 
