@@ -257,6 +257,28 @@ def test_a_question_asked_while_another_thread_enters_a_capture_waits_for_it(mon
     assert scrubbed and find_leaks(_pieces(THOUGHT), texts=scrubbed) == []
 
 
+def test_a_question_asked_on_the_thread_entering_captures_does_not_wait_for_itself(monkeypatch):
+    """Reading a call's objects while its capture is entered may log, and the log record is scrubbed
+    on the same thread: that question is answered, not a deadlock."""
+    from loom_otel.core._scrub._registry import registry
+
+    _remember(THOUGHT, 0xB9)
+    add = registry.windows.add
+    inner: list[str] = []
+
+    def logging_add(*args: Any, **kwargs: Any) -> Any:
+        inner.append(scrub_value("a log line", 0xB9))
+        return add(*args, **kwargs)
+
+    monkeypatch.setattr(registry.windows, "add", logging_add)
+    entering = threading.Thread(target=registry.has_windows, daemon=True)
+    entering.start()
+    entering.join(60)
+    assert not entering.is_alive()
+    assert inner and inner[0] == "a log line"
+    assert find_leaks(_pieces(THOUGHT), texts=[scrub_value("Thinking: " + THOUGHT, 0xB9)]) == []
+
+
 def test_a_child_forked_while_a_thread_holds_the_marks_lock_scrubs_its_batched_spans():
     """``fork()`` while another thread holds the marks' lock: the child gets it back unlocked, marks its
     spans, and its export holds no thought."""

@@ -182,8 +182,11 @@ def _base64_head(data: bytes) -> bytes:
 class _Registry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entering = threading.Lock()
-        """Held while captures are taken off the queue and entered."""
+        self._entering = threading.RLock()
+        """Held while captures are taken off the queue and entered (re-entrant: a log record written
+        meanwhile, by what reading a call's objects runs, is scrubbed on the same thread)."""
+        self._busy = 0
+        """How many ``enter_captured`` of the thread holding ``_entering`` are under way."""
         self._exact: OrderedDict[str, tuple[str, str | None, str | None, int]] = OrderedDict()
         self.windows = WindowIndex(_MAX_WINDOWS)
         self._traces: OrderedDict[int, _Needles] = OrderedDict()
@@ -198,7 +201,10 @@ class _Registry:
         self.alarm = NEVER
         """When ``queued`` reaches it, ``on_alarm`` is called (``_deferred``: spans wait to be scrubbed)."""
         self.on_alarm: Callable[[], None] | None = None
-        renew_after_fork(self)
+        renew_after_fork(self, _Registry._after_fork)
+
+    def _after_fork(self) -> None:
+        self._busy = 0  # the thread entering captures at the fork is not in the child
 
     def captured(self, capture: list[object], shown: object) -> None:
         """Queue ``capture`` (``remember``'s, its number still to be set), with what its call ``shown``."""
@@ -220,13 +226,17 @@ class _Registry:
 
     def enter_captured(self) -> None:
         with self._entering:
-            captured = self._captured
-            while captured:
-                self._enter(captured.popleft())
+            self._busy += 1
+            try:
+                captured = self._captured
+                while captured:
+                    self._enter(captured.popleft())
+            finally:
+                self._busy -= 1
 
     def _entered(self) -> None:
         """Every capture queued so far entered: by this thread, or by the one entering them now."""
-        if self._captured or self._entering.locked():
+        if self._captured or self._busy:
             self.enter_captured()
 
     def _enter(self, capture: _Capture) -> None:
