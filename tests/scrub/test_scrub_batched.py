@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from loom_otel.core import ReasoningKind
 from loom_otel.core._evidence._model import Reasoning, ReasoningPart
-from loom_otel.core._scrub import _deferred, install_scrubber, remember, scrub_value, uninstall_scrubber
+from loom_otel.core._scrub import _deferred, install_scrubber, remember, uninstall_scrubber
 from loom_otel.core._scrub._deferred import marked
 from loom_otel.core._scrub._registry import SAFE_LAG
 from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
@@ -223,60 +223,6 @@ def test_spans_the_batch_processor_drops_do_not_pile_up_marked(monkeypatch):
     assert find_leaks(_pieces(THOUGHT), spans=exporter.get_finished_spans()) == []
     assert marked() <= 8  # the spans dropped since the last scrub wait for the next one
     provider.shutdown()
-
-
-def test_a_question_asked_while_another_thread_enters_a_capture_waits_for_it(monkeypatch):
-    """The export thread and a calling thread ask the registry at once: the one that finds the queue empty
-    while the other is still indexing what it took off it waits for that text, never scrubs without it."""
-    from loom_otel.core._scrub._registry import registry
-
-    _remember(THOUGHT, 0xB7)
-    indexing, go = threading.Event(), threading.Event()
-    add = registry.windows.add
-
-    def slow_add(*args: Any, **kwargs: Any) -> Any:
-        indexing.set()
-        assert go.wait(60)
-        return add(*args, **kwargs)
-
-    monkeypatch.setattr(registry.windows, "add", slow_add)
-    entering = threading.Thread(target=registry.has_windows)
-    entering.start()
-    try:
-        assert indexing.wait(60)  # the capture is off the queue, its windows not yet indexed
-        scrubbed: list[str] = []
-        asking = threading.Thread(target=lambda: scrubbed.append(scrub_value("Thinking: " + THOUGHT, 0xB7)))
-        asking.start()
-        asking.join(0.5)
-        waited = asking.is_alive()
-    finally:
-        go.set()
-        entering.join(60)
-    asking.join(60)
-    assert waited
-    assert scrubbed and find_leaks(_pieces(THOUGHT), texts=scrubbed) == []
-
-
-def test_a_question_asked_on_the_thread_entering_captures_does_not_wait_for_itself(monkeypatch):
-    """Reading a call's objects while its capture is entered may log, and the log record is scrubbed
-    on the same thread: that question is answered, not a deadlock."""
-    from loom_otel.core._scrub._registry import registry
-
-    _remember(THOUGHT, 0xB9)
-    add = registry.windows.add
-    inner: list[str] = []
-
-    def logging_add(*args: Any, **kwargs: Any) -> Any:
-        inner.append(scrub_value("a log line", 0xB9))
-        return add(*args, **kwargs)
-
-    monkeypatch.setattr(registry.windows, "add", logging_add)
-    entering = threading.Thread(target=registry.has_windows, daemon=True)
-    entering.start()
-    entering.join(60)
-    assert not entering.is_alive()
-    assert inner and inner[0] == "a log line"
-    assert find_leaks(_pieces(THOUGHT), texts=[scrub_value("Thinking: " + THOUGHT, 0xB9)]) == []
 
 
 def test_a_child_forked_while_a_thread_holds_the_marks_lock_scrubs_its_batched_spans():

@@ -300,9 +300,9 @@ class _Registry:
             text, replacement, shown = entry
             data = text.encode("utf-8", "surrogatepass")
             pieces = _unseen(text, data, skeleton(data), visible_skeleton(shown), ())
-            if pieces is not None:
-                self.windows.drop(first)
+            if pieces is not None:  # its pieces indexed before it is dropped: a search meanwhile finds either
                 self._add_pieces(pieces, replacement)
+                self.windows.drop(first)
                 changed = True
         return changed
 

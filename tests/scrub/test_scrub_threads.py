@@ -1,0 +1,103 @@
+"""The scrubber's registry asked from several threads at once: the export thread of a batch processor,
+the helper thread and the calling threads. Each question is answered with every capture queued before
+it, whichever thread is entering it, and never waits on itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from loom_otel.core._scrub import scrub_value
+from loom_otel.core._scrub._registry import registry
+from loom_otel.testing import find_leaks
+from tests.scrub.test_scrub_batched import THOUGHT, _pieces, _remember
+
+SEEN = "Which museums in Paris stay open late on Thursday evenings for students"
+"""What the call's request showed (not a secret), restated at the start of the thought below."""
+UNSEEN = "CANARY-threads-2c9a: my own recollection of three late openings, never verified anywhere."
+
+
+def _blocking_add(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
+    """``registry.windows.add`` waits for ``go`` once ``indexing`` is set (a thread held mid-index)."""
+    indexing, go = threading.Event(), threading.Event()
+    add = registry.windows.add
+
+    def slow_add(*args: Any, **kwargs: Any) -> Any:
+        indexing.set()
+        assert go.wait(60)
+        return add(*args, **kwargs)
+
+    monkeypatch.setattr(registry.windows, "add", slow_add)
+    return indexing, go
+
+
+def _held(monkeypatch: Any, target: Callable[[], object]) -> tuple[threading.Thread, threading.Event]:
+    """``target`` on a thread, held in the middle of indexing: the thread and the event that lets it go."""
+    indexing, go = _blocking_add(monkeypatch)
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    assert indexing.wait(60)
+    return thread, go
+
+
+def test_a_question_asked_while_another_thread_enters_a_capture_waits_for_it(monkeypatch):
+    """The export thread and a calling thread ask the registry at once: the one that finds the queue empty
+    while the other is still indexing what it took off it waits for that text, never scrubs without it."""
+    _remember(THOUGHT, 0xB7)
+    entering, go = _held(monkeypatch, registry.has_windows)  # the capture off the queue, not yet indexed
+    scrubbed: list[str] = []
+    try:
+        asking = threading.Thread(target=lambda: scrubbed.append(scrub_value("Thinking: " + THOUGHT, 0xB7)))
+        asking.start()
+        asking.join(0.5)
+        waited = asking.is_alive()
+    finally:
+        go.set()
+        entering.join(60)
+    asking.join(60)
+    assert waited
+    assert scrubbed and find_leaks(_pieces(THOUGHT), texts=scrubbed) == []
+
+
+def test_a_text_cut_around_what_its_call_showed_is_found_while_its_pieces_are_indexed(monkeypatch):
+    """A record holds a run of a text whose call showed part of it: the text is indexed again as the
+    pieces around what was shown (``resolve``). Another thread searching meanwhile finds the text
+    whole or its pieces, never neither."""
+    from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
+    from loom_otel.core._scrub import remember
+
+    text = SEEN + "? " + UNSEEN
+    reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=text)
+    part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, "mem://r1", "d" * 64, len(text))
+    remember([reasoning], [part], 0xC1, visible={"messages": [{"role": "user", "content": SEEN + "?"}]})
+    assert registry.has_windows()  # entered whole: what its call showed is read when a record holds a run
+    resolving, go = _held(monkeypatch, lambda: scrub_value("log: " + text, 0xC1))
+    try:
+        scrubbed = scrub_value("said: " + UNSEEN, 0xC1)
+    finally:
+        go.set()
+        resolving.join(60)
+    assert "CANARY" not in scrubbed and "recollection" not in scrubbed
+    assert find_leaks([UNSEEN[i : i + 40] for i in range(0, len(UNSEEN) - 40, 10)], texts=[scrubbed]) == []
+    assert SEEN in scrub_value("asked: " + SEEN, 0xC1)  # resolved: what the call showed is left alone
+
+
+def test_a_question_asked_on_the_thread_entering_captures_does_not_wait_for_itself(monkeypatch):
+    """Reading a call's objects while its capture is entered may log, and the log record is scrubbed
+    on the same thread: that question is answered, not a deadlock."""
+    _remember(THOUGHT, 0xB9)
+    add = registry.windows.add
+    inner: list[str] = []
+
+    def logging_add(*args: Any, **kwargs: Any) -> Any:
+        inner.append(scrub_value("a log line", 0xB9))
+        return add(*args, **kwargs)
+
+    monkeypatch.setattr(registry.windows, "add", logging_add)
+    entering = threading.Thread(target=registry.has_windows, daemon=True)
+    entering.start()
+    entering.join(60)
+    assert not entering.is_alive()
+    assert inner and inner[0] == "a log line"
+    assert find_leaks(_pieces(THOUGHT), texts=[scrub_value("Thinking: " + THOUGHT, 0xB9)]) == []
