@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from loom_otel.core._scrub import scrub_value
@@ -101,3 +102,37 @@ def test_a_question_asked_on_the_thread_entering_captures_does_not_wait_for_itse
     assert not entering.is_alive()
     assert inner and inner[0] == "a log line"
     assert find_leaks(_pieces(THOUGHT), texts=[scrub_value("Thinking: " + THOUGHT, 0xB9)]) == []
+
+
+def test_a_short_secret_added_while_another_thread_rebuilds_its_traces_needles_is_searched_for(monkeypatch):
+    """Short secrets are searched for as needles of their trace, rebuilt after each change. A secret
+    added while another thread rebuilds them (from what it read before) is still searched for at once."""
+    from loom_otel.core._scrub import _registry
+
+    kept = (None, None, 12)
+    registry.add_text("pw-7Hq2-zz91", "[first gone]", kept, 0xC2)
+    building, go = threading.Event(), threading.Event()
+    dumps = _registry.json.dumps
+
+    def slow_dumps(value: Any, **kwargs: Any) -> str:
+        if threading.current_thread().name == "rebuilding":
+            building.set()
+            assert go.wait(60)
+        return dumps(value, **kwargs)
+
+    monkeypatch.setattr(_registry, "json", SimpleNamespace(dumps=slow_dumps))
+    first: list[str] = []
+    rebuilding = threading.Thread(
+        target=lambda: first.append(scrub_value("token pw-7Hq2-zz91 ok", 0xC2)), name="rebuilding", daemon=True
+    )
+    rebuilding.start()
+    try:
+        assert building.wait(60)  # it read the trace's secrets: the first one only
+        registry.add_text("qx-41Lm-be07", "[second gone]", kept, 0xC2)
+        second = scrub_value("token qx-41Lm-be07 ok", 0xC2)
+    finally:
+        go.set()
+        rebuilding.join(60)
+    assert second == "token [second gone] ok"
+    assert first == ["token [first gone] ok"]
+    assert scrub_value("pw-7Hq2-zz91 and qx-41Lm-be07", 0xC2) == "[first gone] and [second gone]"

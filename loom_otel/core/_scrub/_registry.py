@@ -118,30 +118,33 @@ def _cost(capture: Sequence[Any]) -> int:
 class _Needles:
     """The short secrets of one trace as searched for inside larger values: (needle, replacement),
     longest first, JSON-escaped forms included, with minus each length (ascending) to skip those too
-    long; rebuilt on the first search after a change, replaced in one assignment."""
+    long; rebuilt on the first search after a change (``version``: adds so far, under the registry's
+    lock), replaced in one assignment with the version it was built from, so a search on another thread
+    during a rebuild builds its own rather than reading one without the newest secret."""
 
-    __slots__ = ("built", "secrets", "stale")
+    __slots__ = ("built", "secrets", "version")
 
     def __init__(self) -> None:
         self.secrets: dict[str, str] = {}
-        self.built: tuple[tuple[tuple[str, str], ...], list[int]] = ((), [])
-        self.stale = False
+        self.version = 0
+        self.built: tuple[int, tuple[tuple[str, str], ...], list[int]] = (0, (), [])
 
     def add(self, secret: str, replacement: str) -> None:
         self.secrets[secret] = replacement
-        self.stale = True
+        self.version += 1
 
     def fitting(self, length: int) -> Sequence[tuple[str, str]]:
-        if self.stale:
-            self.stale = False
+        version, pairs, lengths = self.built
+        if version != self.version:
+            version = self.version  # read before the secrets: each add up to it is in them
             found: dict[str, str] = {}
             for secret, replacement in list(self.secrets.items()):
                 found[secret] = replacement
                 for ascii_only in (True, False):
                     found.setdefault(json.dumps(secret, ensure_ascii=ascii_only)[1:-1], replacement)
             pairs = tuple(sorted(found.items(), key=lambda item: -len(item[0])))
-            self.built = (pairs, [-len(needle) for needle, _ in pairs])
-        pairs, lengths = self.built
+            lengths = [-len(needle) for needle, _ in pairs]
+            self.built = (version, pairs, lengths)
         return pairs[bisect.bisect_left(lengths, -length) :]
 
 
