@@ -9,6 +9,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from loom_otel.core._scrub import scrub_value
 from loom_otel.core._scrub._registry import registry
 from loom_otel.testing import find_leaks
@@ -136,3 +138,66 @@ def test_a_short_secret_added_while_another_thread_rebuilds_its_traces_needles_i
     assert second == "token [second gone] ok"
     assert first == ["token [first gone] ok"]
     assert scrub_value("pw-7Hq2-zz91 and qx-41Lm-be07", 0xC2) == "[first gone] and [second gone]"
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("name", ["openinference", "openllmetry"])
+def test_many_threads_beside_a_peer_on_a_batching_provider_export_no_thought(name, config, monkeypatch):
+    """Eight threads call at once, each with a thought of its own, streamed and not, a real peer wrapped
+    outside loom-otel and a batch processor exporting every few milliseconds: the export thread, the
+    helper and the calling threads all ask the registry while captures are entered, and no thought or
+    signature of any call is exported."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from loom_otel.instrumentation.anthropic import AnthropicInstrumentor
+    from loom_otel.testing.simulator import Simulator
+    from tests.scrub.test_scrub import _others, _request
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_AND_EVENT")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=5, max_export_batch_size=4))
+    loom = AnthropicInstrumentor()
+    loom.instrument(tracer_provider=provider, config=config, skip_dep_check=True)
+    other = _others()[name]()
+    other.instrumentor.instrument(tracer_provider=provider, **other.kwargs)
+    canaries = [
+        f"CANARY-thread-{n}-e41d: thread {n} weighs the museum's late hours against the metro." for n in range(8)
+    ]
+    signatures: list[str] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(len(canaries))
+
+    def calls(canary: str) -> None:
+        try:
+            client = Simulator(reasoning_text=canary).anthropic_client()
+            start.wait(60)
+            for turn in range(6):
+                request = _request([{"role": "user", "content": f"Museums open late, turn {turn}?"}])
+                if turn % 2:
+                    with client.messages.stream(**request) as streamed:
+                        message = streamed.get_final_message()
+                else:
+                    message = client.messages.create(**request)
+                signatures.extend(b.signature for b in message.content if b.type == "thinking")
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=calls, args=(canary,)) for canary in canaries]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in threads)
+    finally:
+        other.uninstrument()
+        loom.uninstrument()
+    assert failures == []
+    assert provider.force_flush(60_000)
+    theirs = [s for s in exporter.get_finished_spans() if not s.instrumentation_scope.name.startswith("loom_otel")]
+    assert len(theirs) >= 48 and len(signatures) == 48
+    assert find_leaks([*canaries, *signatures], spans=exporter.get_finished_spans()) == []
+    provider.shutdown()
