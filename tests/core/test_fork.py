@@ -201,16 +201,14 @@ def test_chained_exporter_resend_in_a_child(tmp_path: Path) -> None:
 def test_scrubber_registry_in_a_child(lock: str) -> None:
     """A parent thread enters a capture (or indexes its windows) at the fork: the child enters its own
     capture and finds it."""
-    from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
-    from loom_otel.core._scrub import remember, scrub_value
+    from loom_otel.core._scrub import scrub_value
     from loom_otel.core._scrub._registry import registry
+    from tests.scrub.test_scrub_batched import _remember
 
     secret = "CANARY-fork-registry: a thought of the child's own, long enough to be found in a value."
 
     def child() -> None:
-        reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=secret)
-        part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, "mem://fork", "d" * 64, len(secret))
-        remember([reasoning], [part], 0xF0)
+        _remember(secret, 0xF0)
         assert "CANARY" not in scrub_value("said: " + secret, 0xF0)
 
     with held(registry.windows._lock if lock == "windows" else getattr(registry, lock)):

@@ -62,10 +62,11 @@ def _pieces(text: str) -> list[str]:
     return [form[i : i + 40] for form in forms for i in range(0, max(len(form) - 40, 1), 20)]
 
 
-def _remember(text: str, trace_id: int, number: int = 1) -> None:
+def _remember(text: str, trace_id: int, number: int = 1, visible: object = None) -> None:
+    """Remember ``text`` as capture ``number`` of a call that showed ``visible``, as a capture does."""
     reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=text)
     part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, f"mem://r{number}", "d" * 64, len(text))
-    remember([reasoning], [part], trace_id)
+    remember([reasoning], [part], trace_id, visible)
 
 
 FORMS: dict[str, Any] = {

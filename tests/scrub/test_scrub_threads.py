@@ -21,8 +21,9 @@ SEEN = "Which museums in Paris stay open late on Thursday evenings for students"
 UNSEEN = "CANARY-threads-2c9a: my own recollection of three late openings, never verified anywhere."
 
 
-def _blocking_add(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
-    """``registry.windows.add`` waits for ``go`` once ``indexing`` is set (a thread held mid-index)."""
+def _held(monkeypatch: Any, target: Callable[[], object]) -> tuple[threading.Thread, threading.Event]:
+    """``target`` on a thread, held in the middle of indexing (``registry.windows.add``): the thread and
+    the event that lets it go."""
     indexing, go = threading.Event(), threading.Event()
     add = registry.windows.add
 
@@ -32,12 +33,6 @@ def _blocking_add(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
         return add(*args, **kwargs)
 
     monkeypatch.setattr(registry.windows, "add", slow_add)
-    return indexing, go
-
-
-def _held(monkeypatch: Any, target: Callable[[], object]) -> tuple[threading.Thread, threading.Event]:
-    """``target`` on a thread, held in the middle of indexing: the thread and the event that lets it go."""
-    indexing, go = _blocking_add(monkeypatch)
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     assert indexing.wait(60)
@@ -67,13 +62,8 @@ def test_a_text_cut_around_what_its_call_showed_is_found_while_its_pieces_are_in
     """A record holds a run of a text whose call showed part of it: the text is indexed again as the
     pieces around what was shown (``resolve``). Another thread searching meanwhile finds the text
     whole or its pieces, never neither."""
-    from loom_otel.core._evidence._model import Reasoning, ReasoningKind, ReasoningPart
-    from loom_otel.core._scrub import remember
-
     text = SEEN + "? " + UNSEEN
-    reasoning = Reasoning(ReasoningKind.TEXT, "anthropic", text=text)
-    part = ReasoningPart(ReasoningKind.TEXT, "anthropic", None, "mem://r1", "d" * 64, len(text))
-    remember([reasoning], [part], 0xC1, visible={"messages": [{"role": "user", "content": SEEN + "?"}]})
+    _remember(text, 0xC1, visible={"messages": [{"role": "user", "content": SEEN + "?"}]})
     assert registry.has_windows()  # entered whole: what its call showed is read when a record holds a run
     resolving, go = _held(monkeypatch, lambda: scrub_value("log: " + text, 0xC1))
     try:
